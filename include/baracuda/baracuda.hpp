@@ -1,0 +1,11 @@
+// baracuda — CUDA ML primitives behind one Plan API. Umbrella header.
+#pragma once
+
+#include "baracuda/core/dlpack.hpp"
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/half_bits.hpp"
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/scalar.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/pad.hpp"

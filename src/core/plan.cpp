@@ -1,0 +1,62 @@
+#include "baracuda/core/plan.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace baracuda {
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::kAny: return "any";
+    case Backend::kBespoke: return "bespoke";
+    case Backend::kCuBLASLt: return "cublaslt";
+    case Backend::kCuDNN: return "cudnn";
+    case Backend::kCUB: return "cub";
+    case Backend::kCuFFT: return "cufft";
+    case Backend::kCuSOLVER: return "cusolver";
+    case Backend::kCuRAND: return "curand";
+    case Backend::kNCCL: return "nccl";
+  }
+  return "?";
+}
+
+std::string_view direction_name(Direction d) { return d == Direction::kForward ? "fwd" : "bwd"; }
+
+std::string KernelSku::name() const {
+  // <op-family>.<dir>.<op-variant>.<dtype>.<backend>.sm<arch>.<kernel-variant>
+  std::string s = op;
+  s += '.';
+  s += direction_name(direction);
+  s += '.';
+  s += dtype_name(dtype);
+  s += '.';
+  s += backend_name(backend);
+  s += ".sm";
+  s += std::to_string(arch);
+  if (!variant.empty()) {
+    s += '.';
+    s += variant;
+  }
+  return s;
+}
+
+int current_device_arch(std::string* why_not) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  int major = 0, minor = 0;
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the non-sticky error so later calls do not see it
+    if (why_not) {
+      *why_not = "no usable CUDA device (";
+      *why_not += cudaGetErrorName(e);
+      *why_not += "); name PlanPreference::target_arch to select without one";
+    }
+    return 0;
+  }
+  return major * 10 + minor;
+}
+
+}  // namespace baracuda

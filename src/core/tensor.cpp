@@ -1,0 +1,86 @@
+#include "baracuda/core/tensor.hpp"
+
+#include <algorithm>
+
+#include "core/checked_math.hpp"
+
+namespace baracuda {
+
+bool parse_dtype(std::string_view name, DType* out) {
+#define BARACUDA_X(e, str, size, kind) \
+  if (name == str) {                   \
+    *out = DType::e;                   \
+    return true;                       \
+  }
+  BARACUDA_DTYPES(BARACUDA_X)
+#undef BARACUDA_X
+  return false;
+}
+
+int64_t TensorLayout::numel() const {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= shape[d];
+  return n;
+}
+
+bool TensorLayout::is_contiguous() const {
+  int64_t expect = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (shape[d] == 0) return true;
+    if (shape[d] != 1 && stride[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+bool TensorLayout::byte_extent(int64_t* lo, int64_t* hi) const {
+  *lo = *hi = 0;
+  if (numel() == 0) return true;
+  int64_t min_off = 0, max_off = 0;
+  for (int d = 0; d < rank; ++d) {
+    int64_t span = 0;
+    if (!checked_mul(stride[d], shape[d] - 1, &span)) return false;
+    if (span < 0) {
+      if (!checked_add(min_off, span, &min_off)) return false;
+    } else if (!checked_add(max_off, span, &max_off)) {
+      return false;
+    }
+  }
+  const int64_t es = static_cast<int64_t>(dtype_size(dtype));
+  int64_t lo_b = 0, hi_b = 0;
+  if (!checked_mul(min_off, es, &lo_b) || !checked_mul(max_off, es, &hi_b) ||
+      !checked_add(hi_b, es, &hi_b))
+    return false;
+  *lo = lo_b;
+  *hi = hi_b;
+  return true;
+}
+
+void TensorLayout::set_contiguous_strides() {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    stride[d] = s;
+    s *= std::max<int64_t>(shape[d], 1);
+  }
+}
+
+TensorLayout TensorLayout::make(DType dtype, std::span<const int64_t> shape,
+                                std::span<const int64_t> strides) {
+  TensorLayout t;
+  t.dtype = dtype;
+  if (shape.size() > static_cast<size_t>(kMaxRank) ||
+      (!strides.empty() && strides.size() != shape.size())) {
+    t.rank = -1;
+    return t;
+  }
+  t.rank = static_cast<int>(shape.size());
+  std::copy(shape.begin(), shape.end(), t.shape);
+  if (strides.empty()) {
+    t.set_contiguous_strides();
+  } else {
+    std::copy(strides.begin(), strides.end(), t.stride);
+  }
+  return t;
+}
+
+}  // namespace baracuda

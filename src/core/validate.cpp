@@ -1,0 +1,98 @@
+#include "core/validate.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/checked_math.hpp"
+
+namespace baracuda {
+
+void detail::append(std::string& s, const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  s += buf;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status check_layout(std::string_view op, std::string_view field, const TensorLayout& t) {
+  if (t.rank < 0 || t.rank > kMaxRank)
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " rank = ", t.rank, " must be in [0, ",
+                 kMaxRank, "]");
+  int64_t n = 1;
+  for (int d = 0; d < t.rank; ++d) {
+    if (t.shape[d] < 0)
+      return error(StatusCode::kInvalidProblem, op, ": ", field, " shape[", d, "] = ", t.shape[d],
+                   " must be >= 0");
+    if (!checked_mul(n, t.shape[d], &n))
+      return error(StatusCode::kInvalidProblem, op, ": ", field, " shape ", shape_string(t),
+                   " has more than 2^63 elements");
+  }
+  int64_t lo = 0, hi = 0;
+  if (!t.byte_extent(&lo, &hi))
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " strides with shape ", shape_string(t),
+                 " address more than 2^63 bytes");
+  return {};
+}
+
+Status check_view(std::string_view op, std::string_view field, const TensorLayout& t,
+                  const void* data, DType want_dtype, std::span<const int64_t> want_shape) {
+  if (Status s = check_layout(op, field, t); !s.ok()) return s;
+  if (t.dtype != want_dtype)
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " dtype ", dtype_name(t.dtype),
+                 " does not match the descriptor's ", dtype_name(want_dtype));
+  const std::span<const int64_t> got(t.shape, t.rank);
+  if (!std::equal(got.begin(), got.end(), want_shape.begin(), want_shape.end()))
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " shape ", shape_string(got),
+                 " does not match the expected ", shape_string(want_shape));
+  if (data == nullptr && t.numel() > 0)
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " data is null with ", t.numel(),
+                 " elements");
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(t.dtype) != 0)
+    return error(StatusCode::kMisalignedOperand, op, ": ", field, " data ", data,
+                 " is not aligned to its ", dtype_size(t.dtype), "-byte element");
+  return {};
+}
+
+Status check_no_internal_overlap(std::string_view op, std::string_view field, const TensorLayout& t) {
+  // Sufficient condition for distinct addresses: sorted by |stride|, each stride exceeds the
+  // furthest reach of all smaller axes.
+  if (t.numel() <= 1) return {};
+  int idx[kMaxRank];
+  int n = 0;
+  for (int d = 0; d < t.rank; ++d)
+    if (t.shape[d] > 1) idx[n++] = d;
+  std::sort(idx, idx + n, [&](int a, int b) {
+    return std::abs(t.stride[a]) < std::abs(t.stride[b]);
+  });
+  int64_t reach = 0;  // max offset reachable by the smaller axes
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = std::abs(t.stride[idx[i]]);
+    if (s <= reach)
+      return error(StatusCode::kInvalidProblem, op, ": ", field, " has internally overlapping strides ",
+                   shape_string(std::span<const int64_t>(t.stride, t.rank)), " for shape ", shape_string(t),
+                   " (two indices share memory)");
+    reach += s * (t.shape[idx[i]] - 1);
+  }
+  return {};
+}
+
+bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  int64_t alo = 0, ahi = 0, blo = 0, bhi = 0;
+  a.byte_extent(&alo, &ahi);
+  b.byte_extent(&blo, &bhi);
+  const intptr_t pa = reinterpret_cast<intptr_t>(a_data), pb = reinterpret_cast<intptr_t>(b_data);
+  return pa + alo < pb + bhi && pb + blo < pa + ahi;
+}
+
+}  // namespace baracuda

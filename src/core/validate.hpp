@@ -1,0 +1,61 @@
+// Shared host-side validation of views and descriptors. Every op reports errors through these,
+// so messages read the same everywhere: "<op>: <field> <what is wrong>".
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+namespace detail {
+inline void append(std::string& s, std::string_view v) { s += v; }
+inline void append(std::string& s, const char* v) { s += v; }
+inline void append(std::string& s, const std::string& v) { s += v; }
+void append(std::string& s, const void* p);  // hex address
+template <class T>
+  requires std::is_arithmetic_v<T>
+void append(std::string& s, T v) {
+  if constexpr (std::is_same_v<T, bool>) s += v ? "true" : "false";
+  else s += std::to_string(v);
+}
+}  // namespace detail
+
+// Concatenates strings and numbers: cat("pad: pad_low[", 2, "] = ", -3).
+template <class... Ts>
+std::string cat(const Ts&... parts) {
+  std::string s;
+  (detail::append(s, parts), ...);
+  return s;
+}
+
+template <class... Ts>
+Status error(StatusCode code, const Ts&... parts) {
+  return Status(code, cat(parts...));
+}
+
+// "[2, 3, 4]"
+std::string shape_string(std::span<const int64_t> shape);
+inline std::string shape_string(const TensorLayout& t) {
+  return shape_string(std::span<const int64_t>(t.shape, t.rank < 0 ? 0 : t.rank));
+}
+
+// rank in [0, kMaxRank], extents >= 0, numel and byte extent representable in int64.
+Status check_layout(std::string_view op, std::string_view field, const TensorLayout& t);
+
+// check_layout + dtype and shape equal to what the descriptor promised, data non-null when
+// numel > 0, data aligned to the element size.
+Status check_view(std::string_view op, std::string_view field, const TensorLayout& t,
+                  const void* data, DType want_dtype, std::span<const int64_t> want_shape);
+
+// An output whose distinct indices could share memory (a stride-0 axis, interleaved strides).
+Status check_no_internal_overlap(std::string_view op, std::string_view field, const TensorLayout& t);
+
+// Byte ranges of two operands intersect (used where no aliasing is allowed).
+bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data);
+
+}  // namespace baracuda

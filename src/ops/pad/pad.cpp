@@ -1,0 +1,343 @@
+// Pad plans: descriptor validation, selection, argument checks, and the host-side coalescing
+// that turns arbitrary strided views into the kernels' PadGeometry.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "baracuda/core/half_bits.hpp"
+#include "baracuda/ops/pad.hpp"
+#include "core/arch.hpp"
+#include "core/checked_math.hpp"
+#include "core/cuda_check.hpp"
+#include "core/dispatch.hpp"
+#include "core/validate.hpp"
+#include "ops/pad/pad_geometry.hpp"
+
+namespace baracuda {
+
+namespace {
+
+constexpr std::string_view kOp = "pad";
+constexpr std::string_view kOpBwd = "pad_backward";
+
+using PadForwardDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8,
+                                   DType::i16, DType::i32, DType::i64, DType::boolean>;
+using PadBackwardDTypes = FloatDTypes;
+
+// Integer fill as PyTorch's checked conversion: range-checked, then truncated toward zero.
+// Unsigned targets accept [-max, max] and wrap, as c10's overflow check does.
+template <class I>
+Result<uint64_t> int_fill_bits(std::string_view op, const Scalar& v) {
+  using L = std::numeric_limits<I>;
+  const double lo_ok = std::is_signed_v<I> ? static_cast<double>(L::min()) : -static_cast<double>(L::max());
+  const double hi_ok = static_cast<double>(L::max());
+  int64_t iv = 0;
+  if (v.is_int()) {
+    const bool in_range = std::is_signed_v<I> ? (v.i >= static_cast<int64_t>(L::min()) && v.i <= static_cast<int64_t>(L::max()))
+                                              : (v.i >= -static_cast<int64_t>(L::max()) && v.i <= static_cast<int64_t>(L::max()));
+    if (!in_range) return error(StatusCode::kInvalidProblem, op, ": value = ", v.i, " overflows the element type");
+    iv = v.i;
+  } else {
+    if (!std::isfinite(v.f) || v.f < lo_ok || v.f > hi_ok)
+      return error(StatusCode::kInvalidProblem, op, ": value = ", v.f, " cannot be converted to the element type without overflow");
+    iv = static_cast<int64_t>(std::trunc(v.f));
+  }
+  using U = std::make_unsigned_t<I>;
+  return static_cast<uint64_t>(static_cast<U>(static_cast<I>(iv)));
+}
+
+Result<uint64_t> fill_bits(std::string_view op, DType dt, const Scalar& v) {
+  const double d = v.as_double();
+  switch (dt) {
+    case DType::f32: return static_cast<uint64_t>(std::bit_cast<uint32_t>(static_cast<float>(d)));
+    case DType::f64: return std::bit_cast<uint64_t>(d);
+    case DType::f16: return static_cast<uint64_t>(float_to_f16_bits(static_cast<float>(d)));
+    case DType::bf16: return static_cast<uint64_t>(float_to_bf16_bits(static_cast<float>(d)));
+    case DType::i8: return int_fill_bits<int8_t>(op, v);
+    case DType::u8: return int_fill_bits<uint8_t>(op, v);
+    case DType::i16: return int_fill_bits<int16_t>(op, v);
+    case DType::i32: return int_fill_bits<int32_t>(op, v);
+    case DType::i64: return int_fill_bits<int64_t>(op, v);
+    case DType::boolean: return uint64_t{v.is_int() ? v.i != 0 : d != 0.0};  // NaN -> true
+    default: return error(StatusCode::kUnsupported, op, ": no fill conversion to ", dtype_name(dt));
+  }
+}
+
+Status validate_descriptor(std::string_view op, const PadDescriptor& d, bool backward) {
+  if (d.rank < 1 || d.rank > kMaxRank)
+    return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [1, ", kMaxRank, "]");
+  if (static_cast<int>(d.mode) > static_cast<int>(PadMode::kCircular))
+    return error(StatusCode::kInvalidProblem, op, ": mode = ", static_cast<int>(d.mode), " is not a PadMode");
+  const bool dtype_ok = backward ? PadBackwardDTypes::contains(d.dtype) : PadForwardDTypes::contains(d.dtype);
+  if (!dtype_ok)
+    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(d.dtype), " is not supported (supported: ",
+                 backward ? PadBackwardDTypes::names() : PadForwardDTypes::names(), ")");
+  if (d.mode != PadMode::kConstant && !(d.value.as_double() == 0.0))
+    return error(StatusCode::kInvalidProblem, op, ": value = ", d.value.as_double(), " is only meaningful in constant mode (mode is ",
+                 pad_mode_name(d.mode), ")");
+  const std::string_view mode = pad_mode_name(d.mode);
+  int64_t out_numel = 1;
+  for (int a = 0; a < d.rank; ++a) {
+    const int64_t n = d.in_shape[a], lo = d.pad_low[a], hi = d.pad_high[a];
+    if (n < 0) return error(StatusCode::kInvalidProblem, op, ": in_shape[", a, "] = ", n, " must be >= 0");
+    if (lo < -n) return error(StatusCode::kInvalidProblem, op, ": pad_low[", a, "] = ", lo, " crops more than in_shape[", a, "] = ", n);
+    if (hi < -n) return error(StatusCode::kInvalidProblem, op, ": pad_high[", a, "] = ", hi, " crops more than in_shape[", a, "] = ", n);
+    int64_t out = 0;
+    if (!checked_add(n, lo, &out) || !checked_add(out, hi, &out))
+      return error(StatusCode::kInvalidProblem, op, ": axis ", a, " output size overflows int64");
+    if (out < 0)
+      return error(StatusCode::kInvalidProblem, op, ": axis ", a, ": in_shape ", n, " with pad_low ", lo, " and pad_high ", hi,
+                   " gives a negative output size ", out);
+    const bool padded = lo != 0 || hi != 0;
+    if (padded && (d.mode == PadMode::kReflect || d.mode == PadMode::kReplicate)) {
+      if (n < 1) return error(StatusCode::kInvalidProblem, op, ": ", mode, " padding of axis ", a, " needs in_shape[", a, "] >= 1 (it is 0)");
+      if (out < 1) return error(StatusCode::kInvalidProblem, op, ": ", mode, " padding of axis ", a, " gives output size ", out, "; it must be >= 1");
+    }
+    if (d.mode == PadMode::kReflect && (lo >= n || hi >= n) && padded)
+      return error(StatusCode::kInvalidProblem, op, ": reflect padding (", lo, ", ", hi, ") of axis ", a,
+                   " must be < in_shape[", a, "] = ", n, " on both sides");
+    if (d.mode == PadMode::kCircular && (lo > n || hi > n))
+      return error(StatusCode::kInvalidProblem, op, ": circular padding (", lo, ", ", hi, ") of axis ", a,
+                   " wraps around more than once; each side must be <= in_shape[", a, "] = ", n);
+    if (!checked_mul(out_numel, out, &out_numel))
+      return error(StatusCode::kInvalidProblem, op, ": output has more than 2^63 elements");
+  }
+  return {};
+}
+
+// What both plans settle at select(): validity, architecture, backend.
+Status select_common(std::string_view op, const PadDescriptor& d, const PlanPreference& pref, bool backward,
+                     KernelSku* sku) {
+  if (Status s = validate_descriptor(op, d, backward); !s.ok()) return s;
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
+    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
+                 " has no pad implementation (candidates: bespoke)");
+  auto arch = resolve_arch(op, pref);
+  if (!arch) return arch.status();
+  sku->op = cat("pad.", pad_mode_name(d.mode));
+  sku->direction = backward ? Direction::kBackward : Direction::kForward;
+  sku->dtype = d.dtype;
+  sku->backend = Backend::kBespoke;
+  sku->arch = *arch;
+  sku->variant = "rowtile";
+  return {};
+}
+
+std::span<const int64_t> out_shape_of(const PadDescriptor& d, int64_t* buf) {
+  for (int a = 0; a < d.rank; ++a) buf[a] = d.out_dim(a);
+  return {buf, static_cast<size_t>(d.rank)};
+}
+
+// x-side (unpadded) and y-side (padded) views against the descriptor; dst must not
+// self-overlap, and the two must not overlap at all.
+Status check_args(std::string_view op, const PadDescriptor& d, const TensorLayout& xl, const void* xp,
+                  const char* xname, const TensorLayout& yl, const void* yp, const char* yname, bool dst_is_x) {
+  int64_t out[kMaxRank];
+  if (Status s = check_view(op, xname, xl, xp, d.dtype, d.in_span()); !s.ok()) return s;
+  if (Status s = check_view(op, yname, yl, yp, d.dtype, out_shape_of(d, out)); !s.ok()) return s;
+  if (Status s = check_no_internal_overlap(op, dst_is_x ? xname : yname, dst_is_x ? xl : yl); !s.ok()) return s;
+  if (ranges_overlap(xl, xp, yl, yp))
+    return error(StatusCode::kInvalidProblem, op, ": ", yname, " overlaps ", xname, " (pad has no in-place form)");
+  return {};
+}
+
+}  // namespace
+
+bool detail::pad_fits_index32(const TensorLayout& t) {
+  constexpr int64_t kLimit = (int64_t{1} << 31) - (int64_t{1} << 16);  // headroom for tile overrun
+  int64_t lo = 0, hi = 0;
+  t.byte_extent(&lo, &hi);
+  const int64_t es = static_cast<int64_t>(dtype_size(t.dtype));
+  return t.numel() < kLimit && -lo / es < kLimit && hi / es < kLimit;
+}
+
+Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
+                                  const TensorLayout& yl, bool dst_is_x, int elem_cols, PadGeometry* g) {
+  struct Axis {
+    int64_t n, m, lo, xs, ys;
+  };
+  Axis ax[kMaxRank];
+  int na = 0;
+  for (int a = 0; a < d.rank; ++a) {
+    const Axis v{d.in_shape[a], d.out_dim(a), d.pad_low[a], xl.stride[a], yl.stride[a]};
+    if (v.n == 1 && v.m == 1 && v.lo == 0) continue;  // contributes nothing
+    ax[na++] = v;
+  }
+  if (na == 0) ax[na++] = Axis{1, 1, 0, 1, 1};
+  auto dst_extent = [&](const Axis& v) { return dst_is_x ? v.n : v.m; };
+  auto dst_stride = [&](const Axis& v) { return std::abs(dst_is_x ? v.xs : v.ys); };
+  // column axis: smallest destination stride among axes with extent > 1 (the later on ties)
+  int col = na - 1;
+  for (int a = na - 1; a >= 0; --a)
+    if (dst_extent(ax[a]) > 1 && (dst_extent(ax[col]) <= 1 || dst_stride(ax[a]) < dst_stride(ax[col]))) col = a;
+  Axis col_axis = ax[col];
+  std::copy(ax + col + 1, ax + na, ax + col);
+  --na;
+  std::stable_sort(ax, ax + na, [&](const Axis& p, const Axis& q) { return dst_stride(p) > dst_stride(q); });
+  ax[na++] = col_axis;
+  // merge unpadded neighbours that are contiguous with each other on both sides
+  int out_n = 0;
+  Axis merged[kMaxRank];
+  for (int a = 0; a < na; ++a) {
+    const Axis& v = ax[a];
+    if (out_n > 0) {
+      Axis& p = merged[out_n - 1];
+      const bool unpadded = p.n == p.m && p.lo == 0 && v.n == v.m && v.lo == 0;
+      if (unpadded && p.xs == v.xs * v.n && p.ys == v.ys * v.m) {
+        p = Axis{p.n * v.n, p.m * v.m, 0, v.xs, v.ys};
+        continue;
+      }
+    }
+    merged[out_n++] = v;
+  }
+  *g = detail::PadGeometry{};
+  g->rank = out_n;
+  g->mode = static_cast<int>(d.mode);
+  int64_t rows = 1;
+  for (int a = 0; a < out_n; ++a) {
+    g->n[a] = merged[a].n;
+    g->m[a] = merged[a].m;
+    g->lo[a] = merged[a].lo;
+    g->xs[a] = merged[a].xs;
+    g->ys[a] = merged[a].ys;
+    if (a < out_n - 1) rows *= dst_is_x ? merged[a].n : merged[a].m;
+  }
+  const int64_t W = dst_is_x ? g->n[out_n - 1] : g->m[out_n - 1];
+  g->rows = rows;
+  if (W == 0 || rows == 0) return {};  // nothing to write
+  auto ceil_div = [](int64_t a, int64_t b) { return (a - 1) / b + 1; };  // a >= 1; no overflow
+  g->tiles_c = ceil_div(W, int64_t{detail::kPadThreads} * elem_cols);
+  g->bx = static_cast<int>(ceil_div(W, g->tiles_c * elem_cols));
+  g->v_eff = static_cast<int>(ceil_div(W, g->tiles_c * g->bx));
+  g->by = std::max(1, detail::kPadThreads / g->bx);
+  const int64_t tiles_r = ceil_div(rows, int64_t{g->by} * detail::kPadRowsPerThread);
+  if (tiles_r > std::numeric_limits<int32_t>::max() / g->tiles_c)
+    return error(StatusCode::kUnsupported, op, ": ", tiles_r, " x ", g->tiles_c, " tiles exceed the grid limit 2^31 - 1");
+  return {};
+}
+
+std::string_view pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::kConstant: return "constant";
+    case PadMode::kReflect: return "reflect";
+    case PadMode::kReplicate: return "replicate";
+    case PadMode::kCircular: return "circular";
+  }
+  return "?";
+}
+
+Result<PadDescriptor> PadDescriptor::torch_style(DType dtype, std::span<const int64_t> in_shape,
+                                                 std::span<const int64_t> pads, PadMode mode, Scalar value) {
+  if (in_shape.size() > static_cast<size_t>(kMaxRank))
+    return error(StatusCode::kInvalidProblem, kOp, ": rank = ", in_shape.size(), " must be <= ", kMaxRank);
+  if (pads.size() % 2 != 0)
+    return error(StatusCode::kInvalidProblem, kOp, ": pad length must be even but is ", pads.size());
+  if (pads.size() > 2 * in_shape.size())
+    return error(StatusCode::kInvalidProblem, kOp, ": pad length ", pads.size(), " is more than twice the rank ",
+                 in_shape.size());
+  PadDescriptor d;
+  d.dtype = dtype;
+  d.mode = mode;
+  d.value = value;
+  d.rank = static_cast<int>(in_shape.size());
+  std::copy(in_shape.begin(), in_shape.end(), d.in_shape);
+  for (size_t p = 0; p < pads.size() / 2; ++p) {
+    const size_t axis = in_shape.size() - 1 - p;
+    d.pad_low[axis] = pads[2 * p];
+    d.pad_high[axis] = pads[2 * p + 1];
+  }
+  return d;
+}
+
+size_t PadDescriptor::hash() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(dtype));
+  mix(static_cast<uint64_t>(mode));
+  mix(static_cast<uint64_t>(rank));
+  for (int a = 0; a < kMaxRank; ++a) {
+    mix(static_cast<uint64_t>(in_shape[a]));
+    mix(static_cast<uint64_t>(pad_low[a]));
+    mix(static_cast<uint64_t>(pad_high[a]));
+  }
+  mix(static_cast<uint64_t>(value.kind));
+  mix(value.is_int() ? static_cast<uint64_t>(value.i) : std::bit_cast<uint64_t>(value.f));
+  return static_cast<size_t>(h);
+}
+
+// ---------------------------------------------------------------- forward
+
+Result<PadPlan> PadPlan::select(const PadDescriptor& desc, const PlanPreference& pref) {
+  PadPlan plan;
+  if (Status s = select_common(kOp, desc, pref, /*backward=*/false, &plan.sku_); !s.ok()) return s;
+  auto bits = fill_bits(kOp, desc.dtype, desc.value);
+  if (!bits) return bits.status();
+  plan.desc_ = desc;
+  plan.fill_bits_ = *bits;
+  const int es = static_cast<int>(dtype_size(desc.dtype));
+  plan.launch32_ = detail::pad_forward_launcher(es, false);
+  plan.launch64_ = detail::pad_forward_launcher(es, true);
+  if (!plan.launch32_ || !plan.launch64_)
+    return error(StatusCode::kInternal, kOp, ": no forward kernel for element size ", es);
+  return plan;
+}
+
+PrecisionGuarantee PadPlan::precision_guarantee() const {
+  return PrecisionGuarantee{desc_.dtype, desc_.dtype, /*bit_exact=*/true, Determinism::kRunToRun};
+}
+
+Status PadPlan::can_implement(const PadArgs& a) const {
+  return check_args(kOp, desc_, a.x, a.x.data, "x", a.y, a.y.data, "y", /*dst_is_x=*/false);
+}
+
+Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  detail::PadGeometry g;
+  const int cols = detail::pad_fwd_cols_per_thread(static_cast<int>(dtype_size(desc_.dtype)));
+  if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, cols, &g); !s.ok()) return s;
+  if (g.rows == 0 || g.tiles_c == 0) return {};
+  g.src = a.x.data;
+  g.dst = a.y.data;
+  g.fill = fill_bits_;
+  const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
+  return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
+}
+
+// ---------------------------------------------------------------- backward
+
+Result<PadBackwardPlan> PadBackwardPlan::select(const PadBackwardDescriptor& desc, const PlanPreference& pref) {
+  PadBackwardPlan plan;
+  if (Status s = select_common(kOpBwd, desc, pref, /*backward=*/true, &plan.sku_); !s.ok()) return s;
+  plan.desc_ = desc;
+  plan.launch32_ = detail::pad_backward_launcher(desc.dtype, false);
+  plan.launch64_ = detail::pad_backward_launcher(desc.dtype, true);
+  if (!plan.launch32_ || !plan.launch64_)
+    return error(StatusCode::kInternal, kOpBwd, ": no backward kernel for ", dtype_name(desc.dtype));
+  return plan;
+}
+
+PrecisionGuarantee PadBackwardPlan::precision_guarantee() const {
+  const DType acc = desc_.dtype == DType::f64 ? DType::f64 : DType::f32;
+  // constant mode: every dx element has at most one preimage, so dx is dy moved exactly
+  return PrecisionGuarantee{acc, acc, desc_.mode == PadMode::kConstant, Determinism::kRunToRun};
+}
+
+Status PadBackwardPlan::can_implement(const PadBackwardArgs& a) const {
+  return check_args(kOpBwd, desc_, a.dx, a.dx.data, "dx", a.dy, a.dy.data, "dy", /*dst_is_x=*/true);
+}
+
+Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  detail::PadGeometry g;
+  const int cols = detail::pad_bwd_cols_per_thread(static_cast<int>(dtype_size(desc_.dtype)));
+  if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, cols, &g); !s.ok()) return s;
+  if (g.rows == 0 || g.tiles_c == 0) return {};
+  g.src = a.dy.data;
+  g.dst = a.dx.data;
+  const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
+  return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
+}
+
+}  // namespace baracuda

@@ -1,0 +1,51 @@
+// The pad problem as the kernels see it: axes reordered and coalesced on the host at run(),
+// so the kernels walk a "column" axis (the last, smallest destination stride) and up to
+// kMaxRank-1 "row" axes. Host- and device-safe plain data.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/pad.hpp"
+
+namespace baracuda::detail {
+
+struct PadGeometry {
+  int rank = 0;  // coalesced rank, >= 1; axis rank-1 is the column axis
+  int mode = 0;  // PadMode
+  int64_t n[kMaxRank] = {};   // unpadded (x / dx) extent
+  int64_t m[kMaxRank] = {};   // padded (y / dy) extent
+  int64_t lo[kMaxRank] = {};  // pad_low per axis
+  int64_t xs[kMaxRank] = {};  // x / dx element strides
+  int64_t ys[kMaxRank] = {};  // y / dy element strides
+  const void* src = nullptr;  // forward: x; backward: dy
+  void* dst = nullptr;        // forward: y; backward: dx
+  uint64_t fill = 0;          // forward constant fill, raw bits of the element
+  // launch shape, chosen on the host (see pad.cpp: choose_tiling)
+  int64_t rows = 0;     // product of the destination's row extents
+  int64_t tiles_c = 0;  // column tiles per row group
+  int bx = 1, by = 1;   // threads along columns / rows
+  int v_eff = 1;        // columns per thread (<= the kernel's compile-time maximum)
+};
+
+// Compile-time tile constants shared by the host (tiling) and the kernels.
+inline constexpr int kPadThreads = 256;
+inline constexpr int kPadRowsPerThread = 2;
+constexpr int pad_fwd_cols_per_thread(int elem_size) { return elem_size >= 8 ? 2 : elem_size == 4 ? 4 : 8; }
+constexpr int pad_bwd_cols_per_thread(int elem_size) { return elem_size >= 8 ? 2 : 4; }
+
+// Reorders axes (column axis = smallest destination stride, rows by decreasing stride), merges
+// unpadded neighbours contiguous on both sides, and picks the tiling. `dst_is_x` for backward.
+Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
+                          const TensorLayout& yl, bool dst_is_x, int elem_cols, PadGeometry* g);
+// 32-bit index math is safe for this operand: element count and element offsets below
+// 2^31 - 2^16 (kernels index in elements; the pointer addition itself is 64-bit).
+bool pad_fits_index32(const TensorLayout& t);
+
+// Launcher tables (defined in pad_kernels.cu). Forward by element size (1, 2, 4, 8 bytes),
+// backward by dtype (f32, f16, bf16, f64). Null when unsupported.
+PadLaunchFn pad_forward_launcher(int elem_size, bool index64);
+PadLaunchFn pad_backward_launcher(DType dtype, bool index64);
+
+}  // namespace baracuda::detail
