@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole GPU round trip in one command (run on the H200 machine from the repo root):
+# build, device + host tests, compute-sanitizer, benchmarks, PyTorch side by side.
+# Logs and tables go to $OUT (default /tmp/baracuda-out). Usage:
+#   COMMIT=abc1234 DATE=2026-11-21 scripts/device-check.sh [--no-sanitizer] [--no-bench]
+set -uo pipefail
+OUT=${OUT:-/tmp/baracuda-out}
+mkdir -p "$OUT"
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+DATE=${DATE:-$(date +%F)}
+SAN=1; BENCH=1
+for a in "$@"; do
+  case "$a" in --no-sanitizer) SAN=0 ;; --no-bench) BENCH=0 ;; esac
+done
+BUILD=${BUILD:-build-device}
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+start=$(date +%s)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
+ninja -C "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -m20 -E "error" "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+ctest --test-dir "$BUILD" -j4 --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
+tail -4 "$OUT/ctest.log"
+"$BUILD/tests/baracuda_device_tests" --gtest_filter='PadDevice.*Matrix*' 2>&1 | grep -E '^\[pad' | tee "$OUT/device_summary.txt"
+if [ $SAN = 1 ]; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
+    --gtest_filter='-*Large*' > "$OUT/memcheck.log" 2>&1
+  echo "memcheck rc=$? ($(grep -c 'Invalid' "$OUT/memcheck.log") invalid accesses); $(tail -1 "$OUT/memcheck.log")"
+  compute-sanitizer --tool initcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
+    --gtest_filter='PadDevice.EdgeGeometries:PadDevice.GraphCapture*' > "$OUT/initcheck.log" 2>&1
+  echo "initcheck rc=$?; $(tail -1 "$OUT/initcheck.log")"
+fi
+if [ $BENCH = 1 ]; then
+  "$BUILD/bench/baracuda_bench" --json "$OUT/bench_raw.json" > "$OUT/bench.log" 2>&1 || status=1
+  cat "$OUT/bench.log"
+  python3 bench/torch_side_by_side.py --ours "$OUT/bench_raw.json" --out-json "$OUT/pad.json" \
+    --out-md "$OUT/pad.md" --commit "$COMMIT" --date "$DATE" > "$OUT/torch.log" 2>&1 || status=1
+  tail -30 "$OUT/torch.log"
+fi
+exit $status
