@@ -121,7 +121,7 @@ Status select_common(std::string_view op, const PadDescriptor& d, const PlanPref
   sku->dtype = d.dtype;
   sku->backend = Backend::kBespoke;
   sku->arch = *arch;
-  sku->variant = "rowtile";
+  sku->variant = "rowvec";
   return {};
 }
 
@@ -145,6 +145,28 @@ Status check_args(std::string_view op, const PadDescriptor& d, const TensorLayou
 
 }  // namespace
 
+void detail::pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1) {
+  // identity cell in range: 0 <= x + lo < m
+  int64_t a = std::max<int64_t>(0, -lo), b = std::min(n, m - lo);
+  switch (mode) {
+    case PadMode::kConstant: break;
+    case PadMode::kReflect:  // no left mirror (x > lo), no right mirror (lo + 2(n-1) - x >= m)
+      a = std::max(a, lo + 1);
+      b = std::min(b, lo + 2 * (n - 1) - m + 1);
+      break;
+    case PadMode::kReplicate:  // not an edge element (edges collect the clamped cells)
+      a = std::max<int64_t>(a, 1);
+      b = std::min(b, n - 1);
+      break;
+    case PadMode::kCircular:  // no wrapped copy on either side
+      a = std::max(a, m - lo - n);
+      b = std::min(b, n - lo);
+      break;
+  }
+  *x0 = a;
+  *x1 = std::max(a, b);
+}
+
 bool detail::pad_fits_index32(const TensorLayout& t) {
   constexpr int64_t kLimit = (int64_t{1} << 31) - (int64_t{1} << 16);  // headroom for tile overrun
   int64_t lo = 0, hi = 0;
@@ -154,7 +176,7 @@ bool detail::pad_fits_index32(const TensorLayout& t) {
 }
 
 Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
-                                  const TensorLayout& yl, bool dst_is_x, int elem_cols, PadGeometry* g) {
+                                  const TensorLayout& yl, bool dst_is_x, PadGeometry* g) {
   struct Axis {
     int64_t n, m, lo, xs, ys;
   };
@@ -208,9 +230,11 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   g->rows = rows;
   if (W == 0 || rows == 0) return {};  // nothing to write
   auto ceil_div = [](int64_t a, int64_t b) { return (a - 1) / b + 1; };  // a >= 1; no overflow
-  g->tiles_c = ceil_div(W, int64_t{detail::kPadThreads} * elem_cols);
-  g->bx = static_cast<int>(ceil_div(W, g->tiles_c * elem_cols));
-  g->v_eff = static_cast<int>(ceil_div(W, g->tiles_c * g->bx));
+  // chunks per row: one more than W / VEC, since rows need not start on a 16-byte boundary
+  const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
+  const int64_t chunks = ceil_div(W, vec) + (vec > 1 ? 1 : 0);
+  g->tiles_c = ceil_div(chunks, detail::kPadThreads);
+  g->bx = static_cast<int>(ceil_div(chunks, g->tiles_c));
   g->by = std::max(1, detail::kPadThreads / g->bx);
   const int64_t tiles_r = ceil_div(rows, int64_t{g->by} * detail::kPadRowsPerThread);
   if (tiles_r > std::numeric_limits<int32_t>::max() / g->tiles_c)
@@ -295,8 +319,7 @@ Status PadPlan::can_implement(const PadArgs& a) const {
 Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
-  const int cols = detail::pad_fwd_cols_per_thread(static_cast<int>(dtype_size(desc_.dtype)));
-  if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, cols, &g); !s.ok()) return s;
+  if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, &g); !s.ok()) return s;
   if (g.rows == 0 || g.tiles_c == 0) return {};
   g.src = a.x.data;
   g.dst = a.y.data;
@@ -331,11 +354,12 @@ Status PadBackwardPlan::can_implement(const PadBackwardArgs& a) const {
 Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
-  const int cols = detail::pad_bwd_cols_per_thread(static_cast<int>(dtype_size(desc_.dtype)));
-  if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, cols, &g); !s.ok()) return s;
+  if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, &g); !s.ok()) return s;
   if (g.rows == 0 || g.tiles_c == 0) return {};
   g.src = a.dy.data;
   g.dst = a.dx.data;
+  const int ca = g.rank - 1;
+  detail::pad_single_interval(desc_.mode, g.n[ca], g.m[ca], g.lo[ca], &g.single_lo, &g.single_hi);
   const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
 }

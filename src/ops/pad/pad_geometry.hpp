@@ -22,23 +22,27 @@ struct PadGeometry {
   const void* src = nullptr;  // forward: x; backward: dy
   void* dst = nullptr;        // forward: y; backward: dx
   uint64_t fill = 0;          // forward constant fill, raw bits of the element
+  // backward: columns x in [single_lo, single_hi) of the column axis have exactly one
+  // preimage, the cell x + lo (a conservative interval; see pad_single_interval)
+  int64_t single_lo = 0, single_hi = 0;
   // launch shape, chosen on the host (see pad.cpp: choose_tiling)
   int64_t rows = 0;     // product of the destination's row extents
-  int64_t tiles_c = 0;  // column tiles per row group
-  int bx = 1, by = 1;   // threads along columns / rows
-  int v_eff = 1;        // columns per thread (<= the kernel's compile-time maximum)
+  int64_t tiles_c = 0;  // chunk tiles per row group
+  int bx = 1, by = 1;   // threads along chunks / rows
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
 inline constexpr int kPadThreads = 256;
 inline constexpr int kPadRowsPerThread = 2;
-constexpr int pad_fwd_cols_per_thread(int elem_size) { return elem_size >= 8 ? 2 : elem_size == 4 ? 4 : 8; }
-constexpr int pad_bwd_cols_per_thread(int elem_size) { return elem_size >= 8 ? 2 : 4; }
+// Columns in one 16-byte chunk.
+constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
 // Reorders axes (column axis = smallest destination stride, rows by decreasing stride), merges
 // unpadded neighbours contiguous on both sides, and picks the tiling. `dst_is_x` for backward.
 Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
-                          const TensorLayout& yl, bool dst_is_x, int elem_cols, PadGeometry* g);
+                          const TensorLayout& yl, bool dst_is_x, PadGeometry* g);
+// Conservative interval of unpadded coordinates whose only preimage is x + lo.
+void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1);
 // 32-bit index math is safe for this operand: element count and element offsets below
 // 2^31 - 2^16 (kernels index in elements; the pointer addition itself is 64-bit).
 bool pad_fits_index32(const TensorLayout& t);
