@@ -131,7 +131,10 @@ void StridedBuffer::set_bits(int64_t f, uint64_t bits) {
 void StridedBuffer::fill_storage(uint8_t byte) { std::fill(host.begin(), host.end(), byte); }
 
 void StridedBuffer::upload() {
+  // cudaMemcpy from pageable memory may return before the data lands; tests then launch on
+  // non-blocking streams, so wait for the copy to finish.
   if (dev) ASSERT_EQ(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 void StridedBuffer::download() {
