@@ -45,14 +45,14 @@ TEST(PadPlan, SelectWithoutGpuForExplicitArch) {
     auto fwd = PadPlan::select(d, hopper());
     ASSERT_TRUE(fwd.ok()) << fwd.status().to_string();
     EXPECT_EQ(fwd->workspace_size(), 0u);
-    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".fwd.bf16.bespoke.sm90.rowvec");
+    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".fwd.bf16.bespoke.sm90.warprows");
     EXPECT_TRUE(fwd->precision_guarantee().bit_exact);
     EXPECT_EQ(fwd->precision_guarantee().determinism, Determinism::kRunToRun);
     auto bwd = PadBackwardPlan::select(d, hopper());
     ASSERT_TRUE(bwd.ok()) << bwd.status().to_string();
     EXPECT_EQ(bwd->precision_guarantee().accumulator, DType::f32);
     EXPECT_EQ(bwd->precision_guarantee().bit_exact, mode == PadMode::kConstant);
-    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".bwd.bf16.bespoke.sm90.rowvec");
+    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".bwd.bf16.bespoke.sm90.warprows");
   }
   auto d64 = make(DType::f64, {4, 4}, {1, 1}, PadMode::kReflect);
   EXPECT_EQ(PadBackwardPlan::select(d64, hopper())->precision_guarantee().accumulator, DType::f64);
@@ -206,9 +206,11 @@ TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
   EXPECT_EQ(g.n[0], 8192);
   EXPECT_EQ(g.m[1], 16390);
   EXPECT_EQ(g.rows, 8192);
-  EXPECT_LE(g.bx * g.by, detail::kPadThreads);
   // 16-byte chunks of 8 bf16 cover the row whatever its alignment (one chunk of slack)
-  EXPECT_GE(int64_t{g.bx} * g.tiles_c * 8, 16390 + 7);
+  EXPECT_EQ(g.chunks, 2049 + 1);
+  EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
+  EXPECT_GE(g.chunks_per_tile, 32);
+  EXPECT_EQ(g.blocks, (8192 / 32 / 8) * g.tiles_c);
   // 2D pad 1 on the last two axes: [2048, 256, 256] after merging the leading pair
   auto d2 = make(DType::f32, {32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReplicate);
   auto x2 = TensorRef::make(dummy, DType::f32, {32, 64, 256, 256});
@@ -216,7 +218,8 @@ TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
   ASSERT_TRUE(detail::pad_build_geometry("pad", d2, x2, y2, false, &g).ok());
   EXPECT_EQ(g.rank, 3);
   EXPECT_EQ(g.n[0], 2048);
-  EXPECT_GE(int64_t{g.bx} * g.tiles_c * 4, 258 + 3);
+  EXPECT_EQ(g.chunks, 65 + 1);
+  EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
   // a transposed destination makes its unit-stride axis the column axis
   auto yt = TensorMut::make(dummy, DType::f32, {6, 4}, {1, 6});
   auto dt = make(DType::f32, {4, 4}, {0, 0, 1, 1});
@@ -281,7 +284,9 @@ TEST(PadGeometry, FuzzedDescriptorsNeverCrashAndStayInBounds) {
     }
     if (y.numel() > 0) {
       const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
-      EXPECT_GE(int64_t{g.bx} * g.tiles_c * vec, g.m[g.rank - 1] + vec - 1);
+      EXPECT_GE(g.chunks * vec, g.m[g.rank - 1] + vec - 1);
+      EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
+      EXPECT_LE(g.chunks_per_tile, 4096);
       int64_t prod = g.rows * g.m[g.rank - 1];
       EXPECT_EQ(prod, y.numel());
     }

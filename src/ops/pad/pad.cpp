@@ -121,7 +121,7 @@ Status select_common(std::string_view op, const PadDescriptor& d, const PlanPref
   sku->dtype = d.dtype;
   sku->backend = Backend::kBespoke;
   sku->arch = *arch;
-  sku->variant = "rowvec";
+  sku->variant = "warprows";
   return {};
 }
 
@@ -230,15 +230,22 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   g->rows = rows;
   if (W == 0 || rows == 0) return {};  // nothing to write
   auto ceil_div = [](int64_t a, int64_t b) { return (a - 1) / b + 1; };  // a >= 1; no overflow
-  // chunks per row: one more than W / VEC, since rows need not start on a 16-byte boundary
+  // 16-byte chunks per row, one more than W / VEC since rows need not start 16-byte aligned
   const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
-  const int64_t chunks = ceil_div(W, vec) + (vec > 1 ? 1 : 0);
-  g->tiles_c = ceil_div(chunks, detail::kPadThreads);
-  g->bx = static_cast<int>(ceil_div(chunks, g->tiles_c));
-  g->by = std::max(1, detail::kPadThreads / g->bx);
-  const int64_t tiles_r = ceil_div(rows, int64_t{g->by} * detail::kPadRowsPerThread);
-  if (tiles_r > std::numeric_limits<int32_t>::max() / g->tiles_c)
-    return error(StatusCode::kUnsupported, op, ": ", tiles_r, " x ", g->tiles_c, " tiles exceed the grid limit 2^31 - 1");
+  g->chunks = ceil_div(W, vec) + (vec > 1 ? 1 : 0);
+  // Split rows into column tiles until there are enough warps to fill the GPU (a warp takes
+  // 32 rows), keeping at least 32 chunks per tile and at most 4096 (int item counts).
+  constexpr int64_t kTargetWarps = 32768, kWarpsPerBlock = detail::kPadThreads / 32;
+  const int64_t row_groups = ceil_div(rows, 32);
+  int64_t tiles = std::clamp<int64_t>(ceil_div(kTargetWarps, row_groups), 1, ceil_div(g->chunks, 32));
+  tiles = std::max(tiles, ceil_div(g->chunks, 4096));
+  g->chunks_per_tile = ceil_div(g->chunks, tiles);
+  g->tiles_c = ceil_div(g->chunks, g->chunks_per_tile);
+  const int64_t block_rows = ceil_div(row_groups, kWarpsPerBlock);
+  if (block_rows > std::numeric_limits<int32_t>::max() / g->tiles_c)
+    return error(StatusCode::kUnsupported, op, ": ", block_rows, " x ", g->tiles_c,
+                 " blocks exceed the grid limit 2^31 - 1");
+  g->blocks = block_rows * g->tiles_c;
   return {};
 }
 
@@ -320,7 +327,7 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
   if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, &g); !s.ok()) return s;
-  if (g.rows == 0 || g.tiles_c == 0) return {};
+  if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.x.data;
   g.dst = a.y.data;
   g.fill = fill_bits_;
@@ -355,7 +362,7 @@ Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArg
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
   if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, &g); !s.ok()) return s;
-  if (g.rows == 0 || g.tiles_c == 0) return {};
+  if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.dy.data;
   g.dst = a.dx.data;
   const int ca = g.rank - 1;

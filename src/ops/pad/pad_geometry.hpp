@@ -25,15 +25,17 @@ struct PadGeometry {
   // backward: columns x in [single_lo, single_hi) of the column axis have exactly one
   // preimage, the cell x + lo (a conservative interval; see pad_single_interval)
   int64_t single_lo = 0, single_hi = 0;
-  // launch shape, chosen on the host (see pad.cpp: choose_tiling)
-  int64_t rows = 0;     // product of the destination's row extents
-  int64_t tiles_c = 0;  // chunk tiles per row group
-  int bx = 1, by = 1;   // threads along chunks / rows
+  // launch shape, chosen on the host (pad_build_geometry): a warp covers 32 destination rows
+  // times chunks_per_tile 16-byte column chunks
+  int64_t rows = 0;             // product of the destination's row extents
+  int64_t chunks = 0;           // chunks per destination row (one extra: rows need not be aligned)
+  int64_t chunks_per_tile = 0;  // chunks one warp covers per row
+  int64_t tiles_c = 0;          // column tiles per row
+  int64_t blocks = 0;           // grid size
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
-inline constexpr int kPadThreads = 256;
-inline constexpr int kPadRowsPerThread = 2;
+inline constexpr int kPadThreads = 256;  // 8 warps per block
 // Columns in one 16-byte chunk.
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 

@@ -1,9 +1,14 @@
-// Pad forward/backward kernels ("rowvec"): a block covers a tile of [rows x column chunks] of
-// the destination. A chunk is 16 bytes of consecutive destination columns, aligned to 16-byte
-// addresses when the destination's columns are unit-stride, so full chunks are written with one
-// vector store; a thread owns one chunk in each of kPadRowsPerThread rows. Sources are read with
-// one 16-byte load when the chunk is interior and aligned there too, else element by element
-// (L1-cached). Row offsets are computed once per row. All loads precede the stores.
+// Pad forward/backward kernels ("warprows").
+//
+// Work unit: a warp owns 32 destination rows (one per lane for the row set-up: index
+// decomposition and per-axis source/preimage offsets, computed once and handed to the other
+// lanes with warp shuffles) times a tile of 16-byte column chunks. Chunks are aligned to 16-byte
+// destination addresses when its columns are unit-stride, so full chunks are one vector store.
+// The lanes walk the (row, chunk) items of the tile 32 at a time, U items per lane in flight:
+// all loads of a batch precede its stores. Interior chunks are a shifted copy (one or two
+// aligned 16-byte loads and a funnel shift); chunks at the padded edges go element by element.
+// The backward is a gather: an interior dx chunk copies the dy chunk it came from (one preimage
+// per element, so the value is exact); an edge element sums its preimages in a fixed order.
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/pad/pad_geometry.hpp"
@@ -125,65 +130,6 @@ __device__ __forceinline__ bool try_load16(const void* p, const void* lo, const 
   *out = window16(v0, v1, static_cast<unsigned>(a - base));
   return true;
 }
-
-template <class T, class Idx>
-__global__ void __launch_bounds__(kPadThreads) pad_forward_kernel(const __grid_constant__ PadGeometry g) {
-  constexpr int RPT = kPadRowsPerThread;
-  constexpr int VEC = 16 / sizeof(T);
-  const int ca = g.rank - 1;
-  const int64_t tr = static_cast<int64_t>(blockIdx.x) / g.tiles_c;
-  const int64_t tc = static_cast<int64_t>(blockIdx.x) - tr * g.tiles_c;
-  const Idx W = static_cast<Idx>(g.m[ca]);
-  const Idx n = static_cast<Idx>(g.n[ca]), lo = static_cast<Idx>(g.lo[ca]);
-  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
-  const Idx chunk = static_cast<Idx>(tc) * g.bx + static_cast<Idx>(threadIdx.x);
-  const T* __restrict__ src = static_cast<const T*>(g.src);
-  T* __restrict__ dst = static_cast<T*>(g.dst);
-  const T fill = static_cast<T>(g.fill);
-
-  Vec16<T> v[RPT];
-  Idx yrow[RPT], c0[RPT];
-  bool ract[RPT];
-#pragma unroll
-  for (int j = 0; j < RPT; ++j) {
-    const int64_t r = (tr * RPT + j) * g.by + threadIdx.y;
-    ract[j] = r < g.rows;
-    Idx xo = 0, yo = 0;
-    bool load = true;
-    for_row_axes<Idx>(g, static_cast<Idx>(ract[j] ? r : 0), false, [&](int d, Idx o) {
-      yo += o * static_cast<Idx>(g.ys[d]);
-      const Idx s = pad_source<Idx>(g.mode, g.n[d], g.lo[d], o);
-      load = load && s >= 0;
-      xo += s * static_cast<Idx>(g.xs[d]);
-    });
-    yrow[j] = yo;
-    c0[j] = chunk_start<T, Idx>(dst + yo, chunk, ys == 1);
-    const Idx s0 = c0[j] - lo;  // source column of the chunk's first element if interior
-    const bool interior = s0 >= 0 && s0 + VEC <= n;
-    if (!(ract[j] && load && interior && xs == 1 && try_load16(src + xo + s0, src + xo, src + xo + n, &v[j].u))) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const Idx c = c0[j] + k;
-        const Idx s = (c >= 0 && c < W) ? pad_source<Idx>(g.mode, n, lo, c) : Idx(-1);
-        v[j].e[k] = (ract[j] && load && s >= 0) ? __ldg(src + xo + s * xs) : fill;
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < RPT; ++j) {
-    if (!ract[j]) continue;
-    if (ys == 1 && c0[j] >= 0 && c0[j] + VEC <= W) {
-      *reinterpret_cast<uint4*>(dst + yrow[j] + c0[j]) = v[j].u;  // 16-byte aligned by construction
-    } else {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const Idx c = c0[j] + k;
-        if (c >= 0 && c < W) dst[yrow[j] + c * ys] = v[j].e[k];
-      }
-    }
-  }
-}
-
 // Full gather for one dx element: every combination of per-axis preimage cells, in row-major
 // order. Used for edge elements (more than one preimage); the common case is a single load.
 template <class T, class Idx>
@@ -225,101 +171,238 @@ __device__ __noinline__ acc_t<T> pad_gather_all(const PadGeometry& g, const T* _
   return acc;
 }
 
-template <class T, class Idx>
-__global__ void __launch_bounds__(kPadThreads) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
-  using A = acc_t<T>;
-  constexpr int RPT = kPadRowsPerThread;
-  constexpr int VEC = 16 / sizeof(T);
-  const int ca = g.rank - 1;
-  const int64_t tr = static_cast<int64_t>(blockIdx.x) / g.tiles_c;
-  const int64_t tc = static_cast<int64_t>(blockIdx.x) - tr * g.tiles_c;
-  const Idx Wn = static_cast<Idx>(g.n[ca]);
-  const Idx m = static_cast<Idx>(g.m[ca]), lo = static_cast<Idx>(g.lo[ca]);
-  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
-  const Idx chunk = static_cast<Idx>(tc) * g.bx + static_cast<Idx>(threadIdx.x);
-  const T* __restrict__ dy = static_cast<const T*>(g.src);
-  T* __restrict__ dx = static_cast<T*>(g.dst);
+inline constexpr int kItemsInFlight = 4;  // U: items per lane per batch
 
-  A acc[RPT][VEC];
-  Idx xrow[RPT], c0[RPT], ridx[RPT];
-  unsigned slow[RPT];
-  bool ract[RPT];
+template <class Idx>
+__device__ __forceinline__ Idx pick4(const Idx (&a)[4], int i) {
+  return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3];
+}
+
+// This warp's tile: first row, rows (<= 32), first chunk, chunks.
+struct WarpTile {
+  int64_t row0;
+  int nrows;
+  int64_t q0;
+  int nq;
+};
+
+__device__ __forceinline__ bool warp_tile(const PadGeometry& g, WarpTile* t) {
+  const int64_t b = blockIdx.x;
+  const int64_t tc = b % g.tiles_c;
+  const int64_t rg = (b / g.tiles_c) * (kPadThreads / 32) + (threadIdx.x >> 5);
+  t->row0 = rg * 32;
+  if (t->row0 >= g.rows) return false;
+  t->nrows = static_cast<int>(min(int64_t{32}, g.rows - t->row0));
+  t->q0 = tc * g.chunks_per_tile;
+  t->nq = static_cast<int>(min(g.chunks_per_tile, g.chunks - t->q0));
+  return true;
+}
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kPadThreads, 4) pad_forward_kernel(const __grid_constant__ PadGeometry g) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int U = kItemsInFlight;
+  WarpTile t;
+  if (!warp_tile(g, &t)) return;  // uniform per warp
+  const int lane = threadIdx.x & 31;
+  const int ca = g.rank - 1;
+  const Idx W = static_cast<Idx>(g.m[ca]), n = static_cast<Idx>(g.n[ca]), lo = static_cast<Idx>(g.lo[ca]);
+  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
+  const T* __restrict__ src = static_cast<const T*>(g.src);
+  T* __restrict__ dst = static_cast<T*>(g.dst);
+  const T fill = static_cast<T>(g.fill);
+
+  // this lane's row: source/destination offsets, and whether the source row exists
+  Idx my_xo = 0, my_yo = 0;
+  bool my_load = true;
+  for_row_axes<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), false, [&](int d, Idx o) {
+    my_yo += o * static_cast<Idx>(g.ys[d]);
+    const Idx s = pad_source<Idx>(g.mode, g.n[d], g.lo[d], o);
+    my_load = my_load && s >= 0;
+    my_xo += s * static_cast<Idx>(g.xs[d]);
+  });
+
+  const int items = t.nrows * t.nq;
+  for (int base = 0; base < items; base += 32 * U) {
+    Vec16<T> v[U];
+    Idx yo[U], c0[U];
+    bool act[U];
 #pragma unroll
-  for (int j = 0; j < RPT; ++j) {
-    const int64_t r = (tr * RPT + j) * g.by + threadIdx.y;
-    ract[j] = r < g.rows;
-    const Idx ri = static_cast<Idx>(ract[j] ? r : 0);
-    ridx[j] = ri;
-    Idx xo = 0, yo = 0;
-    bool single = true, empty = false;
-    for_row_axes<Idx>(g, ri, true, [&](int d, Idx x) {
-      xo += x * static_cast<Idx>(g.xs[d]);
-      const Preimages<Idx> p = pad_preimages<Idx>(g.mode, g.n[d], g.m[d], g.lo[d], x);
-      single = single && p.single();
-      empty = empty || p.cnt == 0;
-      yo += p.a[0] * static_cast<Idx>(g.ys[d]);
-    });
-    xrow[j] = xo;
-    c0[j] = chunk_start<T, Idx>(dx + xo, chunk, xs == 1);
-    slow[j] = 0;
-    // fast path: the whole chunk has one preimage per element, consecutive in dy
-    Vec16<T> in;
-    const Idx o0 = c0[j] + lo;
-    if (ract[j] && single && c0[j] >= static_cast<Idx>(g.single_lo) && c0[j] + VEC <= static_cast<Idx>(g.single_hi) &&
-        ys == 1 && try_load16(dy + yo + o0, dy + yo, dy + yo + m, &in.u)) {
+    for (int u = 0; u < U; ++u) {
+      const int f = base + u * 32 + lane;
+      act[u] = f < items;
+      const int rr = act[u] ? f / t.nq : 0;
+      const Idx q = static_cast<Idx>(t.q0 + (f - rr * t.nq));
+      const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
+      yo[u] = __shfl_sync(0xffffffffu, my_yo, rr);
+      const bool load = __shfl_sync(0xffffffffu, my_load, rr);
+      c0[u] = chunk_start<T, Idx>(dst + yo[u], q, ys == 1);
+      const Idx s0 = c0[u] - lo;  // source column of the chunk's first element when interior
+      const bool interior = s0 >= 0 && s0 + VEC <= n;
+      if (!(act[u] && load && interior && xs == 1 && try_load16(src + xo + s0, src + xo, src + xo + n, &v[u].u))) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) acc[j][k] = to_acc(in.e[k]);
-      continue;
+        for (int k = 0; k < VEC; ++k) {
+          const Idx c = c0[u] + k;
+          const Idx s = (act[u] && load && c >= 0 && c < W) ? pad_source<Idx>(g.mode, n, lo, c) : Idx(-1);
+          v[u].e[k] = s >= 0 ? __ldg(src + xo + s * xs) : fill;
+        }
+      }
     }
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const Idx c = c0[j] + k;
-      const bool act = ract[j] && !empty && c >= 0 && c < Wn;
-      const bool one = c >= static_cast<Idx>(g.single_lo) && c < static_cast<Idx>(g.single_hi);
-      acc[j][k] = (act && single && one) ? to_acc(__ldg(dy + yo + (c + lo) * ys)) : A(0);
-      if (act && !(single && one)) slow[j] |= 1u << k;  // edge element: gathered below
-    }
-  }
+    for (int u = 0; u < U; ++u) {
+      if (!act[u]) continue;
+      if (ys == 1 && c0[u] >= 0 && c0[u] + VEC <= W) {
+        *reinterpret_cast<uint4*>(dst + yo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
+      } else {
 #pragma unroll
-  for (int j = 0; j < RPT; ++j) {
-    if (slow[j] == 0) continue;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k)
-      if ((slow[j] >> k) & 1u) acc[j][k] = pad_gather_all<T, Idx>(g, dy, ridx[j], c0[j] + k);
-  }
-#pragma unroll
-  for (int j = 0; j < RPT; ++j) {
-    if (!ract[j]) continue;
-    if (xs == 1 && c0[j] >= 0 && c0[j] + VEC <= Wn) {
-      Vec16<T> out;
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) out.e[k] = from_acc<T>(acc[j][k]);
-      *reinterpret_cast<uint4*>(dx + xrow[j] + c0[j]) = out.u;  // 16-byte aligned by construction
-    } else {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const Idx c = c0[j] + k;
-        if (c >= 0 && c < Wn) dx[xrow[j] + c * xs] = from_acc<T>(acc[j][k]);
+        for (int k = 0; k < VEC; ++k) {
+          const Idx c = c0[u] + k;
+          if (c >= 0 && c < W) dst[yo[u] + c * ys] = v[u].e[k];
+        }
       }
     }
   }
 }
 
-int64_t grid_blocks(const PadGeometry& g) {
-  const int64_t rows_per_tile = static_cast<int64_t>(g.by) * kPadRowsPerThread;
-  return (g.rows + rows_per_tile - 1) / rows_per_tile * g.tiles_c;
+// The c-th cell (0-based) of a preimage set, counting through its ranges in order.
+template <class Idx>
+__device__ __forceinline__ Idx nth_cell(const Preimages<Idx>& p, Idx c) {
+  const Idx l0 = p.b[0] - p.a[0], l1 = p.cnt > 1 ? p.b[1] - p.a[1] : Idx(0);
+  return c < l0 ? p.a[0] + c : (c < l0 + l1 ? p.a[1] + (c - l0) : p.a[2] + (c - l0 - l1));
+}
+
+// Backward row set-up: the dy row offsets of one dx row (every combination of its per-axis
+// preimage cells) when there are at most 4. nrow = 0: nothing maps to the row; 5: more than 4.
+template <class Idx>
+__device__ __forceinline__ void bwd_row(const PadGeometry& g, Idx r, Idx* xo, Idx (&off)[4], int* nrow) {
+  off[0] = off[1] = off[2] = off[3] = 0;
+  int cnt = 1;
+  Idx x_off = 0;
+  for_row_axes<Idx>(g, r, true, [&](int d, Idx x) {
+    x_off += x * static_cast<Idx>(g.xs[d]);
+    if (cnt == 0 || cnt > 4) return;
+    const Preimages<Idx> p = pad_preimages<Idx>(g.mode, g.n[d], g.m[d], g.lo[d], x);
+    Idx cells = 0;
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+      if (i < p.cnt) cells += p.b[i] - p.a[i];
+    if (cells == 0) {
+      cnt = 0;
+      return;
+    }
+    if (cells > 4 || cnt * static_cast<int>(cells) > 4) {
+      cnt = 5;
+      return;
+    }
+    const int cl = static_cast<int>(cells);
+    Idx nw[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int i = s / cl, c = s - i * cl;
+      nw[s] = i < cnt ? pick4(off, i) + nth_cell(p, static_cast<Idx>(c)) * static_cast<Idx>(g.ys[d]) : Idx(0);
+    }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) off[s] = nw[s];
+    cnt *= cl;
+  });
+  *xo = x_off;
+  *nrow = cnt;
+}
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
+  using A = acc_t<T>;
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int U = kItemsInFlight;
+  WarpTile t;
+  if (!warp_tile(g, &t)) return;  // uniform per warp
+  const int lane = threadIdx.x & 31;
+  const int ca = g.rank - 1;
+  const Idx Wn = static_cast<Idx>(g.n[ca]), m = static_cast<Idx>(g.m[ca]), lo = static_cast<Idx>(g.lo[ca]);
+  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
+  const Idx s_lo = static_cast<Idx>(g.single_lo), s_hi = static_cast<Idx>(g.single_hi);
+  const T* __restrict__ dy = static_cast<const T*>(g.src);
+  T* __restrict__ dx = static_cast<T*>(g.dst);
+
+  Idx my_xo, my_off[4];
+  int my_n;
+  bwd_row<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), &my_xo, my_off, &my_n);
+
+  const int items = t.nrows * t.nq;
+  for (int base = 0; base < items; base += 32 * U) {
+    Vec16<T> v[U];
+    Idx xo[U], c0[U], off0[U];
+    int nrow[U], rows_[U];
+    bool act[U], fast[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int f = base + u * 32 + lane;
+      act[u] = f < items;
+      const int rr = act[u] ? f / t.nq : 0;
+      rows_[u] = rr;
+      const Idx q = static_cast<Idx>(t.q0 + (f - rr * t.nq));
+      xo[u] = __shfl_sync(0xffffffffu, my_xo, rr);
+      nrow[u] = __shfl_sync(0xffffffffu, my_n, rr);
+      off0[u] = __shfl_sync(0xffffffffu, my_off[0], rr);
+      c0[u] = chunk_start<T, Idx>(dx + xo[u], q, xs == 1);
+      // interior chunk of a row with one preimage: dx is exactly the dy chunk it came from
+      fast[u] = act[u] && nrow[u] == 1 && ys == 1 && c0[u] >= s_lo && c0[u] + VEC <= s_hi &&
+                try_load16(dy + off0[u] + c0[u] + lo, dy + off0[u], dy + off0[u] + m, &v[u].u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      // the other row offsets, fetched by every lane before any divergence
+      Idx off[4] = {off0[u], 0, 0, 0};
+#pragma unroll
+      for (int i = 1; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
+      if (!act[u]) continue;
+      if (!fast[u]) {  // edge chunk: each element sums its preimages, stored one by one
+        const Idx r = static_cast<Idx>(t.row0 + rows_[u]);
+#pragma unroll 1
+        for (int k = 0; k < VEC; ++k) {
+          const Idx c = c0[u] + k;
+          if (c < 0 || c >= Wn) continue;
+          A acc = 0;
+          if (nrow[u] > 4) {
+            acc = pad_gather_all<T, Idx>(g, dy, r, c);  // many combinations: full odometer
+          } else if (nrow[u] > 0) {
+            const Preimages<Idx> p = pad_preimages<Idx>(g.mode, Wn, m, lo, c);
+            for (int i = 0; i < nrow[u]; ++i) {
+              const Idx ro = pick4(off, i);
+              for (int q = 0; q < p.cnt; ++q) {
+                const Idx a = q == 0 ? p.a[0] : q == 1 ? p.a[1] : p.a[2];
+                const Idx b = q == 0 ? p.b[0] : q == 1 ? p.b[1] : p.b[2];
+                for (Idx o = a; o < b; ++o) acc += to_acc(__ldg(dy + ro + o * ys));
+              }
+            }
+          }
+          dx[xo[u] + c * xs] = from_acc<T>(acc);
+        }
+        continue;
+      }
+      if (xs == 1 && c0[u] >= 0 && c0[u] + VEC <= Wn) {
+        *reinterpret_cast<uint4*>(dx + xo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const Idx c = c0[u] + k;
+          if (c >= 0 && c < Wn) dx[xo[u] + c * xs] = v[u].e[k];
+        }
+      }
+    }
+  }
 }
 
 template <class T, class Idx>
 int launch_forward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_forward_kernel<T, Idx>, dim3(static_cast<unsigned>(grid_blocks(g))),
-                                        dim3(g.bx, g.by), 0, s, g));
+  return static_cast<int>(launch_kernel(pad_forward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
+                                        dim3(kPadThreads), 0, s, g));
 }
 
 template <class T, class Idx>
 int launch_backward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(grid_blocks(g))),
-                                        dim3(g.bx, g.by), 0, s, g));
+  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
+                                        dim3(kPadThreads), 0, s, g));
 }
 
 }  // namespace
