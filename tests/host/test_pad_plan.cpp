@@ -209,8 +209,9 @@ TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
   // 16-byte chunks of 8 bf16 cover the row whatever its alignment (one chunk of slack)
   EXPECT_EQ(g.chunks, 2049 + 1);
   EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
-  EXPECT_GE(g.chunks_per_tile, 32);
-  EXPECT_EQ(g.blocks, (8192 / 32 / 8) * g.tiles_c);
+  EXPECT_EQ(g.tiles_c, 9);  // 4 KB pieces of the 32 KB rows
+  EXPECT_EQ(g.rows_per_warp, 8);
+  EXPECT_EQ(g.blocks, (8192 / 8 / 8) * g.tiles_c);
   // 2D pad 1 on the last two axes: [2048, 256, 256] after merging the leading pair
   auto d2 = make(DType::f32, {32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReplicate);
   auto x2 = TensorRef::make(dummy, DType::f32, {32, 64, 256, 256});
@@ -219,7 +220,8 @@ TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
   EXPECT_EQ(g.rank, 3);
   EXPECT_EQ(g.n[0], 2048);
   EXPECT_EQ(g.chunks, 65 + 1);
-  EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
+  EXPECT_EQ(g.tiles_c, 1);  // short rows: one warp takes whole rows
+  EXPECT_EQ(g.rows_per_warp, 16);
   // a transposed destination makes its unit-stride axis the column axis
   auto yt = TensorMut::make(dummy, DType::f32, {6, 4}, {1, 6});
   auto dt = make(DType::f32, {4, 4}, {0, 0, 1, 1});
@@ -286,7 +288,8 @@ TEST(PadGeometry, FuzzedDescriptorsNeverCrashAndStayInBounds) {
       const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
       EXPECT_GE(g.chunks * vec, g.m[g.rank - 1] + vec - 1);
       EXPECT_GE(g.chunks_per_tile * g.tiles_c, g.chunks);
-      EXPECT_LE(g.chunks_per_tile, 4096);
+      EXPECT_LE(g.chunks_per_tile, 512);
+      EXPECT_LE(g.rows_per_warp, 32);
       int64_t prod = g.rows * g.m[g.rank - 1];
       EXPECT_EQ(prod, y.numel());
     }

@@ -233,14 +233,16 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   // 16-byte chunks per row, one more than W / VEC since rows need not start 16-byte aligned
   const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
   g->chunks = ceil_div(W, vec) + (vec > 1 ? 1 : 0);
-  // Split rows into column tiles until there are enough warps to fill the GPU (a warp takes
-  // 32 rows), keeping at least 32 chunks per tile and at most 4096 (int item counts).
-  constexpr int64_t kTargetWarps = 32768, kWarpsPerBlock = detail::kPadThreads / 32;
-  const int64_t row_groups = ceil_div(rows, 32);
-  int64_t tiles = std::clamp<int64_t>(ceil_div(kTargetWarps, row_groups), 1, ceil_div(g->chunks, 32));
-  tiles = std::max(tiles, ceil_div(g->chunks, 4096));
-  g->chunks_per_tile = ceil_div(g->chunks, tiles);
-  g->tiles_c = ceil_div(g->chunks, g->chunks_per_tile);
+  // A warp walks a contiguous stretch of the destination: a whole short row (up to 512 chunks,
+  // 8 KB) or a 4 KB piece of a long one, for as many rows as make ~2048 items (32 KB) per warp.
+  // Long contiguous runs per warp keep DRAM pages open; 32 rows at most (one per lane).
+  constexpr int64_t kWarpsPerBlock = detail::kPadThreads / 32;
+  g->tiles_c = g->chunks <= 512 ? 1 : ceil_div(g->chunks, 256);
+  g->chunks_per_tile = ceil_div(g->chunks, g->tiles_c);
+  int rpw = 1;
+  while (rpw < 32 && int64_t{rpw} * 2 * g->chunks_per_tile <= 2048) rpw *= 2;
+  g->rows_per_warp = rpw;
+  const int64_t row_groups = ceil_div(rows, rpw);
   const int64_t block_rows = ceil_div(row_groups, kWarpsPerBlock);
   if (block_rows > std::numeric_limits<int32_t>::max() / g->tiles_c)
     return error(StatusCode::kUnsupported, op, ": ", block_rows, " x ", g->tiles_c,

@@ -25,12 +25,13 @@ struct PadGeometry {
   // backward: columns x in [single_lo, single_hi) of the column axis have exactly one
   // preimage, the cell x + lo (a conservative interval; see pad_single_interval)
   int64_t single_lo = 0, single_hi = 0;
-  // launch shape, chosen on the host (pad_build_geometry): a warp covers 32 destination rows
-  // times chunks_per_tile 16-byte column chunks
+  // launch shape, chosen on the host (pad_build_geometry): a warp covers rows_per_warp (<= 32)
+  // destination rows times chunks_per_tile 16-byte column chunks
   int64_t rows = 0;             // product of the destination's row extents
   int64_t chunks = 0;           // chunks per destination row (one extra: rows need not be aligned)
   int64_t chunks_per_tile = 0;  // chunks one warp covers per row
   int64_t tiles_c = 0;          // column tiles per row
+  int rows_per_warp = 32;
   int64_t blocks = 0;           // grid size
 };
 

@@ -1,6 +1,6 @@
 // Pad forward/backward kernels ("warprows").
 //
-// Work unit: a warp owns 32 destination rows (one per lane for the row set-up: index
+// Work unit: a warp owns up to 32 destination rows (one per lane for the row set-up: index
 // decomposition and per-axis source/preimage offsets, computed once and handed to the other
 // lanes with warp shuffles) times a tile of 16-byte column chunks. Chunks are aligned to 16-byte
 // destination addresses when its columns are unit-stride, so full chunks are one vector store.
@@ -190,9 +190,9 @@ __device__ __forceinline__ bool warp_tile(const PadGeometry& g, WarpTile* t) {
   const int64_t b = blockIdx.x;
   const int64_t tc = b % g.tiles_c;
   const int64_t rg = (b / g.tiles_c) * (kPadThreads / 32) + (threadIdx.x >> 5);
-  t->row0 = rg * 32;
+  t->row0 = rg * g.rows_per_warp;
   if (t->row0 >= g.rows) return false;
-  t->nrows = static_cast<int>(min(int64_t{32}, g.rows - t->row0));
+  t->nrows = static_cast<int>(min(int64_t{g.rows_per_warp}, g.rows - t->row0));
   t->q0 = tc * g.chunks_per_tile;
   t->nq = static_cast<int>(min(g.chunks_per_tile, g.chunks - t->q0));
   return true;
