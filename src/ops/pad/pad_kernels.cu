@@ -115,21 +115,29 @@ __device__ __forceinline__ uint4 window16(const uint4 a, const uint4 b, unsigned
   }
 }
 
-// 16 consecutive bytes at p with aligned 16-byte loads only: one load when p is aligned, else
-// the two aligned blocks around it, which must lie inside [lo, hi) (the caller checks).
-__device__ __forceinline__ bool try_load16(const void* p, const void* lo, const void* hi, uint4* out) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t base = a & ~uintptr_t{15};
-  if (a == base) {
-    *out = __ldg(reinterpret_cast<const uint4*>(base));
+// 16 consecutive bytes at p, read with aligned 16-byte loads only, in two steps so that a
+// thread can issue all its loads before it consumes any: issue16 loads the aligned block at p,
+// or the two around it (which must lie inside [lo, hi), else it returns false and loads
+// nothing); take16 assembles the bytes once the loads have landed.
+struct Load16 {
+  uint4 a, b;
+  unsigned shift;
+};
+__device__ __forceinline__ bool issue16(const void* p, const void* lo, const void* hi, Load16* l) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t base = addr & ~uintptr_t{15};
+  l->shift = static_cast<unsigned>(addr - base);
+  if (l->shift == 0) {
+    l->a = __ldg(reinterpret_cast<const uint4*>(base));
+    l->b = l->a;
     return true;
   }
   if (base < reinterpret_cast<uintptr_t>(lo) || base + 32 > reinterpret_cast<uintptr_t>(hi)) return false;
-  const uint4 v0 = __ldg(reinterpret_cast<const uint4*>(base));
-  const uint4 v1 = __ldg(reinterpret_cast<const uint4*>(base) + 1);
-  *out = window16(v0, v1, static_cast<unsigned>(a - base));
+  l->a = __ldg(reinterpret_cast<const uint4*>(base));
+  l->b = __ldg(reinterpret_cast<const uint4*>(base) + 1);
   return true;
 }
+__device__ __forceinline__ uint4 take16(const Load16& l) { return window16(l.a, l.b, l.shift); }
 // Full gather for one dx element: every combination of per-axis preimage cells, in row-major
 // order. Used for edge elements (more than one preimage); the common case is a single load.
 template <class T, class Idx>
@@ -199,7 +207,7 @@ __device__ __forceinline__ bool warp_tile(const PadGeometry& g, WarpTile* t) {
 }
 
 template <class T, class Idx>
-__global__ void __launch_bounds__(kPadThreads, 4) pad_forward_kernel(const __grid_constant__ PadGeometry g) {
+__global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __grid_constant__ PadGeometry g) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr int U = kItemsInFlight;
   WarpTile t;
@@ -225,8 +233,9 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_forward_kernel(const __gri
   const int items = t.nrows * t.nq;
   for (int base = 0; base < items; base += 32 * U) {
     Vec16<T> v[U];
+    Load16 raw[U];
     Idx yo[U], c0[U];
-    bool act[U];
+    bool act[U], vec[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int f = base + u * 32 + lane;
@@ -239,7 +248,8 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_forward_kernel(const __gri
       c0[u] = chunk_start<T, Idx>(dst + yo[u], q, ys == 1);
       const Idx s0 = c0[u] - lo;  // source column of the chunk's first element when interior
       const bool interior = s0 >= 0 && s0 + VEC <= n;
-      if (!(act[u] && load && interior && xs == 1 && try_load16(src + xo + s0, src + xo, src + xo + n, &v[u].u))) {
+      vec[u] = act[u] && load && interior && xs == 1 && issue16(src + xo + s0, src + xo, src + xo + n, &raw[u]);
+      if (!vec[u]) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const Idx c = c0[u] + k;
@@ -251,6 +261,7 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_forward_kernel(const __gri
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (!act[u]) continue;
+      if (vec[u]) v[u].u = take16(raw[u]);
       if (ys == 1 && c0[u] >= 0 && c0[u] + VEC <= W) {
         *reinterpret_cast<uint4*>(dst + yo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
       } else {
@@ -331,6 +342,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
   const int items = t.nrows * t.nq;
   for (int base = 0; base < items; base += 32 * U) {
     Vec16<T> v[U];
+    Load16 raw[U];
     Idx xo[U], c0[U], off0[U];
     int nrow[U], rows_[U];
     bool act[U], fast[U];
@@ -347,7 +359,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
       c0[u] = chunk_start<T, Idx>(dx + xo[u], q, xs == 1);
       // interior chunk of a row with one preimage: dx is exactly the dy chunk it came from
       fast[u] = act[u] && nrow[u] == 1 && ys == 1 && c0[u] >= s_lo && c0[u] + VEC <= s_hi &&
-                try_load16(dy + off0[u] + c0[u] + lo, dy + off0[u], dy + off0[u] + m, &v[u].u);
+                issue16(dy + off0[u] + c0[u] + lo, dy + off0[u], dy + off0[u] + m, &raw[u]);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -380,6 +392,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
         }
         continue;
       }
+      v[u].u = take16(raw[u]);
       if (xs == 1 && c0[u] >= 0 && c0[u] + VEC <= Wn) {
         *reinterpret_cast<uint4*>(dx + xo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
       } else {
