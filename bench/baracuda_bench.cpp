@@ -210,6 +210,8 @@ std::string device_name() {
   return p.name;
 }
 
+std::string g_filter;  // --filter: run only cases whose "op dtype shape" line contains it
+
 int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
   int failures = 0;
   std::vector<Case> cases = pad_cases();
@@ -218,6 +220,8 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
   std::vector<int64_t> cur_shape;
   DType cur_dt = DType::f64;
   for (const Case& c : cases) {
+    const std::string label = "pad_" + std::string(pad_mode_name(c.mode)) + " " + std::string(dtype_name(c.dtype)) + " " + json_list(c.shape);
+    if (!g_filter.empty() && label.find(g_filter) == std::string::npos) continue;
     auto d = descriptor(c);
     auto fwd = PadPlan::select(*d);
     auto bwd = PadBackwardPlan::select(*d);
@@ -311,8 +315,9 @@ int main(int argc, char** argv) {
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--family" && i + 1 < argc) family = argv[++i];
     else if (a == "--quick") quick = true;
+    else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|all] [--json FILE] [--quick]\n");
+      std::printf("usage: baracuda_bench [--family pad|all] [--json FILE] [--quick] [--filter TEXT]\n");
       return a == "--help" ? 0 : 2;
     }
   }

@@ -186,6 +186,24 @@ __device__ __forceinline__ Idx pick4(const Idx (&a)[4], int i) {
   return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3];
 }
 
+// (row, chunk) of a lane's item, advanced by 32 items per step without a division when the
+// tile is at least 32 chunks wide (at most two wraps per step).
+struct ItemCursor {
+  int rr, q;
+  __device__ __forceinline__ ItemCursor(int f, int nq) : rr(f / nq), q(f - (f / nq) * nq) {}
+  __device__ __forceinline__ void step32(int nq) {
+    if (nq >= 32) {
+      q += 32;
+      if (q >= nq) { q -= nq; ++rr; }
+      if (q >= nq) { q -= nq; ++rr; }
+    } else {
+      const int f = rr * nq + q + 32;
+      rr = f / nq;
+      q = f - rr * nq;
+    }
+  }
+};
+
 // This warp's tile: first row, rows (<= 32), first chunk, chunks.
 struct WarpTile {
   int64_t row0;
@@ -231,44 +249,48 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __gri
   });
 
   const int items = t.nrows * t.nq;
+  ItemCursor cur(lane, t.nq);
   for (int base = 0; base < items; base += 32 * U) {
-    Vec16<T> v[U];
-    Load16 raw[U];
+    Load16 raw[U];  // the chunk's 16 bytes: loaded window, or assembled element by element
     Idx yo[U], c0[U];
-    bool act[U], vec[U];
+    bool act[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int f = base + u * 32 + lane;
       act[u] = f < items;
-      const int rr = act[u] ? f / t.nq : 0;
-      const Idx q = static_cast<Idx>(t.q0 + (f - rr * t.nq));
+      const int rr = act[u] ? cur.rr : 0;
+      const Idx q = static_cast<Idx>(t.q0 + cur.q);
+      cur.step32(t.nq);
       const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
       yo[u] = __shfl_sync(0xffffffffu, my_yo, rr);
       const bool load = __shfl_sync(0xffffffffu, my_load, rr);
       c0[u] = chunk_start<T, Idx>(dst + yo[u], q, ys == 1);
       const Idx s0 = c0[u] - lo;  // source column of the chunk's first element when interior
       const bool interior = s0 >= 0 && s0 + VEC <= n;
-      vec[u] = act[u] && load && interior && xs == 1 && issue16(src + xo + s0, src + xo, src + xo + n, &raw[u]);
-      if (!vec[u]) {
+      if (!(act[u] && load && interior && xs == 1 && issue16(src + xo + s0, src + xo, src + xo + n, &raw[u]))) {
+        Vec16<T> e;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const Idx c = c0[u] + k;
           const Idx s = (act[u] && load && c >= 0 && c < W) ? pad_source<Idx>(g.mode, n, lo, c) : Idx(-1);
-          v[u].e[k] = s >= 0 ? __ldg(src + xo + s * xs) : fill;
+          e.e[k] = s >= 0 ? __ldg(src + xo + s * xs) : fill;
         }
+        raw[u].a = e.u;
+        raw[u].shift = 0;
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (!act[u]) continue;
-      if (vec[u]) v[u].u = take16(raw[u]);
+      Vec16<T> v;
+      v.u = take16(raw[u]);
       if (ys == 1 && c0[u] >= 0 && c0[u] + VEC <= W) {
-        *reinterpret_cast<uint4*>(dst + yo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
+        *reinterpret_cast<uint4*>(dst + yo[u] + c0[u]) = v.u;  // 16-byte aligned by construction
       } else {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const Idx c = c0[u] + k;
-          if (c >= 0 && c < W) dst[yo[u] + c * ys] = v[u].e[k];
+          if (c >= 0 && c < W) dst[yo[u] + c * ys] = v.e[k];
         }
       }
     }
@@ -324,7 +346,7 @@ template <class T, class Idx>
 __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
   using A = acc_t<T>;
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int U = kItemsInFlight;
+  constexpr int U = kItemsInFlight / 2;  // more state per item than the forward
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
@@ -340,8 +362,8 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
   bwd_row<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), &my_xo, my_off, &my_n);
 
   const int items = t.nrows * t.nq;
+  ItemCursor cur(lane, t.nq);
   for (int base = 0; base < items; base += 32 * U) {
-    Vec16<T> v[U];
     Load16 raw[U];
     Idx xo[U], c0[U], off0[U];
     int nrow[U], rows_[U];
@@ -350,9 +372,10 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
     for (int u = 0; u < U; ++u) {
       const int f = base + u * 32 + lane;
       act[u] = f < items;
-      const int rr = act[u] ? f / t.nq : 0;
+      const int rr = act[u] ? cur.rr : 0;
       rows_[u] = rr;
-      const Idx q = static_cast<Idx>(t.q0 + (f - rr * t.nq));
+      const Idx q = static_cast<Idx>(t.q0 + cur.q);
+      cur.step32(t.nq);
       xo[u] = __shfl_sync(0xffffffffu, my_xo, rr);
       nrow[u] = __shfl_sync(0xffffffffu, my_n, rr);
       off0[u] = __shfl_sync(0xffffffffu, my_off[0], rr);
@@ -392,15 +415,13 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
         }
         continue;
       }
-      v[u].u = take16(raw[u]);
-      if (xs == 1 && c0[u] >= 0 && c0[u] + VEC <= Wn) {
-        *reinterpret_cast<uint4*>(dx + xo[u] + c0[u]) = v[u].u;  // 16-byte aligned by construction
+      Vec16<T> v;
+      v.u = take16(raw[u]);
+      if (xs == 1) {  // a fast chunk is a full one
+        *reinterpret_cast<uint4*>(dx + xo[u] + c0[u]) = v.u;  // 16-byte aligned by construction
       } else {
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const Idx c = c0[u] + k;
-          if (c >= 0 && c < Wn) dx[xo[u] + c * xs] = v[u].e[k];
-        }
+        for (int k = 0; k < VEC; ++k) dx[xo[u] + (c0[u] + k) * xs] = v.e[k];
       }
     }
   }
