@@ -230,17 +230,32 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   g->rows = rows;
   if (W == 0 || rows == 0) return {};  // nothing to write
   auto ceil_div = [](int64_t a, int64_t b) { return (a - 1) / b + 1; };  // a >= 1; no overflow
-  // 16-byte chunks per row, one more than W / VEC since rows need not start 16-byte aligned
+  // the row core (see pad_geometry.hpp) and how many aligned 16-byte chunks of it every row has
+  const int ca = out_n - 1;
+  int64_t core_lo = 0, core_hi = 0;
+  if (dst_is_x) {
+    detail::pad_single_interval(d.mode, g->n[ca], g->m[ca], g->lo[ca], &core_lo, &core_hi);
+  } else {
+    core_lo = std::max<int64_t>(g->lo[ca], 0);
+    core_hi = std::max(core_lo, std::min(g->lo[ca] + g->n[ca], g->m[ca]));
+  }
   const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
-  g->chunks = ceil_div(W, vec) + (vec > 1 ? 1 : 0);
-  // A warp walks a contiguous stretch of the destination: a whole short row (up to 512 chunks,
-  // 8 KB) or a 4 KB piece of a long one, for as many rows as make ~2048 items (32 KB) per warp.
+  const int64_t core_len = core_hi - core_lo;  // a row's alignment may cost up to vec-1 of it
+  g->core_lo = core_lo;
+  g->core_chunks = core_len >= vec ? (core_len - (vec - 1)) / vec : 0;
+  // A warp walks a contiguous stretch of the destination: whole short rows (up to 512 chunks,
+  // 8 KB) or 4 KB pieces of long ones, for as many rows as make ~2048 chunks (32 KB) per warp.
   // Long contiguous runs per warp keep DRAM pages open; 32 rows at most (one per lane).
   constexpr int64_t kWarpsPerBlock = detail::kPadThreads / 32;
-  g->tiles_c = g->chunks <= 512 ? 1 : ceil_div(g->chunks, 256);
-  g->chunks_per_tile = ceil_div(g->chunks, g->tiles_c);
+  g->tiles_c = g->core_chunks <= 512 ? 1 : ceil_div(g->core_chunks, 256);
+  g->chunks_per_tile = ceil_div(std::max<int64_t>(g->core_chunks, 1), g->tiles_c);
+  const int64_t edge = W - g->core_chunks * vec;  // edge elements per row (int item counts)
+  if (edge > (int64_t{1} << 30))
+    return error(StatusCode::kUnsupported, op, ": a row with ", edge,
+                 " padded or cropped elements outside its copied core exceeds the 2^30 supported");
+  const int64_t per_row = g->chunks_per_tile + ceil_div(edge, vec);
   int rpw = 1;
-  while (rpw < 32 && int64_t{rpw} * 2 * g->chunks_per_tile <= 2048) rpw *= 2;
+  while (rpw < 32 && int64_t{rpw} * 2 * per_row <= 2048) rpw *= 2;
   g->rows_per_warp = rpw;
   const int64_t row_groups = ceil_div(rows, rpw);
   const int64_t block_rows = ceil_div(row_groups, kWarpsPerBlock);
@@ -367,8 +382,6 @@ Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArg
   if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.dy.data;
   g.dst = a.dx.data;
-  const int ca = g.rank - 1;
-  detail::pad_single_interval(desc_.mode, g.n[ca], g.m[ca], g.lo[ca], &g.single_lo, &g.single_hi);
   const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
 }

@@ -22,14 +22,15 @@ struct PadGeometry {
   const void* src = nullptr;  // forward: x; backward: dy
   void* dst = nullptr;        // forward: y; backward: dx
   uint64_t fill = 0;          // forward constant fill, raw bits of the element
-  // backward: columns x in [single_lo, single_hi) of the column axis have exactly one
-  // preimage, the cell x + lo (a conservative interval; see pad_single_interval)
-  int64_t single_lo = 0, single_hi = 0;
+  // The row "core": destination columns [core_lo, ...) that copy the other side one to one
+  // (forward: whose source is the identity; backward: with the single preimage c + lo). Each
+  // row copies core_chunks 16-byte-aligned chunks of it; the rest of the row are edge elements.
+  int64_t core_lo = 0;
+  int64_t core_chunks = 0;
   // launch shape, chosen on the host (pad_build_geometry): a warp covers rows_per_warp (<= 32)
-  // destination rows times chunks_per_tile 16-byte column chunks
+  // destination rows times chunks_per_tile core chunks (the first column tile also their edges)
   int64_t rows = 0;             // product of the destination's row extents
-  int64_t chunks = 0;           // chunks per destination row (one extra: rows need not be aligned)
-  int64_t chunks_per_tile = 0;  // chunks one warp covers per row
+  int64_t chunks_per_tile = 0;  // core chunks one warp covers per row
   int64_t tiles_c = 0;          // column tiles per row
   int rows_per_warp = 32;
   int64_t blocks = 0;           // grid size

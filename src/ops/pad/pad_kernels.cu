@@ -93,15 +93,6 @@ __device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool d
   }
 }
 
-// First destination column of chunk `chunk` in a row whose first element sits at `row_ptr`:
-// chunks are aligned to 16-byte boundaries of the destination when its columns are unit-stride.
-template <class T, class Idx>
-__device__ __forceinline__ Idx chunk_start(const T* row_ptr, Idx chunk, bool unit_stride) {
-  constexpr int VEC = 16 / sizeof(T);
-  const Idx phase = unit_stride ? static_cast<Idx>((reinterpret_cast<uintptr_t>(row_ptr) / sizeof(T)) % VEC) : Idx(0);
-  return chunk * VEC - phase;
-}
-
 __device__ __forceinline__ uint32_t fshr(uint32_t lo, uint32_t hi, unsigned bits) { return __funnelshift_r(lo, hi, bits); }
 
 // 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b.
@@ -186,8 +177,8 @@ __device__ __forceinline__ Idx pick4(const Idx (&a)[4], int i) {
   return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3];
 }
 
-// (row, chunk) of a lane's item, advanced by 32 items per step without a division when the
-// tile is at least 32 chunks wide (at most two wraps per step).
+// (row, index) of a lane's item in a rows x nq grid, advanced by 32 items per step without a
+// division when nq >= 32 (at most two wraps per step).
 struct ItemCursor {
   int rr, q;
   __device__ __forceinline__ ItemCursor(int f, int nq) : rr(f / nq), q(f - (f / nq) * nq) {}
@@ -204,12 +195,14 @@ struct ItemCursor {
   }
 };
 
-// This warp's tile: first row, rows (<= 32), first chunk, chunks.
+// This warp's tile: rows [row0, row0 + nrows), core chunks [q0, q0 + nq); the first column
+// tile also owns the edge elements of its rows.
 struct WarpTile {
   int64_t row0;
   int nrows;
   int64_t q0;
   int nq;
+  bool edges;
 };
 
 __device__ __forceinline__ bool warp_tile(const PadGeometry& g, WarpTile* t) {
@@ -220,8 +213,43 @@ __device__ __forceinline__ bool warp_tile(const PadGeometry& g, WarpTile* t) {
   if (t->row0 >= g.rows) return false;
   t->nrows = static_cast<int>(min(int64_t{g.rows_per_warp}, g.rows - t->row0));
   t->q0 = tc * g.chunks_per_tile;
-  t->nq = static_cast<int>(min(g.chunks_per_tile, g.chunks - t->q0));
+  t->nq = static_cast<int>(max(int64_t{0}, min(g.chunks_per_tile, g.core_chunks - t->q0)));
+  t->edges = tc == 0;
   return true;
+}
+
+// First column >= core_lo at which a destination row starting at row_ptr is 16-byte aligned
+// (core_lo itself when the columns are strided: no alignment to seek).
+template <class T, class Idx>
+__device__ __forceinline__ Idx first_aligned(const T* row_ptr, Idx core_lo, bool unit_stride) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (!unit_stride) return core_lo;
+  const Idx phase = static_cast<Idx>((reinterpret_cast<uintptr_t>(row_ptr) / sizeof(T)) % VEC);
+  return core_lo + (VEC - (phase + core_lo) % VEC) % VEC;
+}
+
+// Core chunk: VEC consecutive source elements at p (stride xs), as one or two aligned 16-byte
+// loads when unit-stride and the window stays inside [lo, hi), else element by element.
+template <class T, class Idx>
+__device__ __forceinline__ void issue_core(const T* p, Idx xs, const T* lo, const T* hi, Load16* l) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (xs == 1 && issue16(p, lo, hi, l)) return;
+  Vec16<T> e;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) e.e[k] = __ldg(p + k * xs);
+  l->a = e.u;
+  l->shift = 0;
+}
+
+template <class T, class Idx>
+__device__ __forceinline__ void store_chunk(T* p, Idx s, const Vec16<T>& v) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (s == 1) {
+    *reinterpret_cast<uint4*>(p) = v.u;  // 16-byte aligned by construction
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) p[k * s] = v.e[k];
+  }
 }
 
 template <class T, class Idx>
@@ -237,8 +265,9 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __gri
   const T* __restrict__ src = static_cast<const T*>(g.src);
   T* __restrict__ dst = static_cast<T*>(g.dst);
   const T fill = static_cast<T>(g.fill);
+  const Idx core_w = static_cast<Idx>(g.core_chunks) * VEC;
 
-  // this lane's row: source/destination offsets, and whether the source row exists
+  // this lane's row: offsets, whether the source row exists, where its aligned core starts
   Idx my_xo = 0, my_yo = 0;
   bool my_load = true;
   for_row_axes<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), false, [&](int d, Idx o) {
@@ -247,35 +276,34 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __gri
     my_load = my_load && s >= 0;
     my_xo += s * static_cast<Idx>(g.xs[d]);
   });
+  const Idx my_a = first_aligned<T, Idx>(dst + my_yo, static_cast<Idx>(g.core_lo), ys == 1);
 
+  Vec16<T> fillv;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) fillv.e[k] = fill;
+
+  // core: aligned chunks whose every element copies the source row (a shifted copy)
   const int items = t.nrows * t.nq;
-  ItemCursor cur(lane, t.nq);
+  ItemCursor cur(lane, max(t.nq, 1));
   for (int base = 0; base < items; base += 32 * U) {
-    Load16 raw[U];  // the chunk's 16 bytes: loaded window, or assembled element by element
+    Load16 raw[U];
     Idx yo[U], c0[U];
     bool act[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int f = base + u * 32 + lane;
-      act[u] = f < items;
+      act[u] = base + u * 32 + lane < items;
       const int rr = act[u] ? cur.rr : 0;
       const Idx q = static_cast<Idx>(t.q0 + cur.q);
       cur.step32(t.nq);
       const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
       yo[u] = __shfl_sync(0xffffffffu, my_yo, rr);
       const bool load = __shfl_sync(0xffffffffu, my_load, rr);
-      c0[u] = chunk_start<T, Idx>(dst + yo[u], q, ys == 1);
-      const Idx s0 = c0[u] - lo;  // source column of the chunk's first element when interior
-      const bool interior = s0 >= 0 && s0 + VEC <= n;
-      if (!(act[u] && load && interior && xs == 1 && issue16(src + xo + s0, src + xo, src + xo + n, &raw[u]))) {
-        Vec16<T> e;
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const Idx c = c0[u] + k;
-          const Idx s = (act[u] && load && c >= 0 && c < W) ? pad_source<Idx>(g.mode, n, lo, c) : Idx(-1);
-          e.e[k] = s >= 0 ? __ldg(src + xo + s * xs) : fill;
-        }
-        raw[u].a = e.u;
+      c0[u] = __shfl_sync(0xffffffffu, my_a, rr) + q * VEC;
+      if (act[u] && load) {
+        const T* row = src + xo;
+        issue_core<T, Idx>(row + (c0[u] - lo) * xs, xs, row, row + n, &raw[u]);
+      } else {
+        raw[u].a = fillv.u;
         raw[u].shift = 0;
       }
     }
@@ -284,16 +312,36 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __gri
       if (!act[u]) continue;
       Vec16<T> v;
       v.u = take16(raw[u]);
-      if (ys == 1 && c0[u] >= 0 && c0[u] + VEC <= W) {
-        *reinterpret_cast<uint4*>(dst + yo[u] + c0[u]) = v.u;  // 16-byte aligned by construction
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const Idx c = c0[u] + k;
-          if (c >= 0 && c < W) dst[yo[u] + c * ys] = v.e[k];
-        }
-      }
+      store_chunk<T, Idx>(dst + yo[u] + c0[u] * ys, ys, v);
     }
+  }
+  if (!t.edges) return;
+  // edges: the columns outside this row's core, element by element
+  const int E = static_cast<int>(W - core_w);
+  const int eitems = t.nrows * E;
+  ItemCursor ec(lane, max(E, 1));
+  for (int base = 0; base < eitems; base += 32 * U) {
+    T v[U];
+    Idx dsto[U];
+    bool act[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      act[u] = base + u * 32 + lane < eitems;
+      const int rr = act[u] ? ec.rr : 0;
+      const Idx e = static_cast<Idx>(ec.q);
+      ec.step32(E);
+      const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
+      const Idx yo = __shfl_sync(0xffffffffu, my_yo, rr);
+      const bool load = __shfl_sync(0xffffffffu, my_load, rr);
+      const Idx a = __shfl_sync(0xffffffffu, my_a, rr);
+      const Idx c = e < a ? e : e + core_w;
+      const Idx s = (act[u] && load) ? pad_source<Idx>(g.mode, n, lo, c) : Idx(-1);
+      v[u] = s >= 0 ? __ldg(src + xo + s * xs) : fill;
+      dsto[u] = yo + c * ys;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (act[u]) dst[dsto[u]] = v[u];
   }
 }
 
@@ -342,9 +390,29 @@ __device__ __forceinline__ void bwd_row(const PadGeometry& g, Idx r, Idx* xo, Id
   *nrow = cnt;
 }
 
+// dx at column c of a row: the sum of its preimages in a fixed order (row offsets x column cells).
+template <class T, class Idx>
+__device__ __forceinline__ acc_t<T> bwd_element(const PadGeometry& g, const T* __restrict__ dy, Idx r, Idx c,
+                                                int nrow, const Idx (&off)[4]) {
+  const int ca = g.rank - 1;
+  acc_t<T> acc = 0;
+  if (nrow > 4) return pad_gather_all<T, Idx>(g, dy, r, c);  // many combinations: full odometer
+  if (nrow == 0) return acc;
+  const Idx ys = static_cast<Idx>(g.ys[ca]);
+  const Preimages<Idx> p = pad_preimages<Idx>(g.mode, g.n[ca], g.m[ca], g.lo[ca], c);
+  for (int i = 0; i < nrow; ++i) {
+    const Idx ro = pick4(off, i);
+    for (int q = 0; q < p.cnt; ++q) {
+      const Idx a = q == 0 ? p.a[0] : q == 1 ? p.a[1] : p.a[2];
+      const Idx b = q == 0 ? p.b[0] : q == 1 ? p.b[1] : p.b[2];
+      for (Idx o = a; o < b; ++o) acc += to_acc(__ldg(dy + ro + o * ys));
+    }
+  }
+  return acc;
+}
+
 template <class T, class Idx>
 __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
-  using A = acc_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr int U = kItemsInFlight / 2;  // more state per item than the forward
   WarpTile t;
@@ -353,77 +421,77 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
   const int ca = g.rank - 1;
   const Idx Wn = static_cast<Idx>(g.n[ca]), m = static_cast<Idx>(g.m[ca]), lo = static_cast<Idx>(g.lo[ca]);
   const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
-  const Idx s_lo = static_cast<Idx>(g.single_lo), s_hi = static_cast<Idx>(g.single_hi);
   const T* __restrict__ dy = static_cast<const T*>(g.src);
   T* __restrict__ dx = static_cast<T*>(g.dst);
+  const Idx core_w = static_cast<Idx>(g.core_chunks) * VEC;
 
   Idx my_xo, my_off[4];
   int my_n;
   bwd_row<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), &my_xo, my_off, &my_n);
+  const Idx my_a = first_aligned<T, Idx>(dx + my_xo, static_cast<Idx>(g.core_lo), xs == 1);
 
+  // core: columns with one preimage each (c + lo); in a row with one preimage row, dx is
+  // exactly the dy chunk it came from
   const int items = t.nrows * t.nq;
-  ItemCursor cur(lane, t.nq);
+  ItemCursor cur(lane, max(t.nq, 1));
   for (int base = 0; base < items; base += 32 * U) {
     Load16 raw[U];
-    Idx xo[U], c0[U], off0[U];
-    int nrow[U], rows_[U];
-    bool act[U], fast[U];
+    Idx xo[U], c0[U];
+    int rows_[U], nrow[U];
+    bool act[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int f = base + u * 32 + lane;
-      act[u] = f < items;
+      act[u] = base + u * 32 + lane < items;
       const int rr = act[u] ? cur.rr : 0;
       rows_[u] = rr;
       const Idx q = static_cast<Idx>(t.q0 + cur.q);
       cur.step32(t.nq);
       xo[u] = __shfl_sync(0xffffffffu, my_xo, rr);
       nrow[u] = __shfl_sync(0xffffffffu, my_n, rr);
-      off0[u] = __shfl_sync(0xffffffffu, my_off[0], rr);
-      c0[u] = chunk_start<T, Idx>(dx + xo[u], q, xs == 1);
-      // interior chunk of a row with one preimage: dx is exactly the dy chunk it came from
-      fast[u] = act[u] && nrow[u] == 1 && ys == 1 && c0[u] >= s_lo && c0[u] + VEC <= s_hi &&
-                issue16(dy + off0[u] + c0[u] + lo, dy + off0[u], dy + off0[u] + m, &raw[u]);
+      const Idx off0 = __shfl_sync(0xffffffffu, my_off[0], rr);
+      c0[u] = __shfl_sync(0xffffffffu, my_a, rr) + q * VEC;
+      if (act[u] && nrow[u] == 1) {
+        const T* row = dy + off0;
+        issue_core<T, Idx>(row + (c0[u] + lo) * ys, ys, row, row + m, &raw[u]);
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      // the other row offsets, fetched by every lane before any divergence
-      Idx off[4] = {off0[u], 0, 0, 0};
+      Idx off[4];
 #pragma unroll
-      for (int i = 1; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
+      for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
       if (!act[u]) continue;
-      if (!fast[u]) {  // edge chunk: each element sums its preimages, stored one by one
+      if (nrow[u] == 1) {
+        Vec16<T> v;
+        v.u = take16(raw[u]);
+        store_chunk<T, Idx>(dx + xo[u] + c0[u] * xs, xs, v);
+      } else {  // an edge row: several (or no) preimage rows
         const Idx r = static_cast<Idx>(t.row0 + rows_[u]);
 #pragma unroll 1
-        for (int k = 0; k < VEC; ++k) {
-          const Idx c = c0[u] + k;
-          if (c < 0 || c >= Wn) continue;
-          A acc = 0;
-          if (nrow[u] > 4) {
-            acc = pad_gather_all<T, Idx>(g, dy, r, c);  // many combinations: full odometer
-          } else if (nrow[u] > 0) {
-            const Preimages<Idx> p = pad_preimages<Idx>(g.mode, Wn, m, lo, c);
-            for (int i = 0; i < nrow[u]; ++i) {
-              const Idx ro = pick4(off, i);
-              for (int q = 0; q < p.cnt; ++q) {
-                const Idx a = q == 0 ? p.a[0] : q == 1 ? p.a[1] : p.a[2];
-                const Idx b = q == 0 ? p.b[0] : q == 1 ? p.b[1] : p.b[2];
-                for (Idx o = a; o < b; ++o) acc += to_acc(__ldg(dy + ro + o * ys));
-              }
-            }
-          }
-          dx[xo[u] + c * xs] = from_acc<T>(acc);
-        }
-        continue;
-      }
-      Vec16<T> v;
-      v.u = take16(raw[u]);
-      if (xs == 1) {  // a fast chunk is a full one
-        *reinterpret_cast<uint4*>(dx + xo[u] + c0[u]) = v.u;  // 16-byte aligned by construction
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) dx[xo[u] + (c0[u] + k) * xs] = v.e[k];
+        for (int k = 0; k < VEC; ++k)
+          dx[xo[u] + (c0[u] + k) * xs] = from_acc<T>(bwd_element<T, Idx>(g, dy, r, c0[u] + k, nrow[u], off));
       }
     }
+  }
+  if (!t.edges) return;
+  // edges: the columns outside this row's core, element by element
+  const int E = static_cast<int>(Wn - core_w);
+  const int eitems = t.nrows * E;
+  ItemCursor ec(lane, max(E, 1));
+  for (int base = 0; base < eitems; base += 32) {
+    const bool act = base + lane < eitems;
+    const int rr = act ? ec.rr : 0;
+    const Idx e = static_cast<Idx>(ec.q);
+    ec.step32(E);
+    const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
+    const int nr = __shfl_sync(0xffffffffu, my_n, rr);
+    const Idx a = __shfl_sync(0xffffffffu, my_a, rr);
+    Idx off[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rr);
+    if (!act) continue;
+    const Idx c = e < a ? e : e + core_w;
+    dx[xo + c * xs] = from_acc<T>(bwd_element<T, Idx>(g, dy, static_cast<Idx>(t.row0 + rr), c, nr, off));
   }
 }
 
