@@ -412,9 +412,9 @@ __device__ __forceinline__ acc_t<T> bwd_element(const PadGeometry& g, const T* _
 }
 
 template <class T, class Idx>
-__global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
+__global__ void __launch_bounds__(kPadThreads, 2) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int U = kItemsInFlight / 2;  // more state per item than the forward
+  constexpr int U = kItemsInFlight;
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
@@ -457,9 +457,12 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_backward_kernel(const __gr
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      Idx off[4];
+      // the row offsets are fetched only when some lane has an edge row (a warp-uniform branch)
+      Idx off[4] = {0, 0, 0, 0};
+      if (__any_sync(0xffffffffu, act[u] && nrow[u] != 1)) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
+        for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
+      }
       if (!act[u]) continue;
       if (nrow[u] == 1) {
         Vec16<T> v;
