@@ -252,6 +252,18 @@ __device__ __forceinline__ void store_chunk(T* p, Idx s, const Vec16<T>& v) {
   }
 }
 
+// The column axis: unpadded extent, padded extent, pad_low, x-side and y-side strides.
+template <class Idx>
+struct ColumnAxis {
+  Idx n, m, lo, xs, ys;
+};
+template <class Idx>
+__device__ __forceinline__ ColumnAxis<Idx> column_axis(const PadGeometry& g) {
+  const int ca = g.rank - 1;
+  return {static_cast<Idx>(g.n[ca]), static_cast<Idx>(g.m[ca]), static_cast<Idx>(g.lo[ca]),
+          static_cast<Idx>(g.xs[ca]), static_cast<Idx>(g.ys[ca])};
+}
+
 template <class T, class Idx>
 __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __grid_constant__ PadGeometry g) {
   constexpr int VEC = 16 / sizeof(T);
@@ -259,9 +271,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_forward_kernel(const __gri
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
-  const int ca = g.rank - 1;
-  const Idx W = static_cast<Idx>(g.m[ca]), n = static_cast<Idx>(g.n[ca]), lo = static_cast<Idx>(g.lo[ca]);
-  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
+  const auto [n, W, lo, xs, ys] = column_axis<Idx>(g);
   const T* __restrict__ src = static_cast<const T*>(g.src);
   T* __restrict__ dst = static_cast<T*>(g.dst);
   const T fill = static_cast<T>(g.fill);
@@ -418,9 +428,7 @@ __global__ void __launch_bounds__(kPadThreads, 2) pad_backward_kernel(const __gr
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
-  const int ca = g.rank - 1;
-  const Idx Wn = static_cast<Idx>(g.n[ca]), m = static_cast<Idx>(g.m[ca]), lo = static_cast<Idx>(g.lo[ca]);
-  const Idx xs = static_cast<Idx>(g.xs[ca]), ys = static_cast<Idx>(g.ys[ca]);
+  const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
   const T* __restrict__ dy = static_cast<const T*>(g.src);
   T* __restrict__ dx = static_cast<T*>(g.dst);
   const Idx core_w = static_cast<Idx>(g.core_chunks) * VEC;
