@@ -19,7 +19,8 @@ bool parse_dtype(std::string_view name, DType* out) {
 
 int64_t TensorLayout::numel() const {
   int64_t n = 1;
-  for (int d = 0; d < rank; ++d) n *= shape[d];
+  for (int d = 0; d < rank; ++d)
+    if (!checked_mul(n, shape[d], &n)) return INT64_MAX;  // saturates; validation rejects it
   return n;
 }
 
@@ -28,7 +29,7 @@ bool TensorLayout::is_contiguous() const {
   for (int d = rank - 1; d >= 0; --d) {
     if (shape[d] == 0) return true;
     if (shape[d] != 1 && stride[d] != expect) return false;
-    expect *= shape[d];
+    if (!checked_mul(expect, shape[d], &expect)) return false;
   }
   return true;
 }
@@ -60,7 +61,8 @@ void TensorLayout::set_contiguous_strides() {
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; --d) {
     stride[d] = s;
-    s *= std::max<int64_t>(shape[d], 1);
+    // past int64 the layout is invalid anyway (check_layout says so); saturate, never overflow
+    if (!checked_mul(s, std::max<int64_t>(shape[d], 1), &s)) s = INT64_MAX;
   }
 }
 

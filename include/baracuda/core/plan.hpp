@@ -65,7 +65,7 @@ struct PrecisionGuarantee {
 };
 
 // Which implementation a plan chose. name() is stable across releases for the same choice,
-// e.g. "pad.fwd.reflect.bf16.bespoke.sm90.rowtile_i32".
+// e.g. "pad.reflect.fwd.bf16.bespoke.sm90.warprows".
 struct KernelSku {
   std::string op;  // family-level op name, e.g. "pad.reflect"
   Direction direction = Direction::kForward;

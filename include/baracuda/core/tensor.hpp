@@ -22,7 +22,7 @@ struct TensorLayout {
   int64_t shape[kMaxRank] = {};
   int64_t stride[kMaxRank] = {};
 
-  int64_t numel() const;
+  int64_t numel() const;  // saturates at INT64_MAX (such a layout fails validation)
   // Row-major contiguous: stride[d] == product of shape[d+1..]; size-1 axes may have any stride.
   bool is_contiguous() const;
   // Byte offsets of the lowest and one-past-the-highest element reachable from data

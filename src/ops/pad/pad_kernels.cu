@@ -46,7 +46,6 @@ struct Preimages {
       ++cnt;
     }
   }
-  __device__ __forceinline__ bool single() const { return cnt == 1 && b[0] - a[0] == 1; }
 };
 
 template <class Idx>
