@@ -10,7 +10,10 @@ start=$(date +%s)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" -j"$(nproc)"
 echo "build took $(( $(date +%s) - start )) s"
-ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)"
+log=$(mktemp)
+ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" | tee "$log"
+total=$(grep -oE 'out of [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1)
+skipped=$(grep -cE '\(Skipped\)' "$log" || true)
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='PadDevice.EdgeGeometries' 2>&1 | grep -m1 -o 'no GPU: .*' \
   | sed 's/^/device tier skipped: /' || true
 
@@ -19,4 +22,8 @@ SAN=${BUILD}-asan
 cmake -S . -B "$SAN" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBARACUDA_SANITIZE=ON -DBARACUDA_BUILD_BENCH=OFF > /dev/null
 cmake --build "$SAN" -j"$(nproc)" --target baracuda_host_tests
 ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  "$SAN/tests/baracuda_host_tests" --gtest_brief=1
+  "$SAN/tests/baracuda_host_tests" --gtest_brief=1 | tee "$log"
+san=$(grep -oE 'PASSED  \] [0-9]+' "$log" | grep -oE '[0-9]+$')
+rm -f "$log"
+# ctest stops the script on any failure (set -e), so reaching here means none failed
+echo "tests: $(( total - skipped + san )) passed, 0 failed, ${skipped} skipped"
