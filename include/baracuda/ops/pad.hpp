@@ -17,7 +17,8 @@
 //   replicate:  in[d] >= 1 and out[d] >= 1 on padded axes;
 //   circular:   lo <= in[d] and hi <= in[d].
 // Strides: arbitrary (element strides, may be 0 or negative for x; y must not self-overlap);
-//   no alignment beyond the element size is needed (no vector accesses are assumed).
+//   no alignment beyond the element size is needed (16-byte accesses are used only where
+//   the addresses allow them).
 // Dtypes: forward f32 f16 bf16 f64 i8 u8 i16 i32 i64 bool (bit-exact data movement);
 //   backward f32 f16 bf16 f64, accumulating in f32 (f64 for f64), rounded once to the dtype.
 // Fill value (constant mode): converted as PyTorch's fill_ does — via float for f16/bf16,
@@ -25,7 +26,9 @@
 // Determinism: forward and backward are bitwise run-to-run deterministic.
 // Workspace: none (workspace_size() == 0).
 // Aliasing: y must not overlap x (dx must not overlap dy); no in-place form.
-// Index math: 32-bit when every operand's element count and byte extent fit in 2^31, else 64.
+// Index math: 32-bit when every operand's element count and element offsets stay below
+//   2^31 - 2^16, else 64-bit (both compiled). Limit: a row may have at most 2^30 elements
+//   outside its copied core (padding/cropping), else select/run report Unsupported.
 #pragma once
 
 #include <cstddef>
