@@ -28,7 +28,7 @@
 // Aliasing: y must not overlap x (dx must not overlap dy); no in-place form.
 // Index math: 32-bit when every operand's element count and element offsets stay below
 //   2^31 - 2^16, else 64-bit (both compiled). Limit: a row may have at most 2^30 elements
-//   outside its copied core (padding/cropping), else select/run report Unsupported.
+//   outside its copied core (padding/cropping), else run() reports Unsupported.
 #pragma once
 
 #include <cstddef>
