@@ -22,9 +22,8 @@ namespace {
 constexpr std::string_view kOp = "pad";
 constexpr std::string_view kOpBwd = "pad_backward";
 
-using PadForwardDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8,
-                                   DType::i16, DType::i32, DType::i64, DType::boolean>;
-using PadBackwardDTypes = FloatDTypes;
+using detail::PadBackwardDTypes;
+using detail::PadForwardDTypes;
 
 // Integer fill as PyTorch's checked conversion: range-checked, then truncated toward zero.
 // Unsigned targets accept [-max, max] and wrap, as c10's overflow check does.
@@ -324,11 +323,10 @@ Result<PadPlan> PadPlan::select(const PadDescriptor& desc, const PlanPreference&
   if (!bits) return bits.status();
   plan.desc_ = desc;
   plan.fill_bits_ = *bits;
-  const int es = static_cast<int>(dtype_size(desc.dtype));
-  plan.launch32_ = detail::pad_forward_launcher(es, false);
-  plan.launch64_ = detail::pad_forward_launcher(es, true);
+  plan.launch32_ = detail::pad_forward_launcher(desc.dtype, false);
+  plan.launch64_ = detail::pad_forward_launcher(desc.dtype, true);
   if (!plan.launch32_ || !plan.launch64_)
-    return error(StatusCode::kInternal, kOp, ": no forward kernel for element size ", es);
+    return error(StatusCode::kInternal, kOp, ": no forward kernel for ", dtype_name(desc.dtype));
   return plan;
 }
 

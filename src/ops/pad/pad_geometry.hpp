@@ -8,6 +8,7 @@
 
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/pad.hpp"
+#include "core/dispatch.hpp"
 
 namespace baracuda::detail {
 
@@ -51,9 +52,14 @@ void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t
 // 2^31 - 2^16 (kernels index in elements; the pointer addition itself is 64-bit).
 bool pad_fits_index32(const TensorLayout& t);
 
-// Launcher tables (defined in pad_kernels.cu). Forward by element size (1, 2, 4, 8 bytes),
-// backward by dtype (f32, f16, bf16, f64). Null when unsupported.
-PadLaunchFn pad_forward_launcher(int elem_size, bool index64);
+// Dtypes each direction supports. The forward moves raw bits, so it is instantiated per
+// element size (StorageTypes): ten dtypes, four kernels.
+using PadForwardDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8,
+                                   DType::i16, DType::i32, DType::i64, DType::boolean>;
+using PadBackwardDTypes = FloatDTypes;
+
+// Launcher tables (defined in pad_kernels.cu); null when the dtype is not supported.
+PadLaunchFn pad_forward_launcher(DType dtype, bool index64);
 PadLaunchFn pad_backward_launcher(DType dtype, bool index64);
 
 }  // namespace baracuda::detail

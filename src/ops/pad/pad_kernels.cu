@@ -519,19 +519,17 @@ int launch_backward(const PadGeometry& g, cudaStream_t s) {
 
 }  // namespace
 
-PadLaunchFn pad_forward_launcher(int elem_size, bool index64) {
-  switch (elem_size) {
-    case 1: return index64 ? &launch_forward<uint8_t, int64_t> : &launch_forward<uint8_t, int32_t>;
-    case 2: return index64 ? &launch_forward<uint16_t, int64_t> : &launch_forward<uint16_t, int32_t>;
-    case 4: return index64 ? &launch_forward<uint32_t, int64_t> : &launch_forward<uint32_t, int32_t>;
-    case 8: return index64 ? &launch_forward<uint64_t, int64_t> : &launch_forward<uint64_t, int32_t>;
-    default: return nullptr;
-  }
+PadLaunchFn pad_forward_launcher(DType dtype, bool index64) {
+  PadLaunchFn fn = nullptr;
+  dispatch_dtype<StorageTypes>(dtype, PadForwardDTypes{}, [&]<class T>() {
+    fn = index64 ? &launch_forward<T, int64_t> : &launch_forward<T, int32_t>;
+  });
+  return fn;
 }
 
 PadLaunchFn pad_backward_launcher(DType dtype, bool index64) {
   PadLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(dtype, FloatDTypes{}, [&]<class T>() {
+  dispatch_dtype<CudaTypes>(dtype, PadBackwardDTypes{}, [&]<class T>() {
     fn = index64 ? &launch_backward<T, int64_t> : &launch_backward<T, int32_t>;
   });
   return fn;
