@@ -8,4 +8,5 @@
 #include "baracuda/core/scalar.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/pad.hpp"

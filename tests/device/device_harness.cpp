@@ -33,6 +33,7 @@ const char* layout_name(Layout l) {
     case Layout::kPermuted: return "permuted";
     case Layout::kNegativeLast: return "negative_last";
     case Layout::kBroadcast: return "broadcast";
+    case Layout::kTransposed: return "transposed";
   }
   return "?";
 }
@@ -43,7 +44,17 @@ StridedBuffer::StridedBuffer(DType dt, std::vector<int64_t> shp, Layout layout) 
   int64_t lead = 0;
   if (layout == Layout::kOffset1) lead = 1;
   if (layout == Layout::kOffset3) lead = 3;
-  if (layout == Layout::kPermuted) {
+  if (layout == Layout::kTransposed && r >= 2) {
+    std::vector<int> order(r);  // memory order, outermost first: batch axes, then r-1, then r-2
+    for (int d = 0; d < r - 2; ++d) order[d] = d;
+    order[r - 2] = r - 1;
+    order[r - 1] = r - 2;
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; --i) {
+      stride[order[i]] = s;
+      s *= std::max<int64_t>(shape[order[i]], 1);
+    }
+  } else if (layout == Layout::kPermuted) {
     int64_t s = 1;
     for (int d = 0; d < r; ++d) {
       stride[d] = s;
@@ -160,6 +171,19 @@ double bits_to_double(DType t, uint64_t bits) {
   switch (t) {
     case DType::f32: return std::bit_cast<float>(static_cast<uint32_t>(bits));
     case DType::f64: return std::bit_cast<double>(bits);
+    case DType::f8e4m3:
+    case DType::f8e5m2: {
+      const bool e4 = t == DType::f8e4m3;
+      const int mb = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+      const uint32_t v = static_cast<uint32_t>(bits & 0xff), sign = v >> 7, exp = (v >> mb) & (e4 ? 0xf : 0x1f),
+                     man = v & ((1u << mb) - 1);
+      double mag;
+      if (e4 && exp == 0xf && man == 7) mag = NAN;
+      else if (!e4 && exp == 0x1f) mag = man ? NAN : INFINITY;
+      else if (exp == 0) mag = std::ldexp(static_cast<double>(man), 1 - bias - mb);
+      else mag = std::ldexp(static_cast<double>(man | (1u << mb)), static_cast<int>(exp) - bias - mb);
+      return sign ? -mag : mag;
+    }
     case DType::f16: return f16_bits_to_float(static_cast<uint16_t>(bits));
     case DType::bf16: return bf16_bits_to_float(static_cast<uint16_t>(bits));
     case DType::i8: return static_cast<int8_t>(bits);

@@ -40,6 +40,7 @@ enum class Layout {
   kPermuted,     // axis order reversed in memory (column-major)
   kNegativeLast, // last axis walked backwards (stride -1)
   kBroadcast,    // inputs only: the first axis of extent > 1 has stride 0
+  kTransposed,   // the last two axes swapped in memory (column-major matrices), batch outermost
 };
 const char* layout_name(Layout l);
 

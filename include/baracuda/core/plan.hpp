@@ -62,6 +62,8 @@ struct PrecisionGuarantee {
   DType math = DType::f32;         // type pointwise math is done in
   bool bit_exact = false;          // result equals the exact math rounded once (data movement)
   Determinism determinism = Determinism::kRunToRun;
+  bool tf32_inputs = false;  // f32 inputs rounded to TF32 (10-bit mantissa) before multiplying
+  int split_k = 1;           // partial sums of the reduction computed separately, then added
 };
 
 // Which implementation a plan chose. name() is stable across releases for the same choice,

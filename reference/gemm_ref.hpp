@@ -1,0 +1,37 @@
+// Float64 host reference of the GEMM family (baracuda/ops/gemm.hpp), written from the
+// definitions with plain loops: torch.matmul's 1-D and broadcasting rules, alpha/beta/c, bias,
+// the activations, summed batch dims, and the backward as explicit sums. Arrays are row-major
+// over each operand's logical shape (the descriptor's strides are ignored); no CUDA.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "baracuda/ops/gemm.hpp"
+
+namespace baracuda::ref {
+
+double gemm_activation(GemmActivation act, double z);
+double gemm_activation_grad(GemmActivation act, double z);
+
+struct GemmForwardRef {
+  std::vector<double> out, preact;
+};
+// c and bias may be empty when the descriptor has none. With f32_math every sum (sequential
+// over k) and the epilogue run in float: the "plain same-precision product" the comparison rule
+// measures cuBLASLt against (its error, not its value, is what the tests use).
+GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
+                            const std::vector<double>& c, const std::vector<double>& bias, bool f32_math = false);
+
+struct GemmBackwardRef {
+  std::vector<double> da, db, dbias, dc;
+};
+// Gradients of sum(out · d_out) with respect to a, b, bias and c (out-shaped d_out).
+GemmBackwardRef gemm_backward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
+                              const std::vector<double>& c, const std::vector<double>& bias,
+                              const std::vector<double>& d_out);
+
+// |Σ_k |a_k·b_k|| per output element (the scale a K-length sum's rounding error grows with).
+std::vector<double> gemm_abs_product(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace baracuda::ref

@@ -1,0 +1,761 @@
+// GEMM plans: PyTorch op semantics -> canonical GEMM (GemmCanon) -> GemmCore on cuBLASLt.
+#include "baracuda/ops/gemm.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <functional>
+
+#include "core/arch.hpp"
+#include "core/dispatch.hpp"
+#include "core/validate.hpp"
+#include "ops/gemm/gemm_core.hpp"
+
+namespace baracuda {
+
+namespace detail {
+
+struct GemmExec {
+  GemmCanon canon;  // unsimplified: the pointwise and copy views are built from it
+  GemmCore core;
+};
+
+struct GemmBackwardExec {
+  GemmCanon canon;  // forward problem, unsimplified
+  GemmCoreOptions fwd;
+  bool has_da = false, has_db = false;
+  GemmCore da, db;
+  int64_t dz_offset = -1;  // dZ buffer (activation present), out-shaped row-major
+  int64_t scratch_offset = 0;
+  size_t colsum_ws = 0;
+  bool dc_full = false, dc_colsum = false;
+  int64_t bias_stride = 1;
+  size_t workspace = 0;
+  TensorLayout a_grad, b_grad, bias_grad, c_grad;  // layouts the gradients must have
+};
+
+}  // namespace detail
+
+using detail::GemmAxis;
+using detail::GemmCanon;
+using detail::GemmCore;
+using detail::GemmCoreOptions;
+using detail::kOpA;
+using detail::kOpB;
+using detail::kOpC;
+using detail::kOpD;
+using detail::kOpP;
+
+namespace {
+
+constexpr std::string_view kOp = "gemm";
+constexpr std::string_view kOpBwd = "gemm_backward";
+
+bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+
+bool same_layout(const TensorLayout& x, const TensorLayout& y) {
+  if (x.dtype != y.dtype || x.rank != y.rank) return false;
+  for (int d = 0; d < x.rank; ++d) {
+    if (x.shape[d] != y.shape[d]) return false;
+    if (x.shape[d] > 1 && x.stride[d] != y.stride[d]) return false;
+  }
+  return true;
+}
+
+TensorLayout contiguous_like(const TensorLayout& t) {
+  TensorLayout c = t;
+  c.set_contiguous_strides();
+  return c;
+}
+
+std::span<const int64_t> shape_of(const TensorLayout& t) { return {t.shape, static_cast<size_t>(std::max(0, t.rank))}; }
+
+// What the descriptor means, resolved: the canonical problem and the layouts the args must have.
+struct Resolved {
+  GemmCanon canon;  // unsimplified
+  GemmCoreOptions opt;
+  TensorLayout preact;  // out-shaped, contiguous
+  int nb = 0;           // product batch axes
+  int64_t prod_batch[kMaxRank] = {};
+};
+
+Status resolve(std::string_view op, const GemmDescriptor& d, Resolved* r) {
+  if (Status s = check_layout(op, "a", d.a); !s.ok()) return s;
+  if (Status s = check_layout(op, "b", d.b); !s.ok()) return s;
+  if (Status s = check_layout(op, "out", d.out); !s.ok()) return s;
+  const bool use_c = d.has_c && d.beta != 0.0;
+  if (d.has_c)
+    if (Status s = check_layout(op, "c", d.c); !s.ok()) return s;
+  if (d.has_bias)
+    if (Status s = check_layout(op, "bias", d.bias); !s.ok()) return s;
+  if (!d.has_c && d.beta != 0.0)
+    return error(StatusCode::kInvalidProblem, op, ": beta = ", d.beta, " but has_c is false (no addend to scale)");
+  if (d.a.rank < 1 || d.b.rank < 1)
+    return error(StatusCode::kInvalidProblem, op, ": a and b need rank >= 1 (got ", d.a.rank, " and ", d.b.rank, ")");
+  if (static_cast<int>(d.activation) > static_cast<int>(GemmActivation::kGeluErf))
+    return error(StatusCode::kInvalidProblem, op, ": activation = ", static_cast<int>(d.activation), " is not a GemmActivation");
+  if (static_cast<int>(d.epilogue_impl) > static_cast<int>(GemmEpilogueImpl::kSeparate))
+    return error(StatusCode::kInvalidProblem, op, ": epilogue_impl = ", static_cast<int>(d.epilogue_impl), " is not a GemmEpilogueImpl");
+  if (d.pointer_alignment < 1 || d.pointer_alignment > 256 || !std::has_single_bit(static_cast<unsigned>(d.pointer_alignment)))
+    return error(StatusCode::kInvalidProblem, op, ": pointer_alignment = ", d.pointer_alignment, " must be a power of two in [1, 256]");
+
+  // ---- dtypes
+  const DType ta = d.a.dtype, tb = d.b.dtype, to = d.out.dtype;
+  const bool fp8 = is_fp8(ta) || is_fp8(tb);
+  if (fp8) {
+    if (!is_fp8(ta) || !is_fp8(tb))
+      return error(StatusCode::kUnsupported, op, ": fp8 needs both a and b in fp8 (a ", dtype_name(ta), ", b ", dtype_name(tb), ")");
+    if (ta == DType::f8e5m2 && tb == DType::f8e5m2)
+      return error(StatusCode::kUnsupported, op, ": f8e5m2 x f8e5m2 is not supported by cuBLASLt (use e4m3 for one side)");
+    if (to != DType::bf16 && to != DType::f16 && to != DType::f32)
+      return error(StatusCode::kUnsupported, op, ": fp8 out dtype ", dtype_name(to), " is not supported (bf16, f16, f32)");
+    if (use_c) return error(StatusCode::kUnsupported, op, ": fp8 GEMM takes no c (beta must be 0)");
+    if (d.has_bias && to == DType::f32)
+      return error(StatusCode::kUnsupported, op, ": fp8 GEMM with f32 out takes no bias (as torch._scaled_mm)");
+    if (d.activation != GemmActivation::kNone || d.save_preactivation)
+      return error(StatusCode::kUnsupported, op, ": fp8 GEMM has no activation epilogue");
+  } else {
+    if (!FloatDTypes::contains(ta))
+      return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(ta), " is not supported (supported: ",
+                   FloatDTypes::names(), ", and fp8 pairs)");
+    if (tb != ta) return error(StatusCode::kInvalidProblem, op, ": b dtype ", dtype_name(tb), " differs from a dtype ", dtype_name(ta));
+    if (to != ta)
+      return error(StatusCode::kInvalidProblem, op, ": out dtype ", dtype_name(to), " differs from a dtype ", dtype_name(ta));
+  }
+  if (d.has_c && d.c.dtype != to)
+    return error(StatusCode::kInvalidProblem, op, ": c dtype ", dtype_name(d.c.dtype), " differs from out dtype ", dtype_name(to));
+  if (d.has_bias && d.bias.dtype != to)
+    return error(StatusCode::kInvalidProblem, op, ": bias dtype ", dtype_name(d.bias.dtype), " differs from out dtype ", dtype_name(to));
+
+  // ---- matrix axes
+  const TensorLayout &A = d.a, &B = d.b, &O = d.out;
+  const int ra = A.rank, rb = B.rank;
+  const int64_t M = ra > 1 ? A.shape[ra - 2] : 1, Ka = A.shape[ra - 1];
+  const int64_t a_m = ra > 1 ? A.stride[ra - 2] : 0, a_k = A.stride[ra - 1];
+  int64_t Kb, N, b_k, b_n;
+  if (rb == 1) {
+    Kb = B.shape[0], N = 1, b_k = B.stride[0], b_n = 0;
+  } else if (d.transpose_b) {
+    N = B.shape[rb - 2], Kb = B.shape[rb - 1], b_n = B.stride[rb - 2], b_k = B.stride[rb - 1];
+  } else {
+    Kb = B.shape[rb - 2], N = B.shape[rb - 1], b_k = B.stride[rb - 2], b_n = B.stride[rb - 1];
+  }
+  if (Ka != Kb)
+    return error(StatusCode::kInvalidProblem, op, ": a's K = ", Ka, " (a ", shape_string(A), ") does not match b's K = ", Kb,
+                 " (b ", shape_string(B), d.transpose_b ? ", transposed" : "", ")");
+  const int nba = std::max(0, ra - 2), nbb = std::max(0, rb - 2);
+  const int nb = std::max(nba, nbb);
+  if (nb > kMaxRank - 2)
+    return error(StatusCode::kInvalidProblem, op, ": ", nb, " batch dims exceed ", kMaxRank - 2);
+  int64_t prod[kMaxRank];
+  for (int i = 0; i < nb; ++i) {
+    const int ia = i - (nb - nba), ib = i - (nb - nbb);
+    const int64_t ea = ia >= 0 ? A.shape[ia] : 1, eb = ib >= 0 ? B.shape[ib] : 1;
+    if (ea != eb && ea != 1 && eb != 1)
+      return error(StatusCode::kInvalidProblem, op, ": batch dims of a ", shape_string(A), " and b ", shape_string(B),
+                   " do not broadcast (", ea, " vs ", eb, ")");
+    prod[i] = ea == 1 ? eb : ea;
+  }
+
+  // ---- out shape
+  const int nmat = (ra > 1) + (rb > 1);
+  const int nbo = O.rank - nmat;
+  int64_t want[kMaxRank];
+  int nw = 0;
+  for (int i = 0; i < nb; ++i) want[nw++] = prod[i];
+  if (ra > 1) want[nw++] = M;
+  if (rb > 1) want[nw++] = N;
+  auto out_mismatch = [&] {
+    return error(StatusCode::kInvalidProblem, op, ": out shape ", shape_string(O), " does not match the product's ",
+                 shape_string(std::span<const int64_t>(want, nw)),
+                 d.sum_batch ? " (with sum_batch, out's batch dims may be 1 or absent)" : "");
+  };
+  if (nbo < 0 || nbo > nb || (!d.sum_batch && nbo != nb)) return out_mismatch();
+  for (int j = 0; j < nbo; ++j) {
+    const int64_t e = O.shape[j], p = prod[nb - nbo + j];
+    if (e != p && !(d.sum_batch && e == 1)) return out_mismatch();
+  }
+  if (ra > 1 && O.shape[nbo] != M) return out_mismatch();
+  if (rb > 1 && O.shape[O.rank - 1] != N) return out_mismatch();
+  if (Status s = check_no_internal_overlap(op, "out", O); !s.ok()) return s;
+
+  // ---- c broadcasts to out
+  if (d.has_c) {
+    if (d.c.rank > O.rank)
+      return error(StatusCode::kInvalidProblem, op, ": c ", shape_string(d.c), " has more dims than out ", shape_string(O));
+    for (int j = 0; j < d.c.rank; ++j) {
+      const int64_t ce = d.c.shape[j], oe = O.shape[O.rank - d.c.rank + j];
+      if (ce != oe && ce != 1)
+        return error(StatusCode::kInvalidProblem, op, ": c ", shape_string(d.c), " does not broadcast to out ", shape_string(O));
+    }
+  }
+  auto c_stride_of_out_dim = [&](int od) -> int64_t {
+    if (!use_c) return 0;
+    const int cj = od - (O.rank - d.c.rank);
+    if (cj < 0 || d.c.shape[cj] != O.shape[od]) return 0;
+    return O.shape[od] == 1 ? 0 : d.c.stride[cj];
+  };
+  if (d.has_bias && (d.bias.rank != 1 || d.bias.shape[0] != N))
+    return error(StatusCode::kInvalidProblem, op, ": bias shape ", shape_string(d.bias), " must be [", N, "]");
+  if (d.save_preactivation && d.activation == GemmActivation::kNone)
+    return error(StatusCode::kInvalidProblem, op, ": save_preactivation without an activation (preact would equal out)");
+
+  r->preact = contiguous_like(O);
+  const TensorLayout& P = r->preact;
+
+  // ---- canonical axes
+  GemmCanon& c = r->canon;
+  c = GemmCanon{};
+  c.a_dtype = ta, c.b_dtype = tb, c.d_dtype = to;
+  c.nb = nb;
+  for (int i = 0; i < nb; ++i) {
+    GemmAxis& x = c.batch[i];
+    x.ext = prod[i];
+    const int ia = i - (nb - nba), ib = i - (nb - nbb), io = i - (nb - nbo);
+    x.s[kOpA] = ia >= 0 && A.shape[ia] > 1 ? A.stride[ia] : 0;
+    x.s[kOpB] = ib >= 0 && B.shape[ib] > 1 ? B.stride[ib] : 0;
+    const bool out_has = io >= 0 && O.shape[io] == prod[i] && prod[i] != 1;
+    // an empty out axis is marked with a nonzero stride so it is not taken for a summed one
+    x.s[kOpD] = out_has ? (prod[i] == 0 && O.stride[io] == 0 ? 1 : O.stride[io]) : 0;
+    x.s[kOpC] = out_has ? c_stride_of_out_dim(io) : 0;
+    x.s[kOpP] = out_has ? P.stride[io] : 0;
+    if (prod[i] == 1) x.s = {};
+  }
+  const int om = ra > 1 ? nbo : -1, on = rb > 1 ? O.rank - 1 : -1;
+  c.m.ext = M;
+  c.m.s[kOpA] = M > 1 ? a_m : 0;
+  c.m.s[kOpD] = om >= 0 && M > 1 ? O.stride[om] : 0;
+  c.m.s[kOpC] = om >= 0 && M > 1 ? c_stride_of_out_dim(om) : 0;
+  c.m.s[kOpP] = om >= 0 && M > 1 ? P.stride[om] : 0;
+  c.n.ext = N;
+  c.n.s[kOpB] = N > 1 ? b_n : 0;
+  c.n.s[kOpD] = on >= 0 && N > 1 ? O.stride[on] : 0;
+  c.n.s[kOpC] = on >= 0 && N > 1 ? c_stride_of_out_dim(on) : 0;
+  c.n.s[kOpP] = on >= 0 && N > 1 ? P.stride[on] : 0;
+  c.k.ext = Ka;
+  c.k.s[kOpA] = a_k;
+  c.k.s[kOpB] = b_k;
+  r->nb = nb;
+  std::copy(prod, prod + nb, r->prod_batch);
+
+  if (fp8) {
+    if (Ka % 16 != 0 || N % 16 != 0)
+      return error(StatusCode::kUnsupported, op, ": fp8 needs K and N multiples of 16 (K = ", Ka, ", N = ", N, ")");
+  }
+
+  GemmCoreOptions& o = r->opt;
+  o.alpha = d.alpha;
+  o.beta = use_c ? d.beta : 0.0;
+  o.use_c = use_c;
+  o.has_bias = d.has_bias;
+  o.bias_dtype = to;
+  o.act = d.activation;
+  o.save_preact = d.save_preactivation;
+  o.epilogue = d.epilogue_impl;
+  o.pointer_alignment = d.pointer_alignment;
+  o.reduced_precision_reduction = d.allow_reduced_precision_reduction;
+  o.fp8_fast_accum = d.fp8_fast_accum;
+  if (d.has_bias && d.bias.stride[0] != 1 && d.epilogue_impl == GemmEpilogueImpl::kFused && N > 1)
+    return error(StatusCode::kUnsupported, op, ": a fused bias needs unit stride (bias stride ", d.bias.stride[0], ")");
+  if (d.has_bias && d.bias.stride[0] != 1 && N > 1) o.epilogue = GemmEpilogueImpl::kSeparate;
+  return {};
+}
+
+Status check_backend(std::string_view op, const PlanPreference& pref) {
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kCuBLASLt)
+    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
+                 " has no GEMM implementation (candidates: cublaslt)");
+  return {};
+}
+
+// One operand view against the layout the plan was selected for.
+Status check_operand(std::string_view op, const char* name, const TensorLayout& got, const void* data,
+                     const TensorLayout& want, int alignment) {
+  if (Status s = check_view(op, name, got, data, want.dtype, shape_of(want)); !s.ok()) return s;
+  if (!same_layout(got, want))
+    return error(StatusCode::kInvalidProblem, op, ": ", name, " strides ", shape_string(std::span<const int64_t>(got.stride, got.rank)),
+                 " differ from the descriptor's ", shape_string(std::span<const int64_t>(want.stride, want.rank)));
+  if (got.numel() > 0 && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(alignment) != 0)
+    return error(StatusCode::kMisalignedOperand, op, ": ", name, " data ", data, " is not aligned to the descriptor's pointer_alignment = ",
+                 alignment, " bytes");
+  return {};
+}
+
+}  // namespace
+
+std::string_view gemm_activation_name(GemmActivation a) {
+  switch (a) {
+    case GemmActivation::kNone: return "none";
+    case GemmActivation::kRelu: return "relu";
+    case GemmActivation::kGeluTanh: return "gelu_tanh";
+    case GemmActivation::kGeluErf: return "gelu_erf";
+  }
+  return "?";
+}
+
+// ------------------------------------------------------------------ descriptor
+bool GemmDescriptor::operator==(const GemmDescriptor& o) const {
+  auto eq = [](const TensorLayout& x, const TensorLayout& y) {
+    if (x.dtype != y.dtype || x.rank != y.rank) return false;
+    for (int i = 0; i < std::max(0, x.rank); ++i)
+      if (x.shape[i] != y.shape[i] || x.stride[i] != y.stride[i]) return false;
+    return true;
+  };
+  return eq(a, o.a) && eq(b, o.b) && eq(out, o.out) && has_c == o.has_c && (!has_c || eq(c, o.c)) &&
+         has_bias == o.has_bias && (!has_bias || eq(bias, o.bias)) && transpose_b == o.transpose_b && alpha == o.alpha &&
+         beta == o.beta && activation == o.activation && save_preactivation == o.save_preactivation &&
+         epilogue_impl == o.epilogue_impl && pointer_alignment == o.pointer_alignment &&
+         allow_reduced_precision_reduction == o.allow_reduced_precision_reduction && fp8_fast_accum == o.fp8_fast_accum &&
+         sum_batch == o.sum_batch;
+}
+
+size_t GemmDescriptor::hash() const {
+  size_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  auto mix_layout = [&](const TensorLayout& t) {
+    mix(static_cast<uint64_t>(t.dtype));
+    mix(static_cast<uint64_t>(t.rank));
+    for (int i = 0; i < std::max(0, t.rank); ++i) mix(static_cast<uint64_t>(t.shape[i])), mix(static_cast<uint64_t>(t.stride[i]));
+  };
+  mix_layout(a), mix_layout(b), mix_layout(out);
+  if (has_c) mix_layout(c);
+  if (has_bias) mix_layout(bias);
+  mix(std::bit_cast<uint64_t>(alpha)), mix(std::bit_cast<uint64_t>(beta));
+  mix((uint64_t{transpose_b} << 0) | (uint64_t{has_c} << 1) | (uint64_t{has_bias} << 2) | (uint64_t{save_preactivation} << 3) |
+      (uint64_t{allow_reduced_precision_reduction} << 4) | (uint64_t{fp8_fast_accum} << 5) | (uint64_t{sum_batch} << 6) |
+      (static_cast<uint64_t>(activation) << 8) | (static_cast<uint64_t>(epilogue_impl) << 12) |
+      (static_cast<uint64_t>(pointer_alignment) << 16));
+  return h;
+}
+
+GemmDescriptor GemmDescriptor::matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out) {
+  GemmDescriptor d;
+  d.a = a, d.b = b, d.out = out;
+  return d;
+}
+
+GemmDescriptor GemmDescriptor::addmm(const TensorLayout& input, const TensorLayout& m1, const TensorLayout& m2,
+                                     const TensorLayout& out, double beta, double alpha) {
+  GemmDescriptor d = matmul(m1, m2, out);
+  d.c = input, d.has_c = true, d.beta = beta, d.alpha = alpha;
+  // addbmm: the batch dims of m1 @ m2 are summed into out [M, N]
+  d.sum_batch = out.rank == 2 && (m1.rank == 3 || m2.rank == 3);
+  return d;
+}
+
+GemmDescriptor GemmDescriptor::outer(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out) {
+  TensorLayout a2 = a, b2 = b;
+  if (a.rank == 1) {  // [M] -> [M, 1]
+    a2.rank = 2, a2.shape[1] = 1, a2.stride[1] = 1;
+  }
+  if (b.rank == 1) {  // [N] -> [1, N]
+    b2.rank = 2, b2.shape[1] = b.shape[0], b2.stride[1] = b.stride[0], b2.shape[0] = 1, b2.stride[0] = b.shape[0] * b.stride[0];
+  }
+  GemmDescriptor d = matmul(a2, b2, out);
+  return d;
+}
+
+GemmDescriptor GemmDescriptor::addr(const TensorLayout& input, const TensorLayout& a, const TensorLayout& b,
+                                    const TensorLayout& out, double beta, double alpha) {
+  GemmDescriptor d = outer(a, b, out);
+  d.c = input, d.has_c = true, d.beta = beta, d.alpha = alpha;
+  return d;
+}
+
+GemmDescriptor GemmDescriptor::linear(const TensorLayout& x, const TensorLayout& w, const TensorLayout* bias,
+                                      const TensorLayout& y) {
+  GemmDescriptor d = matmul(x, w, y);
+  d.transpose_b = true;
+  if (bias) d.bias = *bias, d.has_bias = true;
+  return d;
+}
+
+GemmDescriptor GemmDescriptor::inner(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out) {
+  GemmDescriptor d = matmul(a, b, out);
+  if (b.rank >= 2) {
+    // fold b's leading dims into one N axis when their strides nest: b [.., K] -> [N, K]
+    TensorLayout f = b;
+    int64_t n = 1;
+    bool ok = true;
+    for (int i = b.rank - 2; i >= 0; --i) {
+      if (i < b.rank - 2 && b.shape[i] > 1 && b.stride[i] != b.stride[i + 1] * b.shape[i + 1]) ok = false;
+      n *= b.shape[i];
+    }
+    f.rank = 2;
+    f.shape[0] = n, f.shape[1] = b.shape[b.rank - 1];
+    f.stride[0] = b.stride[b.rank - 2], f.stride[1] = b.stride[b.rank - 1];
+    if (!ok) f.rank = -1;  // rejected at select: "b's leading dims must fold"
+    // out [a.., b..] is viewed as [a.., N]: its trailing b dims must fold too
+    TensorLayout o = out;
+    const int keep = out.rank - (b.rank - 1);
+    if (keep >= 0) {
+      int64_t on = 1;
+      for (int i = keep; i < out.rank; ++i) {
+        on *= out.shape[i];
+        if (i + 1 < out.rank && out.shape[i] > 1 && out.stride[i] != out.stride[i + 1] * out.shape[i + 1]) ok = false;
+      }
+      if (!ok) o.rank = -1;
+      o.rank = keep + 1;
+      o.shape[keep] = on;
+      o.stride[keep] = out.rank > keep ? out.stride[out.rank - 1] : 1;
+    }
+    d.b = f, d.out = o;
+    d.transpose_b = true;
+  }
+  return d;
+}
+
+// ------------------------------------------------------------------ forward plan
+Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreference& pref) {
+  if (Status s = check_backend(kOp, pref); !s.ok()) return s;
+  Resolved r;
+  if (Status s = resolve(kOp, desc, &r); !s.ok()) return s;
+  auto arch = resolve_arch(kOp, pref);
+  if (!arch) return arch.status();
+  auto core = GemmCore::build(kOp, r.canon, r.opt, pref, *arch);
+  if (!core) return core.status();
+  GemmPlan p;
+  p.desc_ = desc;
+  p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
+  p.sku_.direction = Direction::kForward;
+  p.sku_.dtype = desc.a.dtype;
+  p.sku_.backend = Backend::kCuBLASLt;
+  p.sku_.arch = *arch;
+  p.sku_.variant = core->variant;
+  if (is_fp8(desc.a.dtype))
+    p.sku_.variant = cat(dtype_name(desc.a.dtype), "x", dtype_name(desc.b.dtype), "-", dtype_name(desc.out.dtype), ".", p.sku_.variant);
+  auto exec = std::make_shared<detail::GemmExec>();
+  exec->canon = r.canon;
+  exec->core = std::move(*core);
+  p.exec_ = std::move(exec);
+  return p;
+}
+
+size_t GemmPlan::workspace_size() const { return exec_ ? exec_->core.workspace : 0; }
+
+PrecisionGuarantee GemmPlan::precision_guarantee() const {
+  PrecisionGuarantee g;
+  g.accumulator = exec_ ? exec_->core.compute_acc : DType::f32;
+  g.math = desc_.a.dtype == DType::f64 ? DType::f64 : DType::f32;
+  g.bit_exact = false;
+  g.determinism = Determinism::kRunToRun;
+  g.tf32_inputs = exec_ && exec_->core.tf32;
+  g.split_k = exec_ ? exec_->core.split_k : 1;
+  return g;
+}
+
+Status GemmPlan::can_implement(const GemmArgs& args) const {
+  const GemmDescriptor& d = desc_;
+  const int al = d.pointer_alignment;
+  if (Status s = check_operand(kOp, "a", args.a, args.a.data, d.a, al); !s.ok()) return s;
+  if (Status s = check_operand(kOp, "b", args.b, args.b.data, d.b, al); !s.ok()) return s;
+  if (Status s = check_operand(kOp, "out", args.out, args.out.data, d.out, al); !s.ok()) return s;
+  const bool use_c = d.has_c && d.beta != 0.0;
+  if (use_c)
+    if (Status s = check_operand(kOp, "c", args.c, args.c.data, d.c, al); !s.ok()) return s;
+  if (d.has_bias)
+    if (Status s = check_operand(kOp, "bias", args.bias, args.bias.data, d.bias, al); !s.ok()) return s;
+  const TensorLayout pre = contiguous_like(d.out);
+  if (d.save_preactivation)
+    if (Status s = check_operand(kOp, "preact", args.preact, args.preact.data, pre, al); !s.ok()) return s;
+  // aliasing: out (and preact) overlap no input, except out being exactly c
+  auto no_overlap = [&](const char* wn, const TensorMut& w, const char* rn, const TensorLayout& rl, const void* rp) -> Status {
+    if (ranges_overlap(w, w.data, rl, rp))
+      return error(StatusCode::kInvalidProblem, kOp, ": ", wn, " overlaps ", rn);
+    return {};
+  };
+  for (const TensorMut* w : {&args.out, d.save_preactivation ? &args.preact : nullptr}) {
+    if (!w) continue;
+    const char* wn = w == &args.out ? "out" : "preact";
+    if (Status s = no_overlap(wn, *w, "a", args.a, args.a.data); !s.ok()) return s;
+    if (Status s = no_overlap(wn, *w, "b", args.b, args.b.data); !s.ok()) return s;
+    if (d.has_bias)
+      if (Status s = no_overlap(wn, *w, "bias", args.bias, args.bias.data); !s.ok()) return s;
+    if (use_c && !(w == &args.out && args.c.data == args.out.data && same_layout(args.c, args.out)))
+      if (Status s = no_overlap(wn, *w, "c (only out == c exactly is allowed)", args.c, args.c.data); !s.ok()) return s;
+  }
+  if (d.save_preactivation && ranges_overlap(args.out, args.out.data, args.preact, args.preact.data))
+    return error(StatusCode::kInvalidProblem, kOp, ": preact overlaps out");
+  if (is_fp8(d.a.dtype)) {
+    for (const float* p : {args.a_scale, args.b_scale})
+      if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
+        return error(StatusCode::kMisalignedOperand, kOp, ": fp8 scale pointer is not 4-byte aligned");
+  } else if (args.a_scale || args.b_scale) {
+    return error(StatusCode::kInvalidProblem, kOp, ": a_scale / b_scale are for fp8 operands only");
+  }
+  return {};
+}
+
+Status GemmPlan::run(cudaStream_t stream, Workspace ws, const GemmArgs& args) const {
+  if (!exec_) return error(StatusCode::kInvalidProblem, kOp, ": run() on a plan that was not selected");
+  if (Status s = can_implement(args); !s.ok()) return s;
+  GemmCore::RunArgs r;
+  r.a = args.a.data, r.b = args.b.data, r.c = args.c.data, r.d = args.out.data;
+  r.bias = args.bias.data;
+  r.bias_stride = desc_.has_bias ? desc_.bias.stride[0] : 1;
+  r.preact = args.preact.data;
+  r.a_scale = args.a_scale, r.b_scale = args.b_scale;
+  r.c_is_out = desc_.has_c && args.c.data == args.out.data && same_layout(args.c, args.out);
+  return exec_->core.run(kOp, stream, ws, r);
+}
+
+// ------------------------------------------------------------------ backward plan
+Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& desc, const PlanPreference& pref) {
+  if (Status s = check_backend(kOpBwd, pref); !s.ok()) return s;
+  if (is_fp8(desc.a.dtype) || is_fp8(desc.b.dtype))
+    return error(StatusCode::kUnsupported, kOpBwd, ": fp8 GEMM has no backward (as torch._scaled_mm)");
+  Resolved r;
+  if (Status s = resolve(kOpBwd, desc, &r); !s.ok()) return s;
+  auto arch = resolve_arch(kOpBwd, pref);
+  if (!arch) return arch.status();
+  const GemmCanon& f = r.canon;
+  auto ex = std::make_shared<detail::GemmBackwardExec>();
+  ex->canon = f;
+  ex->fwd = r.opt;
+  const bool act = desc.activation != GemmActivation::kNone;
+  if (desc.activation == GemmActivation::kGeluTanh || desc.activation == GemmActivation::kGeluErf)
+    if (!desc.save_preactivation)
+      return error(StatusCode::kInvalidProblem, kOpBwd, ": the backward of ", gemm_activation_name(desc.activation),
+                   " needs the forward's preact (set save_preactivation)");
+  // gradient layouts: row-major contiguous in the forward operand's shape
+  ex->a_grad = contiguous_like(desc.a);
+  ex->b_grad = contiguous_like(desc.b);
+  if (desc.has_bias) ex->bias_grad = contiguous_like(desc.bias);
+  const size_t es = dtype_size(desc.out.dtype);
+  int64_t off = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += (bytes + 255) / 256 * 256;
+    return at;
+  };
+  // dZ strides over the canonical axes: the buffer (preact strides) or d_out itself (out strides)
+  const int zs = act ? kOpP : kOpD;
+  if (act) ex->dz_offset = take(desc.out.numel() * static_cast<int64_t>(es));
+  ex->scratch_offset = off;
+
+  // a's and b's gradient strides over the canonical axes (0 where the operand broadcasts)
+  GemmDescriptor gd = desc;
+  gd.a = ex->a_grad, gd.b = ex->b_grad, gd.has_c = false, gd.beta = 0.0, gd.has_bias = false;
+  gd.activation = GemmActivation::kNone, gd.save_preactivation = false;
+  Resolved rg;
+  if (Status s = resolve(kOpBwd, gd, &rg); !s.ok()) return s;
+  const GemmCanon& g = rg.canon;  // same axes as f, strides of the contiguous gradients
+
+  GemmCoreOptions o;
+  o.alpha = desc.alpha;
+  o.pointer_alignment = std::min(desc.pointer_alignment, 16);
+  o.reduced_precision_reduction = desc.allow_reduced_precision_reduction;
+  o.epilogue = GemmEpilogueImpl::kAuto;
+  // da = alpha · dZ ⊗ bᵀ: M'=M, N'=K, K'=N
+  {
+    GemmCanon c{};
+    c.a_dtype = c.b_dtype = c.d_dtype = desc.out.dtype;
+    c.nb = f.nb;
+    for (int i = 0; i < f.nb; ++i) {
+      c.batch[i].ext = f.batch[i].ext;
+      c.batch[i].s[kOpA] = f.batch[i].s[zs];
+      c.batch[i].s[kOpB] = f.batch[i].s[kOpB];
+      c.batch[i].s[kOpD] = g.batch[i].s[kOpA];
+    }
+    c.m.ext = f.m.ext, c.m.s[kOpA] = f.m.s[zs], c.m.s[kOpD] = g.m.s[kOpA];
+    c.n.ext = f.k.ext, c.n.s[kOpB] = f.k.s[kOpB], c.n.s[kOpD] = g.k.s[kOpA];
+    c.k.ext = f.n.ext, c.k.s[kOpA] = f.n.s[zs], c.k.s[kOpB] = f.n.s[kOpB];
+    // a 1-D b has N = 1 with no stride; a 1-D a has M = 1 likewise
+    auto core = GemmCore::build(kOpBwd, c, o, pref, *arch);
+    if (!core) return core.status();
+    ex->da = std::move(*core);
+  }
+  // db = alpha · aᵀ ⊗ dZ: M'=K, N'=N, K'=M
+  {
+    GemmCanon c{};
+    c.a_dtype = c.b_dtype = c.d_dtype = desc.out.dtype;
+    c.nb = f.nb;
+    for (int i = 0; i < f.nb; ++i) {
+      c.batch[i].ext = f.batch[i].ext;
+      c.batch[i].s[kOpA] = f.batch[i].s[kOpA];
+      c.batch[i].s[kOpB] = f.batch[i].s[zs];
+      c.batch[i].s[kOpD] = g.batch[i].s[kOpB];
+    }
+    c.m.ext = f.k.ext, c.m.s[kOpA] = f.k.s[kOpA], c.m.s[kOpD] = g.k.s[kOpB];
+    c.n.ext = f.n.ext, c.n.s[kOpB] = f.n.s[zs], c.n.s[kOpD] = g.n.s[kOpB];
+    c.k.ext = f.m.ext, c.k.s[kOpA] = f.m.s[kOpA], c.k.s[kOpB] = f.m.s[zs];
+    auto core = GemmCore::build(kOpBwd, c, o, pref, *arch);
+    if (!core) return core.status();
+    ex->db = std::move(*core);
+  }
+  // dc: beta·dZ for a full-shape c, beta·column sums for a c that is a row vector [N] / [1, N]
+  if (desc.has_c) {
+    ex->c_grad = contiguous_like(desc.c);
+    ex->dc_full = desc.c.numel() == desc.out.numel();  // broadcastable + same numel: same shape up to leading 1s
+    if (!ex->dc_full) {
+      bool row = desc.c.rank >= 1 && desc.c.shape[desc.c.rank - 1] == f.n.ext;
+      for (int j = 0; j + 1 < desc.c.rank; ++j) row = row && desc.c.shape[j] == 1;
+      if (!row)
+        return error(StatusCode::kUnsupported, kOpBwd, ": dc for c ", shape_string(desc.c), " broadcast to out ",
+                     shape_string(desc.out), " is not implemented (full-shape c or a row vector [N] only)");
+      ex->dc_colsum = true;
+    }
+  }
+  int64_t rows = f.m.ext;
+  for (int i = 0; i < f.nb; ++i)
+    if (f.batch[i].s[kOpD] != 0) rows *= f.batch[i].ext;
+  ex->colsum_ws = (desc.has_bias || ex->dc_colsum) ? detail::column_sum_workspace(desc.out.dtype, rows, f.n.ext) : 0;
+  const size_t scratch = std::max({ex->da.workspace, ex->db.workspace, ex->colsum_ws});
+  ex->workspace = static_cast<size_t>(off) + scratch;
+
+  GemmBackwardPlan p;
+  p.desc_ = desc;
+  p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
+  p.sku_.direction = Direction::kBackward;
+  p.sku_.dtype = desc.a.dtype;
+  p.sku_.backend = Backend::kCuBLASLt;
+  p.sku_.arch = *arch;
+  p.sku_.variant = cat("da:", ex->da.variant, "|db:", ex->db.variant);
+  p.exec_ = std::move(ex);
+  return p;
+}
+
+size_t GemmBackwardPlan::workspace_size() const { return exec_ ? exec_->workspace : 0; }
+
+PrecisionGuarantee GemmBackwardPlan::precision_guarantee() const {
+  PrecisionGuarantee g;
+  g.accumulator = desc_.a.dtype == DType::f64 ? DType::f64 : DType::f32;
+  g.math = g.accumulator;
+  g.determinism = Determinism::kRunToRun;
+  g.split_k = exec_ ? std::max(exec_->da.split_k, exec_->db.split_k) : 1;
+  return g;
+}
+
+Status GemmBackwardPlan::can_implement(const GemmBackwardArgs& args) const {
+  const GemmDescriptor& d = desc_;
+  const detail::GemmBackwardExec& ex = *exec_;
+  const int al = std::min(d.pointer_alignment, 16);
+  if (Status s = check_operand(kOpBwd, "d_out", args.d_out, args.d_out.data, d.out, al); !s.ok()) return s;
+  if (args.da.data) {
+    if (Status s = check_operand(kOpBwd, "da", args.da, args.da.data, ex.a_grad, al); !s.ok()) return s;
+    if (Status s = check_operand(kOpBwd, "b", args.b, args.b.data, d.b, al); !s.ok()) return s;
+  }
+  if (args.db.data) {
+    if (Status s = check_operand(kOpBwd, "db", args.db, args.db.data, ex.b_grad, al); !s.ok()) return s;
+    if (Status s = check_operand(kOpBwd, "a", args.a, args.a.data, d.a, al); !s.ok()) return s;
+  }
+  if (args.dbias.data) {
+    if (!d.has_bias) return error(StatusCode::kInvalidProblem, kOpBwd, ": dbias given but the forward has no bias");
+    if (Status s = check_operand(kOpBwd, "dbias", args.dbias, args.dbias.data, ex.bias_grad, 1); !s.ok()) return s;
+  }
+  if (args.dc.data) {
+    if (!d.has_c) return error(StatusCode::kInvalidProblem, kOpBwd, ": dc given but the forward has no c");
+    if (Status s = check_operand(kOpBwd, "dc", args.dc, args.dc.data, ex.c_grad, 1); !s.ok()) return s;
+  }
+  if (d.activation == GemmActivation::kRelu)
+    if (Status s = check_operand(kOpBwd, "out", args.out, args.out.data, d.out, 1); !s.ok()) return s;
+  if (d.activation == GemmActivation::kGeluTanh || d.activation == GemmActivation::kGeluErf)
+    if (Status s = check_operand(kOpBwd, "preact", args.preact, args.preact.data, contiguous_like(d.out), 1); !s.ok()) return s;
+  // gradients must not overlap the inputs or each other
+  const TensorMut* outs[] = {&args.da, &args.db, &args.dbias, &args.dc};
+  const TensorRef* ins[] = {&args.a, &args.b, &args.out, &args.preact, &args.d_out};
+  for (const TensorMut* w : outs) {
+    if (!w->data) continue;
+    for (const TensorRef* i : ins)
+      if (i->data && ranges_overlap(*w, w->data, *i, i->data))
+        return error(StatusCode::kInvalidProblem, kOpBwd, ": a gradient overlaps an input");
+    for (const TensorMut* w2 : outs)
+      if (w2 != w && w2->data && ranges_overlap(*w, w->data, *w2, w2->data))
+        return error(StatusCode::kInvalidProblem, kOpBwd, ": two gradients overlap");
+  }
+  return {};
+}
+
+Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwardArgs& args) const {
+  if (!exec_) return error(StatusCode::kInvalidProblem, kOpBwd, ": run() on a plan that was not selected");
+  if (Status s = can_implement(args); !s.ok()) return s;
+  const detail::GemmBackwardExec& ex = *exec_;
+  const GemmDescriptor& d = desc_;
+  if (ws.bytes < ex.workspace)
+    return error(StatusCode::kWorkspaceTooSmall, kOpBwd, ": workspace has ", ws.bytes, " bytes; the plan needs ", ex.workspace);
+  if (ex.workspace && reinterpret_cast<uintptr_t>(ws.ptr) % 256 != 0)
+    return error(StatusCode::kMisalignedOperand, kOpBwd, ": workspace pointer must be 256-byte aligned");
+  const GemmCanon& f = ex.canon;
+  const DType dt = d.out.dtype;
+  char* base = static_cast<char*>(ws.ptr);
+  Workspace scratch{base + ex.scratch_offset, ws.bytes - static_cast<size_t>(ex.scratch_offset)};
+
+  // out-shaped pointwise view over [kept batch..., M, N]
+  auto view = [&](detail::PointwiseGeometry& pg, int so, int ss, int sx) {
+    int n = 0;
+    for (int i = 0; i < f.nb; ++i) {
+      if (f.batch[i].s[kOpD] == 0 || f.batch[i].ext == 1) continue;
+      pg.ext[n] = f.batch[i].ext, pg.s_out[n] = f.batch[i].s[so], pg.s_src[n] = f.batch[i].s[ss], pg.s_aux[n] = f.batch[i].s[sx];
+      ++n;
+    }
+    pg.ext[n] = f.m.ext, pg.s_out[n] = f.m.s[so], pg.s_src[n] = f.m.s[ss], pg.s_aux[n] = f.m.s[sx], ++n;
+    pg.ext[n] = f.n.ext, pg.s_out[n] = f.n.s[so], pg.s_src[n] = f.n.s[ss], pg.s_aux[n] = f.n.s[sx], ++n;
+    pg.rank = n;
+    pg.numel = 1;
+    for (int i = 0; i < n; ++i) pg.numel *= pg.ext[i];
+  };
+  const bool act = d.activation != GemmActivation::kNone;
+  const void* dz = args.d_out.data;
+  const int zs = act ? kOpP : kOpD;
+  if (act) {
+    detail::PointwiseGeometry pg;
+    const bool relu = d.activation == GemmActivation::kRelu;
+    view(pg, kOpP, kOpD, relu ? kOpD : kOpP);
+    pg.out = base + ex.dz_offset;
+    pg.src = args.d_out.data;
+    pg.aux = const_cast<void*>(relu ? args.out.data : args.preact.data);
+    pg.act = static_cast<int>(d.activation);
+    pg.backward = true;
+    if (Status s = detail::launch_pointwise(dt, pg, stream); !s.ok()) return s;
+    dz = pg.out;
+  }
+  if (args.da.data) {
+    GemmCore::RunArgs r;
+    r.a = dz, r.b = args.b.data, r.d = args.da.data;
+    if (Status s = ex.da.run(kOpBwd, stream, scratch, r); !s.ok()) return s;
+  }
+  if (args.db.data) {
+    GemmCore::RunArgs r;
+    r.a = args.a.data, r.b = dz, r.d = args.db.data;
+    if (Status s = ex.db.run(kOpBwd, stream, scratch, r); !s.ok()) return s;
+  }
+  auto column_sum = [&](void* dst, double scale) {
+    detail::ColumnSumGeometry cg;
+    detail::PointwiseGeometry pg;
+    view(pg, zs, zs, zs);
+    cg.rank = pg.rank - 1;
+    for (int i = 0; i < cg.rank; ++i) cg.ext[i] = pg.ext[i], cg.s_src[i] = pg.s_out[i];
+    cg.rows = 1;
+    for (int i = 0; i < cg.rank; ++i) cg.rows *= cg.ext[i];
+    cg.cols = f.n.ext;
+    cg.col_stride = f.n.s[zs];
+    cg.dst_stride = 1;
+    cg.src = dz;
+    cg.dst = dst;
+    cg.scale = scale;
+    return detail::launch_column_sum(dt, cg, scratch.ptr, stream);
+  };
+  if (args.dbias.data)
+    if (Status s = column_sum(args.dbias.data, 1.0); !s.ok()) return s;
+  if (args.dc.data) {
+    const bool beta0 = d.beta == 0.0;
+    if (ex.dc_colsum && !beta0) {
+      if (Status s = column_sum(args.dc.data, d.beta); !s.ok()) return s;
+    } else {
+      // dc (c's contiguous layout == out's contiguous layout when full) = beta·dZ, or zeros
+      detail::PointwiseGeometry pg;
+      if (ex.dc_colsum) {
+        pg.rank = 1, pg.ext[0] = f.n.ext, pg.s_out[0] = 1, pg.numel = f.n.ext;
+      } else {
+        view(pg, kOpP, zs, zs);
+      }
+      pg.out = args.dc.data;
+      pg.src = beta0 ? nullptr : dz;
+      pg.src_scale = d.beta;
+      if (Status s = detail::launch_pointwise(dt, pg, stream); !s.ok()) return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace baracuda

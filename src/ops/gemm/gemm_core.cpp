@@ -1,0 +1,640 @@
+// GemmCore: canonical GEMM -> packing steps + cuBLASLt descriptors + the chosen algorithm.
+#include "ops/gemm/gemm_core.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "backends/cublaslt/cublaslt.hpp"
+#include "core/arch.hpp"
+#include "core/cuda_check.hpp"
+#include "core/validate.hpp"
+
+namespace baracuda::detail {
+
+namespace {
+
+constexpr size_t kMaxLtWorkspace = size_t{32} << 20;  // cuBLAS's recommendation for Hopper
+constexpr int64_t kWsAlign = 256;
+
+int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+bool is_summed(const GemmAxis& x) { return x.s[kOpD] == 0 && x.ext > 1; }
+
+bool can_merge(const GemmAxis& outer, const GemmAxis& inner) {
+  if (is_summed(outer) != is_summed(inner)) return false;
+  for (int j = 0; j < kGemmOperands; ++j)
+    if (outer.s[j] != inner.ext * inner.s[j]) return false;
+  return true;
+}
+
+// A matrix of rows x cols with element strides (sr, sc) as cuBLASLt sees it (column-major,
+// op N or T). False when it cannot: no unit stride on either axis, or ld < the stored rows.
+bool lt_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool* trans, int64_t* ld) {
+  if (rows == 1) sr = 1;
+  if (cols == 1) sc = 1;
+  if (sr == 1 && (cols == 1 || sc >= std::max<int64_t>(rows, 1))) {
+    *trans = false;
+    *ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
+    return true;
+  }
+  if (sc == 1 && (rows == 1 || sr >= std::max<int64_t>(cols, 1))) {
+    *trans = true;
+    *ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
+    return true;
+  }
+  return false;
+}
+
+// K' = K · Π(summed extents) addressed with one stride for operand j, if the strides nest.
+bool fold_k(const GemmCanon& c, int j, int64_t* k_total, int64_t* k_stride) {
+  int64_t ext = c.k.ext, s = c.k.s[j];
+  bool ok = true;
+  for (int i = c.nb - 1; i >= 0; --i) {
+    if (!is_summed(c.batch[i])) continue;
+    if (c.batch[i].s[j] != ext * s && !(ext == 1)) ok = false;
+    if (ext == 1) s = c.batch[i].s[j];  // K == 1: the summed axis alone sets the stride
+    ext *= c.batch[i].ext;
+  }
+  *k_total = ext;
+  *k_stride = s;
+  return ok;
+}
+
+int64_t lowbit_bytes(int64_t elems, size_t esize) {
+  const uint64_t v = static_cast<uint64_t>(elems < 0 ? -elems : elems) * esize;
+  if (v == 0) return 256;
+  return std::min<int64_t>(256, static_cast<int64_t>(v & (~v + 1)));
+}
+
+template <class T>
+Status set_desc(std::string_view op, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v) {
+  return cublaslt::lt_status(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v), op, "cublasLtMatmulDescSetAttribute");
+}
+template <class T>
+Status set_layout(std::string_view op, cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v) {
+  return cublaslt::lt_status(cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof v), op, "cublasLtMatrixLayoutSetAttribute");
+}
+template <class T>
+Status set_pref(std::string_view op, cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a, const T& v) {
+  return cublaslt::lt_status(cublasLtMatmulPreferenceSetAttribute(p, a, &v, sizeof v), op,
+                             "cublasLtMatmulPreferenceSetAttribute");
+}
+
+bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+
+// Contiguous strides over the listed axes (extent, materialised?) in order, innermost last.
+// Axes not materialised get stride 0.
+void contiguous_over(const int64_t* ext, const bool* keep, int n, int64_t* stride) {
+  int64_t s = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    stride[i] = keep[i] ? s : 0;
+    if (keep[i]) s *= ext[i];
+  }
+}
+
+// A pack (strided copy) of `n` axes: src strides -> dst strides, both over extents `ext`.
+Result<PackStep> make_pack(std::string_view op, int which, DType dt, int n, const int64_t* ext, const int64_t* src_s,
+                           const int64_t* dst_s, int64_t ws_offset, const PlanPreference& pref) {
+  PackStep p;
+  p.which = which;
+  p.ws_offset = ws_offset;
+  // drop extent-1 axes (the pad plan needs rank >= 1)
+  int r = 0;
+  int64_t e[kMaxRank * 2], ss[kMaxRank * 2], ds[kMaxRank * 2];
+  for (int i = 0; i < n; ++i) {
+    if (ext[i] == 1 || dst_s[i] == 0) continue;  // dst stride 0: an axis the packed copy does not materialise
+    e[r] = ext[i];
+    ss[r] = src_s[i];
+    ds[r] = dst_s[i];
+    ++r;
+  }
+  if (r == 0) {
+    e[0] = 1;
+    ss[0] = ds[0] = 1;
+    r = 1;
+  }
+  if (r > kMaxRank)
+    return error(StatusCode::kUnsupported, op, ": an operand needs packing over ", r, " axes (at most ", kMaxRank, ")");
+  p.src = TensorLayout::make(dt, std::span<const int64_t>(e, r), std::span<const int64_t>(ss, r));
+  p.dst = TensorLayout::make(dt, std::span<const int64_t>(e, r), std::span<const int64_t>(ds, r));
+  PadDescriptor pd;
+  pd.dtype = dt;
+  pd.mode = PadMode::kConstant;
+  pd.rank = r;
+  std::copy(e, e + r, pd.in_shape);
+  PlanPreference pp = pref;
+  pp.forced_backend = Backend::kAny;
+  auto plan = PadPlan::select(pd, pp);
+  if (!plan) return plan.status();
+  p.plan = std::move(*plan);
+  return p;
+}
+
+}  // namespace
+
+void simplify(GemmCanon& c) {
+  int w = 0;
+  for (int i = 0; i < c.nb; ++i) {
+    const GemmAxis& x = c.batch[i];
+    if (x.ext == 1) continue;
+    if (w > 0 && can_merge(c.batch[w - 1], x)) {
+      c.batch[w - 1].ext *= x.ext;
+      c.batch[w - 1].s = x.s;
+    } else {
+      c.batch[w++] = x;
+    }
+  }
+  c.nb = w;
+}
+
+Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in, const GemmCoreOptions& opt,
+                                 const PlanPreference& pref, int arch) {
+  GemmCore g;
+  g.opt = opt;
+  g.canon = canon_in;
+  GemmCanon& c = g.canon;
+  const bool fp8 = is_fp8(c.a_dtype);
+  g.compute_acc = c.a_dtype == DType::f64 ? DType::f64 : DType::f32;
+  g.tf32 = c.a_dtype == DType::f32 && pref.allow_tf32;
+
+  for (int i = 0; i < c.nb; ++i) {
+    if (c.batch[i].ext == 0) (is_summed(c.batch[i]) || c.batch[i].s[kOpD] == 0 ? g.k_zero : g.empty) = true;
+  }
+  if (c.m.ext == 0 || c.n.ext == 0) g.empty = true;
+  if (c.k.ext == 0) g.k_zero = true;
+  simplify(c);
+  // A zero-extent axis the output does not have makes the sum empty (K' = 0).
+  for (int i = 0; i < c.nb; ++i)
+    if (c.batch[i].ext == 0 && c.batch[i].s[kOpD] == 0) g.k_zero = true;
+
+  const size_t es_a = dtype_size(c.a_dtype), es_b = dtype_size(c.b_dtype), es_d = dtype_size(c.d_dtype);
+  const int64_t M = c.m.ext, N = c.n.ext;
+
+  // Without a cuBLASLt call the epilogue kernel does all the work.
+  if (g.empty || g.k_zero) {
+    g.separate_epilogue = !g.empty;
+    g.variant = g.empty ? "empty" : "k0.pointwise";
+    g.device_ready = true;
+    return g;
+  }
+
+  // ---- K folding: summed batch axes join K when a and b address them with nesting strides.
+  int64_t k_total = 0, a_k = 0, b_k = 0;
+  const bool a_folds = fold_k(c, kOpA, &k_total, &a_k);
+  const bool b_folds = fold_k(c, kOpB, &k_total, &b_k);
+  g.pack_a = !a_folds;
+  g.pack_b = !b_folds;
+  int nkept = 0;
+  GemmAxis kept[kMaxRank];
+  for (int i = 0; i < c.nb; ++i)
+    if (!is_summed(c.batch[i])) kept[nkept++] = c.batch[i];
+
+  // ---- orientation from d: row-major d -> cuBLASLt computes dᵀ = bᵀ·aᵀ
+  bool t = false;
+  int64_t ld_d = 0;
+  if (lt_matrix(N, M, c.n.s[kOpD], c.m.s[kOpD], &t, &ld_d) && !t) g.swap = true;
+  else if (lt_matrix(M, N, c.m.s[kOpD], c.n.s[kOpD], &t, &ld_d) && !t) g.swap = false;
+  else g.pack_d = true;
+  for (int i = 0; i < nkept; ++i)
+    if (kept[i].s[kOpD] < 0) g.pack_d = true;
+  if (g.pack_d) g.swap = true;
+  if (fp8 && !g.swap)
+    return error(StatusCode::kUnsupported, op, ": fp8 needs a row-major out (unit stride along N)");
+
+  // ---- a and b as cuBLASLt operands (before packing)
+  int64_t a_m = c.m.s[kOpA], b_n = c.n.s[kOpB];
+  auto a_rows = [&] { return g.swap ? k_total : M; };
+  auto a_cols = [&] { return g.swap ? M : k_total; };
+  bool ta = false, tb = false;
+  int64_t lda = 0, ldb = 0;
+  auto place_a = [&] {
+    return g.swap ? lt_matrix(k_total, M, a_k, a_m, &ta, &lda) : lt_matrix(M, k_total, a_m, a_k, &ta, &lda);
+  };
+  auto place_b = [&] {
+    return g.swap ? lt_matrix(N, k_total, b_n, b_k, &tb, &ldb) : lt_matrix(k_total, N, b_k, b_n, &tb, &ldb);
+  };
+  (void)a_rows;
+  (void)a_cols;
+  if (!g.pack_a && !place_a()) g.pack_a = true;
+  if (!g.pack_b && !place_b()) g.pack_b = true;
+  for (int i = 0; i < nkept; ++i) {
+    if (kept[i].s[kOpA] < 0) g.pack_a = true;
+    if (kept[i].s[kOpB] < 0) g.pack_b = true;
+  }
+
+  // ---- workspace layout and packing steps
+  int64_t off = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += round_up(bytes, kWsAlign);
+    return at;
+  };
+  // canonical axis lists (kept..., M, summed..., K) for a; (kept..., summed..., K, N) for b
+  int nsum = 0;
+  GemmAxis summed[kMaxRank];
+  for (int i = 0; i < c.nb; ++i)
+    if (is_summed(c.batch[i])) summed[nsum++] = c.batch[i];
+
+  if (g.pack_a) {
+    int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
+    bool keep[kMaxRank * 2 + 2];
+    int n = 0;
+    for (int i = 0; i < nkept; ++i, ++n) {
+      ext[n] = kept[i].ext;
+      src[n] = kept[i].s[kOpA];
+      keep[n] = src[n] != 0;
+    }
+    ext[n] = M, src[n] = c.m.s[kOpA], keep[n] = true, ++n;
+    for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpA], keep[n] = true;
+    ext[n] = c.k.ext, src[n] = c.k.s[kOpA], keep[n] = true, ++n;
+    contiguous_over(ext, keep, n, dst);
+    int64_t elems = 1;
+    for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
+    auto p = make_pack(op, kOpA, c.a_dtype, n, ext, src, dst, take(elems * es_a), pref);
+    if (!p) return p.status();
+    g.pre.push_back(std::move(*p));
+    for (int i = 0; i < nkept; ++i) kept[i].s[kOpA] = dst[i];
+    a_m = k_total;
+    a_k = 1;
+    if (!place_a()) return error(StatusCode::kInternal, op, ": packed a is not addressable");
+  }
+  if (g.pack_b) {
+    int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
+    bool keep[kMaxRank * 2 + 2];
+    int n = 0;
+    for (int i = 0; i < nkept; ++i, ++n) {
+      ext[n] = kept[i].ext;
+      src[n] = kept[i].s[kOpB];
+      keep[n] = src[n] != 0;
+    }
+    // fp8 wants b K-major ([.., N, K] row-major); everything else [.., K, N] row-major
+    if (fp8) {
+      ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
+      for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpB], keep[n] = true;
+      ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
+    } else {
+      for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpB], keep[n] = true;
+      ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
+      ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
+    }
+    contiguous_over(ext, keep, n, dst);
+    int64_t elems = 1;
+    for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
+    auto p = make_pack(op, kOpB, c.b_dtype, n, ext, src, dst, take(elems * es_b), pref);
+    if (!p) return p.status();
+    g.pre.push_back(std::move(*p));
+    for (int i = 0; i < nkept; ++i) kept[i].s[kOpB] = dst[i];
+    if (fp8) b_n = k_total, b_k = 1;
+    else b_n = 1, b_k = N;
+    if (!place_b()) return error(StatusCode::kInternal, op, ": packed b is not addressable");
+  }
+  // d target: out itself, or a row-major workspace buffer copied out afterwards
+  int64_t d_m = c.m.s[kOpD], d_n = c.n.s[kOpD];
+  {
+    int64_t ext[kMaxRank + 2], dst_s[kMaxRank + 2], out_s[kMaxRank + 2], c_s[kMaxRank + 2];
+    bool keep[kMaxRank + 2];
+    int n = 0;
+    for (int i = 0; i < nkept; ++i, ++n)
+      ext[n] = kept[i].ext, out_s[n] = kept[i].s[kOpD], c_s[n] = kept[i].s[kOpC], keep[n] = true;
+    ext[n] = M, out_s[n] = c.m.s[kOpD], c_s[n] = c.m.s[kOpC], keep[n] = true, ++n;
+    ext[n] = N, out_s[n] = c.n.s[kOpD], c_s[n] = c.n.s[kOpC], keep[n] = true, ++n;
+    if (g.pack_d) {
+      contiguous_over(ext, keep, n, dst_s);
+      int64_t elems = 1;
+      for (int i = 0; i < n; ++i) elems *= ext[i];
+      g.d_ws_offset = take(elems * es_d);
+      auto p = make_pack(op, kOpD, c.d_dtype, n, ext, dst_s, out_s, g.d_ws_offset, pref);
+      if (!p) return p.status();
+      g.post.push_back(std::move(*p));
+      for (int i = 0; i < nkept; ++i) kept[i].s[kOpD] = dst_s[i];
+      d_m = N;
+      d_n = 1;
+    } else {
+      std::copy(out_s, out_s + n, dst_s);
+    }
+    if (!lt_matrix(N, M, d_n, d_m, &t, &ld_d) || t) {
+      if (!lt_matrix(M, N, d_m, d_n, &t, &ld_d) || t) return error(StatusCode::kInternal, op, ": out is not addressable");
+    }
+    if (opt.use_c) {
+      // c is copied into the d target (broadcast materialised) unless it is the target itself
+      auto p = make_pack(op, kOpC, c.d_dtype, n, ext, c_s, dst_s, g.pack_d ? g.d_ws_offset : -1, pref);
+      if (!p) return p.status();
+      g.pre.insert(g.pre.begin(), std::move(*p));
+      g.c_copy_needed_unless_inplace = !g.pack_d;
+    }
+  }
+
+  // ---- batch: the innermost kept axis becomes cuBLASLt's strided batch, the rest loop
+  int64_t lt_batch = 1;
+  std::array<int64_t, kGemmOperands> lt_bs{};
+  if (nkept > 0) {
+    const GemmAxis& in = kept[nkept - 1];
+    const bool nonneg = in.s[kOpA] >= 0 && in.s[kOpB] >= 0 && in.s[kOpD] >= 0 && in.s[kOpP] >= 0;
+    if (nonneg && in.ext <= std::numeric_limits<int32_t>::max()) {
+      lt_batch = in.ext;
+      lt_bs = in.s;
+      --nkept;
+    }
+  }
+  g.nloop = nkept;
+  std::copy(kept, kept + nkept, g.loop);
+
+  // ---- epilogue: fused into cuBLASLt when it can express it exactly
+  const bool want_epi = opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact;
+  if (want_epi) {
+    bool fusable = g.swap && !g.pack_d && opt.act != GemmActivation::kGeluErf;
+    if (opt.save_preact) {
+      // aux = preact, ld = N (row-major), needs N % 8 and batch strides % 8; relu's aux is a bitmask
+      fusable = fusable && opt.act == GemmActivation::kGeluTanh && N % 8 == 0 && (M == 1 || c.m.s[kOpP] == N) &&
+                lt_bs[kOpP] % 8 == 0;
+      for (int i = 0; i < g.nloop; ++i) fusable = fusable && g.loop[i].s[kOpP] % 8 == 0;
+    }
+    if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
+    if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
+      return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this epilogue (",
+                   gemm_activation_name(opt.act), opt.has_bias ? " + bias" : "", opt.save_preact ? " + preact" : "",
+                   "; it fuses bias/relu/gelu-tanh on a row-major out, preact only for gelu-tanh with N % 8 == 0)");
+    if (fusable) {
+      g.fused_bias = opt.has_bias;
+      g.fused_act = opt.act != GemmActivation::kNone;
+      g.fused_aux = opt.save_preact;
+    } else {
+      g.separate_epilogue = true;
+    }
+  }
+
+  // ---- cuBLASLt descriptors and the algorithm (needs the device)
+  int dev_arch = 0;
+  std::string why;
+  dev_arch = current_device_arch(&why);
+  if (dev_arch == 0 || dev_arch != arch) {
+    g.device_ready = false;
+    g.variant = "lt.unresolved";
+    g.workspace = static_cast<size_t>(off);
+    return g;
+  }
+  auto h = cublaslt::handle_for_current_device(op, &g.device);
+  if (!h) return h.status();
+  g.handle = *h;
+
+  cudaDataType_t ta_t, tb_t, td_t;
+  cublaslt::data_type(g.swap ? c.b_dtype : c.a_dtype, &ta_t);
+  cublaslt::data_type(g.swap ? c.a_dtype : c.b_dtype, &tb_t);
+  cublaslt::data_type(c.d_dtype, &td_t);
+  const cublasComputeType_t ct = c.a_dtype == DType::f64 ? CUBLAS_COMPUTE_64F
+                                 : g.tf32                ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                         : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t st = c.a_dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
+  cublasLtMatmulDesc_t desc = &g.op_desc;
+  if (Status s = cublaslt::lt_status(cublasLtMatmulDescInit(desc, ct, st), op, "cublasLtMatmulDescInit"); !s.ok()) return s;
+
+  // cuBLASLt operands: (A, B) = (b, a) when swapped
+  const bool lt_ta = g.swap ? tb : ta, lt_tb = g.swap ? ta : tb;
+  const int64_t lt_lda = g.swap ? ldb : lda, lt_ldb = g.swap ? lda : ldb;
+  const int32_t opa = lt_ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = lt_tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (fp8 && !(lt_ta && !lt_tb))
+    return error(StatusCode::kUnsupported, op, ": fp8 needs a row-major a [M, K] and a K-major b (b [N, K] row-major with transpose_b)");
+  if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_TRANSA, opa); !s.ok()) return s;
+  if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_TRANSB, opb); !s.ok()) return s;
+
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (g.fused_act && opt.act == GemmActivation::kRelu) epi = g.fused_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  else if (g.fused_act && opt.act == GemmActivation::kGeluTanh)
+    epi = g.fused_aux ? (g.fused_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                      : (g.fused_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
+  else if (g.fused_bias) epi = CUBLASLT_EPILOGUE_BIAS;
+  if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi); !s.ok()) return s;
+  const int64_t palign = std::min(256, std::max(1, opt.pointer_alignment));
+  if (g.fused_bias) {
+    // the heuristic reads the pointer's value for its alignment; run() sets the real one
+    const void* fake = reinterpret_cast<const void*>(static_cast<uintptr_t>(palign));
+    if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, fake); !s.ok()) return s;
+  }
+  if (g.fused_aux) {
+    void* fake = reinterpret_cast<void*>(static_cast<uintptr_t>(palign));
+    if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, fake); !s.ok()) return s;
+    const int64_t aux_ld = N;
+    if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld); !s.ok()) return s;
+    if (lt_batch > 1)
+      if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, lt_bs[kOpP]); !s.ok()) return s;
+  }
+  if (fp8 && opt.fp8_fast_accum) {
+    const int8_t on = 1;
+    if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, on); !s.ok()) return s;
+  }
+
+  // layouts (stored shape, before op)
+  auto init_layout = [&](cublasLtMatrixLayoutOpaque_t* l, cudaDataType_t dt, int64_t rows, int64_t cols, bool tr,
+                         int64_t ld, int64_t bstride) -> Status {
+    const uint64_t r = static_cast<uint64_t>(tr ? cols : rows), cl = static_cast<uint64_t>(tr ? rows : cols);
+    if (Status s = cublaslt::lt_status(cublasLtMatrixLayoutInit(l, dt, r, cl, ld), op, "cublasLtMatrixLayoutInit"); !s.ok())
+      return s;
+    if (lt_batch > 1) {
+      const int32_t bc = static_cast<int32_t>(lt_batch);
+      if (Status s = set_layout(op, l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, bc); !s.ok()) return s;
+      if (Status s = set_layout(op, l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, bstride); !s.ok()) return s;
+    }
+    return {};
+  };
+  const int64_t lt_m = g.swap ? N : M, lt_n = g.swap ? M : N;
+  if (Status s = init_layout(&g.lay_a, ta_t, lt_m, k_total, lt_ta, lt_lda, g.swap ? lt_bs[kOpB] : lt_bs[kOpA]); !s.ok())
+    return s;
+  if (Status s = init_layout(&g.lay_b, tb_t, k_total, lt_n, lt_tb, lt_ldb, g.swap ? lt_bs[kOpA] : lt_bs[kOpB]); !s.ok())
+    return s;
+  if (Status s = init_layout(&g.lay_d, td_t, lt_m, lt_n, false, ld_d, lt_bs[kOpD]); !s.ok()) return s;
+
+  // alignment the algorithm may assume: pointer guarantee, lowered by loop offsets
+  auto align_of = [&](int j, bool packed, size_t es) {
+    int64_t al = packed ? kWsAlign : palign;
+    for (int i = 0; i < g.nloop; ++i) al = std::min(al, lowbit_bytes(g.loop[i].s[j], es));
+    return static_cast<uint32_t>(al);
+  };
+  const uint32_t al_a = align_of(kOpA, g.pack_a, es_a), al_b = align_of(kOpB, g.pack_b, es_b);
+  const uint32_t al_d = align_of(kOpD, g.pack_d, es_d);
+
+  cublasLtMatmulPreferenceOpaque_t pref_store{};
+  cublasLtMatmulPreference_t lp = &pref_store;
+  if (Status s = cublaslt::lt_status(cublasLtMatmulPreferenceInit(lp), op, "cublasLtMatmulPreferenceInit"); !s.ok())
+    return s;
+  const size_t budget = pref.max_workspace_bytes > static_cast<size_t>(off) ? pref.max_workspace_bytes - off : 0;
+  const uint64_t max_ws = std::min(budget, kMaxLtWorkspace);
+  if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_ws); !s.ok()) return s;
+  if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.swap ? al_b : al_a); !s.ok()) return s;
+  if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.swap ? al_a : al_b); !s.ok()) return s;
+  if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_d); !s.ok()) return s;
+  if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_d); !s.ok()) return s;
+  const bool half_out = c.d_dtype == DType::f16 || c.d_dtype == DType::bf16;
+  if (half_out && !opt.reduced_precision_reduction) {
+    // split-K partials stay in the compute type (f32), never in the 16-bit output
+    const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, mask); !s.ok()) return s;
+  }
+
+  cublasLtMatmulHeuristicResult_t res{};
+  int got = 0;
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(g.handle, desc, &g.lay_a, &g.lay_b, &g.lay_d, &g.lay_d, lp, 1, &res, &got);
+  if (hs != CUBLAS_STATUS_SUCCESS || got == 0)
+    return error(StatusCode::kUnsupported, op, ": cuBLASLt has no algorithm for this problem (M=", M, " N=", N,
+                 " K=", k_total, " batch=", lt_batch, ", ", dtype_name(c.a_dtype), " x ", dtype_name(c.b_dtype), " -> ",
+                 dtype_name(c.d_dtype), ", epilogue ", static_cast<int>(epi), "): ", cublasLtGetStatusName(hs));
+  g.algo = res.algo;
+  g.algo_ws = res.workspaceSize;
+  g.algo_ws_offset = take(static_cast<int64_t>(g.algo_ws));
+  g.workspace = static_cast<size_t>(off);
+  g.device_ready = true;
+
+  auto cfg = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    uint32_t v = 0;  // every attribute read here is 32-bit (int32 / uint32 / uint16 stored as 32)
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&g.algo, a, &v, sizeof v, &w) != CUBLAS_STATUS_SUCCESS) return int64_t{-1};
+    return static_cast<int64_t>(v);
+  };
+  g.split_k = static_cast<int>(std::max<int64_t>(1, cfg(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)));
+  g.variant = cat("lt.algo", cfg(CUBLASLT_ALGO_CONFIG_ID), ".tile", cfg(CUBLASLT_ALGO_CONFIG_TILE_ID), ".stages",
+                  cfg(CUBLASLT_ALGO_CONFIG_STAGES_ID), ".splitk", g.split_k, g.pack_a ? ".packa" : "",
+                  g.pack_b ? ".packb" : "", g.pack_d ? ".packd" : "", g.nloop ? ".loop" : "",
+                  g.fused_bias || g.fused_act ? ".fusedepi" : "", g.separate_epilogue ? ".sepepi" : "");
+  return g;
+}
+
+Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, const RunArgs& r) const {
+  if (empty) return {};
+  if (!device_ready)
+    return error(StatusCode::kUnsupported, op, ": this plan was selected without a device (", variant,
+                 "); select it again on the GPU that runs it so cuBLASLt can choose an algorithm");
+  if (workspace > 0) {
+    if (ws.bytes < workspace)
+      return error(StatusCode::kWorkspaceTooSmall, op, ": workspace has ", ws.bytes, " bytes; the plan needs ", workspace);
+    if (reinterpret_cast<uintptr_t>(ws.ptr) % kWsAlign != 0)
+      return error(StatusCode::kMisalignedOperand, op, ": workspace pointer must be 256-byte aligned");
+  }
+  auto ws_at = [&](int64_t o) { return static_cast<void*>(static_cast<char*>(ws.ptr) + o); };
+  const GemmCanon& c = canon;
+
+  // the pointwise view of out over [kept batch..., M, N]
+  auto out_view = [&](PointwiseGeometry& pg) {
+    int n = 0;
+    for (int i = 0; i < c.nb; ++i) {
+      if (c.batch[i].s[kOpD] == 0 || c.batch[i].ext == 1) continue;  // summed axes are not out's
+      pg.ext[n] = c.batch[i].ext;
+      pg.s_out[n] = c.batch[i].s[kOpD];
+      pg.s_src[n] = c.batch[i].s[kOpC];
+      pg.s_aux[n] = c.batch[i].s[kOpP];
+      ++n;
+    }
+    pg.ext[n] = c.m.ext, pg.s_out[n] = c.m.s[kOpD], pg.s_src[n] = c.m.s[kOpC], pg.s_aux[n] = c.m.s[kOpP], ++n;
+    pg.ext[n] = c.n.ext, pg.s_out[n] = c.n.s[kOpD], pg.s_src[n] = c.n.s[kOpC], pg.s_aux[n] = c.n.s[kOpP], ++n;
+    pg.rank = n;
+    pg.numel = 1;
+    for (int i = 0; i < n; ++i) pg.numel *= pg.ext[i];
+    pg.out = r.d;
+    pg.aux = opt.save_preact ? r.preact : nullptr;
+    pg.bias = opt.has_bias ? r.bias : nullptr;
+    pg.bias_stride = r.bias_stride;
+    pg.act = static_cast<int>(opt.act);
+  };
+
+  if (k_zero) {
+    PointwiseGeometry pg;
+    out_view(pg);
+    pg.src = opt.use_c ? r.c : nullptr;
+    pg.src_scale = opt.beta;
+    return launch_pointwise(canon.d_dtype, pg, stream);
+  }
+
+  void* d_target = pack_d ? ws_at(d_ws_offset) : r.d;
+  const void* a_ptr = r.a;
+  const void* b_ptr = r.b;
+  for (const PackStep& p : pre) {
+    TensorRef src;
+    static_cast<TensorLayout&>(src) = p.src;
+    TensorMut dst;
+    static_cast<TensorLayout&>(dst) = p.dst;
+    if (p.which == kOpC) {
+      if (r.c_is_out && c_copy_needed_unless_inplace) continue;  // in-place addmm
+      src.data = r.c;
+      dst.data = d_target;
+    } else {
+      src.data = p.which == kOpA ? r.a : r.b;
+      dst.data = ws_at(p.ws_offset);
+      (p.which == kOpA ? a_ptr : b_ptr) = dst.data;
+    }
+    if (Status s = p.plan.run(stream, {}, PadArgs{src, dst}); !s.ok()) return s;
+  }
+
+  // cuBLASLt: per-call pointers go on a copy of the select-time descriptor (thread-safe run)
+  cublasLtMatmulDescOpaque_t desc = op_desc;
+  cublasLtMatrixLayoutOpaque_t la = lay_a, lb = lay_b, ld = lay_d;  // cuBLASLt takes them non-const
+  if (fused_bias)
+    if (Status s = set_desc(op, &desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, r.bias); !s.ok()) return s;
+  if (r.a_scale)
+    if (Status s = set_desc(op, &desc, swap ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                            r.a_scale);
+        !s.ok())
+      return s;
+  if (r.b_scale)
+    if (Status s = set_desc(op, &desc, swap ? CUBLASLT_MATMUL_DESC_A_SCALE_POINTER : CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                            r.b_scale);
+        !s.ok())
+      return s;
+  const float alpha_f = static_cast<float>(opt.alpha), beta_f = static_cast<float>(opt.use_c ? opt.beta : 0.0);
+  const double alpha_d = opt.alpha, beta_d = opt.use_c ? opt.beta : 0.0;
+  const bool f64 = canon.a_dtype == DType::f64;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
+  const bool fp8 = is_fp8(canon.a_dtype);
+  const size_t es_a = dtype_size(canon.a_dtype), es_b = dtype_size(canon.b_dtype), es_d = dtype_size(canon.d_dtype);
+
+  int64_t iters = 1;
+  for (int i = 0; i < nloop; ++i) iters *= loop[i].ext;
+  for (int64_t it = 0; it < iters; ++it) {
+    int64_t rem = it, oa = 0, ob = 0, od = 0, op_ = 0;
+    for (int i = nloop - 1; i >= 0; --i) {
+      const int64_t x = rem % loop[i].ext;
+      rem /= loop[i].ext;
+      oa += x * loop[i].s[kOpA];
+      ob += x * loop[i].s[kOpB];
+      od += x * loop[i].s[kOpD];
+      op_ += x * loop[i].s[kOpP];
+    }
+    const void* pa = static_cast<const char*>(a_ptr) + oa * static_cast<int64_t>(es_a);
+    const void* pb = static_cast<const char*>(b_ptr) + ob * static_cast<int64_t>(es_b);
+    void* pd = static_cast<char*>(d_target) + od * static_cast<int64_t>(es_d);
+    if (fused_aux) {
+      void* aux = static_cast<char*>(r.preact) + op_ * static_cast<int64_t>(es_d);
+      if (Status s = set_desc(op, &desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux); !s.ok()) return s;
+    }
+    // fp8: C must not be D (PyTorch's finding); beta is 0, so any valid pointer serves
+    const void* pc = fp8 ? pa : pd;
+    const cublasStatus_t st = cublasLtMatmul(handle, &desc, alpha, swap ? pb : pa, &la, swap ? pa : pb, &lb, beta, pc,
+                                             &ld, pd, &ld, &algo, algo_ws ? ws_at(algo_ws_offset) : nullptr,
+                                             algo_ws, stream);
+    if (Status s = cublaslt::lt_status(st, op, "cublasLtMatmul"); !s.ok()) return s;
+  }
+
+  for (const PackStep& p : post) {
+    TensorRef src;
+    static_cast<TensorLayout&>(src) = p.src;
+    src.data = d_target;
+    TensorMut dst;
+    static_cast<TensorLayout&>(dst) = p.dst;
+    dst.data = r.d;
+    if (Status s = p.plan.run(stream, {}, PadArgs{src, dst}); !s.ok()) return s;
+  }
+  if (separate_epilogue) {
+    PointwiseGeometry pg;
+    out_view(pg);
+    // src = out itself, read with out's strides
+    for (int i = 0; i < pg.rank; ++i) pg.s_src[i] = pg.s_out[i];
+    pg.src = r.d;
+    pg.src_scale = 1.0;
+    return launch_pointwise(canon.d_dtype, pg, stream);
+  }
+  return {};
+}
+
+}  // namespace baracuda::detail

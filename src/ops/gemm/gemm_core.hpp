@@ -1,0 +1,156 @@
+// The GEMM problem in canonical form, and its execution on cuBLASLt.
+//
+// Every GEMM the family runs (matmul/addmm/linear forward, the da and db GEMMs of the backward)
+// is first written as a GemmCanon: M, N, K axes plus batch axes, each axis carrying one element
+// stride per operand (a, b, d = the output, c = the addend, p = preact). A batch axis on which d
+// has stride 0 is summed: it is folded into K. GemmCore turns a GemmCanon into cuBLASLt calls
+// (row-major via Dᵀ = Bᵀ·Aᵀ when d is row-major), packing into the workspace what cuBLASLt
+// cannot address, and looping over batch axes that do not coalesce into one strided batch.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/gemm.hpp"
+#include "baracuda/ops/pad.hpp"
+
+namespace baracuda::detail {
+
+enum GemmOperand : int { kOpA = 0, kOpB, kOpD, kOpC, kOpP, kGemmOperands };
+
+struct GemmAxis {
+  int64_t ext = 1;
+  std::array<int64_t, kGemmOperands> s{};  // element stride of each operand along this axis
+};
+
+struct GemmCanon {
+  DType a_dtype = DType::f32, b_dtype = DType::f32, d_dtype = DType::f32;
+  int nb = 0;
+  GemmAxis batch[kMaxRank];  // outer -> inner; s[kOpD] == 0 with ext > 1 means "summed"
+  GemmAxis m, n, k;          // m: a d c p;  n: b d c p;  k: a b
+};
+
+// Drops extent-1 batch axes and merges adjacent batch axes of the same kind (kept / summed)
+// whose strides nest for every operand.
+void simplify(GemmCanon& c);
+
+// Elementwise geometry over the canonical output axes [batch kept..., M, N] (N innermost):
+// out = act(src_scale·src + bias[n]); pre = the value before act. Used for the separate
+// epilogue, for K == 0, for the backward's dZ = d_out ⊙ act'(Z) and its dc = beta·dZ.
+struct PointwiseGeometry {
+  int rank = 0;
+  int64_t ext[kMaxRank] = {};
+  int64_t s_out[kMaxRank] = {}, s_src[kMaxRank] = {}, s_aux[kMaxRank] = {};
+  int64_t numel = 0;
+  void* out = nullptr;
+  const void* src = nullptr;   // nullptr: reads as 0
+  void* aux = nullptr;         // epilogue: preact written here; backward: Z read from here
+  const void* bias = nullptr;  // indexed bias[n * bias_stride], n = index along axis rank-1
+  int64_t bias_stride = 0;
+  double src_scale = 1.0;
+  int act = 0;                 // GemmActivation
+  bool backward = false;       // out = src ⊙ act'(aux)   (relu: aux > 0, gelu: derivative at aux)
+};
+Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t stream);
+
+// dst[n·dst_stride] = scale · Σ_rows src[row, n], summed in f32 (f64 for f64) in a fixed
+// order: pass 1 writes per-chunk partials to the workspace, pass 2 adds them in chunk order.
+struct ColumnSumGeometry {
+  int rank = 0;  // row axes (the column axis is separate)
+  int64_t ext[kMaxRank] = {}, s_src[kMaxRank] = {};
+  int64_t rows = 0, cols = 0, col_stride = 1, dst_stride = 1;
+  const void* src = nullptr;
+  void* dst = nullptr;
+  double scale = 1.0;
+};
+size_t column_sum_workspace(DType dt, int64_t rows, int64_t cols);
+Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStream_t stream);
+
+// Options a GEMM takes from its descriptor and preference.
+struct GemmCoreOptions {
+  double alpha = 1.0, beta = 0.0;
+  bool use_c = false;            // beta·c is added (c read from its own view, copied into d first)
+  bool has_bias = false;
+  DType bias_dtype = DType::f32;
+  GemmActivation act = GemmActivation::kNone;
+  bool save_preact = false;
+  GemmEpilogueImpl epilogue = GemmEpilogueImpl::kAuto;
+  int pointer_alignment = 16;
+  bool reduced_precision_reduction = false;
+  bool fp8_fast_accum = false;
+};
+
+// One packing copy: operand `which` (as viewed over canonical axes) into the workspace.
+struct PackStep {
+  int which = 0;  // GemmOperand; kOpD means "out -> workspace d" for c, or "workspace d -> out"
+  PadPlan plan;   // a pad with zero padding is a strided copy
+  TensorLayout src, dst;
+  int64_t ws_offset = 0;
+};
+
+struct GemmCore {
+  GemmCanon canon;      // after simplify, before packing
+  GemmCoreOptions opt;
+  bool empty = false;   // M, N or batch is 0: nothing to write
+  bool k_zero = false;  // K == 0 (after folding): out = act(beta·c + bias)
+  bool device_ready = false;  // the cuBLASLt algorithm was chosen (a device was present)
+
+  // packing (workspace offsets in bytes, 256-aligned)
+  bool pack_a = false, pack_b = false, pack_d = false;
+  std::vector<PackStep> pre;   // before the GEMM: c -> d target, a, b packs
+  std::vector<PackStep> post;  // after: workspace d -> out
+  bool c_copy_needed_unless_inplace = false;  // c is copied into out unless it is out itself
+  int64_t d_ws_offset = -1;                   // workspace d (when pack_d)
+
+  // cuBLASLt
+  bool swap = false;  // cuBLASLt's A is our b (d row-major)
+  cublasLtHandle_t handle = nullptr;
+  int device = -1;
+  cublasLtMatmulDescOpaque_t op_desc{};
+  cublasLtMatrixLayoutOpaque_t lay_a{}, lay_b{}, lay_d{};
+  cublasLtMatmulAlgo_t algo{};
+  size_t algo_ws = 0;
+  int64_t algo_ws_offset = 0;
+  bool fused_bias = false, fused_act = false, fused_aux = false;
+  // loop axes: host loop around the cuBLASLt call; strides after packing, in elements
+  int nloop = 0;
+  GemmAxis loop[kMaxRank];
+  DType compute_acc = DType::f32;
+  bool tf32 = false;
+  int split_k = 1;
+  std::string variant;  // for the sku
+
+  // separate epilogue over the output (when the epilogue is not fused)
+  bool separate_epilogue = false;
+
+  size_t workspace = 0;
+
+  struct RunArgs {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    const void* c = nullptr;
+    void* d = nullptr;
+    const void* bias = nullptr;
+    int64_t bias_stride = 1;
+    void* preact = nullptr;
+    const float* a_scale = nullptr;
+    const float* b_scale = nullptr;
+    bool c_is_out = false;  // c is exactly out (same pointer and strides): no copy
+  };
+
+  // Resolves everything; with a device (pref.target_arch == 0 or a device present) also asks
+  // cuBLASLt for the algorithm.
+  static Result<GemmCore> build(std::string_view op, const GemmCanon& canon, const GemmCoreOptions& opt,
+                                const PlanPreference& pref, int arch);
+  Status run(std::string_view op, cudaStream_t stream, Workspace ws, const RunArgs& r) const;
+};
+
+}  // namespace baracuda::detail

@@ -1,0 +1,171 @@
+// Bespoke kernels of the GEMM family: the pointwise epilogue (bias + activation + preact, also
+// K == 0 and the backward's dZ = d_out ⊙ act'(Z)) and the deterministic column sum (dbias).
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
+#include "core/cuda_types.cuh"
+#include "core/launch.cuh"
+#include "core/validate.hpp"
+#include "ops/gemm/gemm_core.hpp"
+
+namespace baracuda::detail {
+
+namespace {
+
+template <class A>
+__device__ __forceinline__ A activate(int act, A z) {
+  switch (act) {
+    case 1: return z > A(0) || z != z ? z : A(0);  // relu; NaN stays NaN, as torch.relu
+    case 2: {                              // gelu, tanh approximation (PyTorch's formula)
+      const A k_beta = A(0.7978845608028654), k_kappa = A(0.044715);
+      return A(0.5) * z * (A(1) + tanh(k_beta * (z + k_kappa * z * z * z)));
+    }
+    case 3: return A(0.5) * z * (A(1) + erf(z * A(0.7071067811865476)));  // gelu, erf
+    default: return z;
+  }
+}
+
+template <class A>
+__device__ __forceinline__ A activate_grad(int act, A z) {
+  switch (act) {
+    case 1: return z > A(0) ? A(1) : A(0);
+    case 2: {
+      const A k_beta = A(0.7978845608028654), k_kappa = A(0.044715);
+      const A x2 = z * z, th = tanh(k_beta * (z + k_kappa * x2 * z));
+      return A(0.5) * (A(1) + th) + A(0.5) * z * (A(1) - th * th) * k_beta * (A(1) + A(3) * k_kappa * x2);
+    }
+    case 3: {
+      const A cdf = A(0.5) * (A(1) + erf(z * A(0.7071067811865476)));
+      const A pdf = exp(A(-0.5) * z * z) * A(0.3989422804014327);
+      return cdf + z * pdf;
+    }
+    default: return A(1);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) pointwise_kernel(const __grid_constant__ PointwiseGeometry g) {
+  using A = acc_t<T>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.numel; i += stride) {
+    int64_t rem = i, o = 0, s = 0, x = 0, n = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      const int64_t c = rem % g.ext[d];
+      rem /= g.ext[d];
+      if (d == g.rank - 1) n = c;
+      o += c * g.s_out[d];
+      s += c * g.s_src[d];
+      x += c * g.s_aux[d];
+    }
+    const A v = g.src ? static_cast<A>(g.src_scale) * to_acc(static_cast<const T*>(g.src)[s]) : A(0);
+    if (g.backward) {
+      // out = v ⊙ act'(z), z = aux (relu: the forward output, whose sign is z's)
+      const A z = to_acc(static_cast<const T*>(g.aux)[x]);
+      static_cast<T*>(g.out)[o] = from_acc<T>(v * activate_grad(g.act, z));
+    } else {
+      A z = v;
+      if (g.bias) z += to_acc(static_cast<const T*>(g.bias)[n * g.bias_stride]);
+      if (g.aux) {
+        const T zt = from_acc<T>(z);
+        static_cast<T*>(g.aux)[x] = zt;
+        z = to_acc(zt);  // act sees the stored preact, as a separate torch op would
+      }
+      static_cast<T*>(g.out)[o] = from_acc<T>(activate(g.act, z));
+    }
+  }
+}
+
+constexpr int kColTile = 32, kRowLanes = 8;
+
+int64_t column_sum_chunks(int64_t rows, int64_t cols) {
+  const int64_t col_tiles = (cols + kColTile - 1) / kColTile;
+  int64_t chunks = (rows + 255) / 256;
+  const int64_t cap = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, col_tiles));
+  return std::max<int64_t>(1, std::min(chunks, cap));
+}
+
+template <class T>
+__device__ __forceinline__ int64_t row_offset(const ColumnSumGeometry& g, int64_t r) {
+  int64_t o = 0;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    o += (r % g.ext[d]) * g.s_src[d];
+    r /= g.ext[d];
+  }
+  return o;
+}
+
+// pass 1: partial[chunk][col] = Σ rows of the chunk, in a fixed order
+template <class T>
+__global__ void __launch_bounds__(kColTile* kRowLanes) column_partial_kernel(const __grid_constant__ ColumnSumGeometry g,
+                                                                           acc_t<T>* partial, int64_t rows_per_chunk) {
+  using A = acc_t<T>;
+  __shared__ A red[kRowLanes][kColTile];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + threadIdx.x;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = min(g.rows, r0 + rows_per_chunk);
+  A acc = 0;
+  if (col < g.cols) {
+    const T* src = static_cast<const T*>(g.src);
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes) acc += to_acc(src[row_offset<T>(g, r) + col * g.col_stride]);
+  }
+  red[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < g.cols) {
+    A s = 0;
+    for (int y = 0; y < kRowLanes; ++y) s += red[y][threadIdx.x];
+    partial[static_cast<int64_t>(blockIdx.y) * g.cols + col] = s;
+  }
+}
+
+// pass 2: dst[col] = scale · Σ_chunk partial[chunk][col], chunks in order
+template <class T>
+__global__ void __launch_bounds__(256) column_final_kernel(const __grid_constant__ ColumnSumGeometry g,
+                                                           const acc_t<T>* partial, int64_t chunks) {
+  using A = acc_t<T>;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= g.cols) return;
+  A s = 0;
+  for (int64_t c = 0; c < chunks; ++c) s += partial[c * g.cols + col];
+  static_cast<T*>(g.dst)[col * g.dst_stride] = from_acc<T>(static_cast<A>(g.scale) * s);
+}
+
+template <class F>
+bool dispatch_float(DType dt, F&& f) {
+  return dispatch_dtype<CudaTypes>(dt, FloatDTypes{}, std::forward<F>(f));
+}
+
+}  // namespace
+
+Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t stream) {
+  if (g.numel == 0) return {};
+  const int64_t blocks = std::min<int64_t>((g.numel + 255) / 256, 132 * 16);
+  cudaError_t e = cudaSuccess;
+  if (!dispatch_float(dt, [&]<class T>() { e = launch_kernel(pointwise_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g); }))
+    return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
+  return cuda_status(e, "gemm epilogue");
+}
+
+size_t column_sum_workspace(DType dt, int64_t rows, int64_t cols) {
+  const size_t acc = dt == DType::f64 ? 8 : 4;
+  return static_cast<size_t>(column_sum_chunks(rows, cols) * cols) * acc;
+}
+
+Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStream_t stream) {
+  if (g.cols == 0) return {};
+  const int64_t chunks = column_sum_chunks(g.rows, g.cols);
+  const int64_t per = std::max<int64_t>(1, (g.rows + chunks - 1) / chunks);
+  const int64_t col_tiles = (g.cols + kColTile - 1) / kColTile;
+  cudaError_t e = cudaSuccess;
+  const bool ok = dispatch_float(dt, [&]<class T>() {
+    auto* partial = static_cast<acc_t<T>*>(ws);
+    e = launch_kernel(column_partial_kernel<T>, dim3(static_cast<unsigned>(col_tiles), static_cast<unsigned>(chunks)),
+                      dim3(kColTile, kRowLanes), 0, stream, g, partial, per);
+    if (e == cudaSuccess)
+      e = launch_kernel(column_final_kernel<T>, dim3(static_cast<unsigned>((g.cols + 255) / 256)), dim3(256), 0, stream, g,
+                        static_cast<const acc_t<T>*>(partial), chunks);
+  });
+  if (!ok) return error(StatusCode::kInternal, "gemm column sum: dtype ", dtype_name(dt), " not instantiated");
+  return cuda_status(e, "gemm column sum");
+}
+
+}  // namespace baracuda::detail
