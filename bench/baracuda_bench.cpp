@@ -307,17 +307,22 @@ double host_overhead_us() {
 
 }  // namespace
 
+namespace baracuda::bench {
+int run_gemm_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_gemm.cpp
+}
+
 int main(int argc, char** argv) {
-  std::string json_path, family = "all";
+  std::string json_path, gemm_json_path, family = "all";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--family" && i + 1 < argc) family = argv[++i];
+    else if (a == "--gemm-json" && i + 1 < argc) gemm_json_path = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|all] [--json FILE] [--quick] [--filter TEXT]\n");
+      std::printf("usage: baracuda_bench [--family pad|gemm|all] [--json FILE] [--gemm-json FILE] [--quick] [--filter TEXT]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -332,11 +337,16 @@ int main(int argc, char** argv) {
       auto d = descriptor(c);
       ok += d && PadPlan::select(*d, pref).ok() && PadBackwardPlan::select(*d, pref).ok();
     }
+    const TensorLayout X = TensorLayout::make(DType::bf16, std::vector<int64_t>{32768, 4096});
+    const TensorLayout W = TensorLayout::make(DType::bf16, std::vector<int64_t>{6144, 4096});
+    const TensorLayout Y = TensorLayout::make(DType::bf16, std::vector<int64_t>{32768, 6144});
+    const bool gemm_ok = GemmPlan::select(GemmDescriptor::linear(X, W, nullptr, Y), pref).ok();
     std::printf("baracuda_bench: no CUDA GPU on this machine, so nothing was run or timed.\n"
                 "  %d/%zu pad benchmark cases select a plan for sm_90 (checked without a GPU).\n"
+                "  gemm: the Llama-3 QKV projection %s for sm_90 (cuBLASLt picks its algorithm on the GPU).\n"
                 "  Run this on an H200 (scripts/device-check.sh) for verification and timings.\n",
-                ok, pad_cases().size());
-    return ok == static_cast<int>(pad_cases().size()) ? 0 : 1;
+                ok, pad_cases().size(), gemm_ok ? "validates" : "FAILS to validate");
+    return ok == static_cast<int>(pad_cases().size()) && gemm_ok ? 0 : 1;
   }
   const std::string dev = device_name();
   const double ceiling = measure_copy_tbps();
@@ -344,6 +354,7 @@ int main(int argc, char** argv) {
   std::vector<Record> recs;
   int failures = 0;
   if (family == "all" || family == "pad") failures += run_pad(recs, ceiling, quick);
+  if (family == "all" || family == "gemm") failures += baracuda::bench::run_gemm_family(gemm_json_path, quick, g_filter);
   const double overhead = host_overhead_us();
   std::printf("host overhead of PadPlan::run (checks + launch, enqueue only): %.2f us/call\n", overhead);
   if (!json_path.empty()) {

@@ -1,0 +1,302 @@
+// GEMM family benchmarks: 8192^3 bf16 and the Llama-3-8B projections at 32768 tokens (forward,
+// dgrad, wgrad), each beside cuBLASLt's best algorithm (top-16 heuristic candidates timed
+// directly, the ceiling), plus fused vs separate epilogue and the host overhead of run().
+// Writes JSON records that bench/torch_gemm_side_by_side.py completes with PyTorch's times.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baracuda/core/half_bits.hpp"
+#include "baracuda/ops/gemm.hpp"
+
+namespace baracuda::bench {
+
+namespace {
+
+#define GCHECK(x)                                                                           \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(3);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+template <class F>
+double median_ms(F&& fn, int warm, int reps) {
+  for (int i = 0; i < warm; ++i) fn();
+  cudaEvent_t a, b;
+  GCHECK(cudaEventCreate(&a));
+  GCHECK(cudaEventCreate(&b));
+  std::vector<float> t(reps);
+  for (int i = 0; i < reps; ++i) {
+    GCHECK(cudaEventRecord(a));
+    fn();
+    GCHECK(cudaEventRecord(b));
+    GCHECK(cudaEventSynchronize(b));
+    GCHECK(cudaEventElapsedTime(&t[i], a, b));
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[reps / 2];
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t n) { GCHECK(cudaMalloc(&p, std::max<size_t>(n, 256))); }
+  ~Buf() { cudaFree(p); }
+};
+
+// uniform(-1, 1) bf16 on the device, generated on the host in slices
+void fill_bf16(void* dev, int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const int64_t chunk = int64_t{1} << 24;
+  std::vector<uint16_t> h(static_cast<size_t>(std::min(n, chunk)));
+  for (int64_t o = 0; o < n; o += chunk) {
+    const int64_t m = std::min(chunk, n - o);
+    for (int64_t i = 0; i < m; ++i) h[i] = float_to_bf16_bits(u(rng));
+    GCHECK(cudaMemcpy(static_cast<uint16_t*>(dev) + o, h.data(), m * 2, cudaMemcpyHostToDevice));
+  }
+}
+
+struct GemmRecord {
+  std::string op, direction, variant, sku;
+  int64_t m, n, k;
+  double ours_ms, lt_best_ms, ours_tflops, lt_best_tflops;
+  bool verified;
+  int algos_timed;
+};
+
+// Best time over cuBLASLt's top-16 heuristic algorithms for D[M,N] = A[M,K]·op(B), row-major,
+// same layouts our plan sees (computed as Dᵀ = op(B)ᵀ·Aᵀ in column-major).
+// b_kn: B stored [K, N] row-major, else B stored [N, K] row-major (nn.Linear weight).
+// a_km: A stored [K, M] row-major (a transposed view), else [M, K].
+double lt_best_ms(cublasLtHandle_t h, int64_t M, int64_t N, int64_t K, bool a_km, bool b_kn, const void* A,
+                  const void* B, void* D, void* ws, size_t ws_bytes, int* timed) {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  // Lt A = our B (as [N, K] col-major view): stored [K, N] row-major == col-major [N, K] -> N op
+  const int32_t ta = b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, tb = a_km ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+  cublasLtMatrixLayout_t la, lb, ld;
+  if (b_kn) cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, N, K, N);
+  else cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K);
+  if (a_km) cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, M, K, M);
+  else cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  const uint64_t wsb = ws_bytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+  cublasLtMatmulHeuristicResult_t res[16];
+  int got = 0;
+  cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 16, res, &got);
+  const float alpha = 1.f, beta = 0.f;
+  double best = 1e30;
+  *timed = 0;
+  for (int i = 0; i < got; ++i) {
+    if (res[i].workspaceSize > ws_bytes) continue;
+    bool ok = true;
+    const double ms = median_ms(
+        [&] {
+          if (cublasLtMatmul(h, op, &alpha, B, la, A, lb, &beta, D, ld, D, ld, &res[i].algo, ws, res[i].workspaceSize, nullptr) !=
+              CUBLAS_STATUS_SUCCESS)
+            ok = false;
+        },
+        2, 7);
+    if (ok) best = std::min(best, ms), ++*timed;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(op);
+  return best;
+}
+
+// y[i, j] for sampled (i, j) against a double dot product of the bf16 inputs (forward only):
+// x [M, K] row-major, w [N, K] row-major.
+bool verify_linear_sampled(const void* x, const void* w, const void* y, int64_t M, int64_t N, int64_t K) {
+  std::mt19937_64 rng(123);
+  std::vector<uint16_t> xr(K), wr(K);
+  for (int s = 0; s < 24; ++s) {
+    const int64_t i = static_cast<int64_t>(rng() % M), j = static_cast<int64_t>(rng() % N);
+    uint16_t yv;
+    GCHECK(cudaMemcpy(xr.data(), static_cast<const uint16_t*>(x) + i * K, K * 2, cudaMemcpyDeviceToHost));
+    GCHECK(cudaMemcpy(wr.data(), static_cast<const uint16_t*>(w) + j * K, K * 2, cudaMemcpyDeviceToHost));
+    GCHECK(cudaMemcpy(&yv, static_cast<const uint16_t*>(y) + i * N + j, 2, cudaMemcpyDeviceToHost));
+    double ref = 0, abs = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const double p = static_cast<double>(bf16_bits_to_float(xr[k])) * bf16_bits_to_float(wr[k]);
+      ref += p, abs += std::fabs(p);
+    }
+    const double got = bf16_bits_to_float(yv);
+    if (std::fabs(got - ref) > 2 * 7.8125e-3 * std::fabs(ref) + 2.0 * K * 1.2e-7 * abs) {
+      std::printf("  VERIFY FAIL y[%lld, %lld] = %g, reference %g\n", (long long)i, (long long)j, got, ref);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_gemm_family(const std::string& json_path, bool quick, const std::string& filter) {
+  struct Shape {
+    const char* name;
+    int64_t t, in, out;
+  };
+  const int64_t T = quick ? 8192 : 32768;
+  std::vector<Shape> shapes = {{"mm_8192", 8192, 8192, 8192},   {"llama3_qkv", T, 4096, 6144},
+                               {"llama3_o", T, 4096, 4096},      {"llama3_gate_up", T, 4096, 28672},
+                               {"llama3_down", T, 14336, 4096},  {"llama3_lm_head", T, 4096, 128256}};
+  cublasLtHandle_t h;
+  if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+  const size_t ws_bytes = size_t{32} << 20;
+  Buf ws_lt(ws_bytes);
+  std::vector<GemmRecord> recs;
+  int failures = 0;
+  for (const Shape& s : shapes) {
+    for (const char* dir : {"fwd", "dgrad", "wgrad"}) {
+      if (std::string(s.name) == "mm_8192" && std::string(dir) != "fwd") continue;
+      const std::string label = std::string(s.name) + " " + dir;
+      if (!filter.empty() && label.find(filter) == std::string::npos) continue;
+      // fwd: Y[T,out] = X[T,in]·Wᵀ;  dgrad: dX[T,in] = dY[T,out]·W[out,in];  wgrad: dW[out,in] = dYᵀ·X
+      int64_t M, N, K;
+      const std::string d(dir);
+      if (d == "fwd") M = s.t, N = s.out, K = s.in;
+      else if (d == "dgrad") M = s.t, N = s.in, K = s.out;
+      else M = s.out, N = s.in, K = s.t;
+      Buf x(size_t(s.t) * s.in * 2), w(size_t(s.out) * s.in * 2), dy(size_t(s.t) * s.out * 2), o(size_t(M) * N * 2);
+      fill_bf16(x.p, s.t * s.in, 1), fill_bf16(w.p, s.out * s.in, 2), fill_bf16(dy.p, s.t * s.out, 3);
+      GemmDescriptor desc;
+      GemmArgs args;
+      const TensorLayout X = TensorLayout::make(DType::bf16, std::vector<int64_t>{s.t, s.in});
+      const TensorLayout W = TensorLayout::make(DType::bf16, std::vector<int64_t>{s.out, s.in});
+      const TensorLayout DY = TensorLayout::make(DType::bf16, std::vector<int64_t>{s.t, s.out});
+      const TensorLayout OUT = TensorLayout::make(DType::bf16, std::vector<int64_t>{M, N});
+      const void *pa, *pb;
+      bool a_km = false, b_kn = true;
+      if (d == "fwd") {
+        desc = GemmDescriptor::linear(X, W, nullptr, OUT), pa = x.p, pb = w.p, b_kn = false;
+        static_cast<TensorLayout&>(args.a) = X, static_cast<TensorLayout&>(args.b) = W;
+      } else if (d == "dgrad") {
+        desc = GemmDescriptor::mm(DY, W, OUT), pa = dy.p, pb = w.p;
+        static_cast<TensorLayout&>(args.a) = DY, static_cast<TensorLayout&>(args.b) = W;
+      } else {
+        TensorLayout DYT = DY;  // dYᵀ as a transposed view [out, T]
+        std::swap(DYT.shape[0], DYT.shape[1]), std::swap(DYT.stride[0], DYT.stride[1]);
+        desc = GemmDescriptor::mm(DYT, X, OUT), pa = dy.p, pb = x.p, a_km = true;
+        static_cast<TensorLayout&>(args.a) = DYT, static_cast<TensorLayout&>(args.b) = X;
+      }
+      args.a.data = pa, args.b.data = pb;
+      static_cast<TensorLayout&>(args.out) = OUT;
+      args.out.data = o.p;
+      auto plan = GemmPlan::select(desc);
+      if (!plan) {
+        std::printf("%s: select failed: %s\n", label.c_str(), plan.status().to_string().c_str());
+        ++failures;
+        continue;
+      }
+      Buf ws(plan->workspace_size());
+      const Workspace wsv{ws.p, plan->workspace_size()};
+      Status st;
+      const int reps = M * N * K > (int64_t{1} << 42) ? 7 : 15;
+      const double ours = median_ms([&] { st = plan->run(nullptr, wsv, args); }, 2, reps);
+      if (!st.ok()) {
+        std::printf("%s: run failed: %s\n", label.c_str(), st.to_string().c_str());
+        ++failures;
+        continue;
+      }
+      const bool ok = d != "fwd" || verify_linear_sampled(x.p, w.p, o.p, M, N, K);
+      failures += !ok;
+      int timed = 0;
+      const double best = lt_best_ms(h, M, N, K, a_km, b_kn, pa, pb, o.p, ws_lt.p, ws_bytes, &timed);
+      const double flop = 2.0 * M * N * K;
+      GemmRecord r{s.name, d, "plain", plan->sku().name(), M, N, K, ours, best, flop / ours / 1e9, flop / best / 1e9, ok, timed};
+      std::printf("%-16s %-5s M=%-6lld N=%-6lld K=%-6lld ours %9.3f ms %7.1f TFLOP/s | lt best-of-%d %9.3f ms %7.1f TFLOP/s "
+                  "(%.1f%%) %s %s\n",
+                  s.name, dir, (long long)M, (long long)N, (long long)K, ours, r.ours_tflops, timed, best, r.lt_best_tflops,
+                  100.0 * best / ours, ok ? "" : "VERIFY-FAIL", r.sku.c_str());
+      recs.push_back(r);
+
+      // fused vs separate epilogue (bias + gelu_tanh) on the forward
+      if (d == "fwd" && (std::string(s.name) == "llama3_gate_up" || std::string(s.name) == "llama3_o")) {
+        Buf bias(size_t(N) * 2);
+        fill_bf16(bias.p, N, 4);
+        const TensorLayout BL = TensorLayout::make(DType::bf16, std::vector<int64_t>{N});
+        for (GemmEpilogueImpl impl : {GemmEpilogueImpl::kAuto, GemmEpilogueImpl::kSeparate}) {
+          GemmDescriptor de = GemmDescriptor::linear(X, W, &BL, OUT);
+          de.activation = GemmActivation::kGeluTanh;
+          de.epilogue_impl = impl;
+          auto pe = GemmPlan::select(de);
+          if (!pe) {
+            std::printf("%s epilogue select failed: %s\n", label.c_str(), pe.status().to_string().c_str());
+            ++failures;
+            continue;
+          }
+          Buf wse(pe->workspace_size());
+          GemmArgs ae = args;
+          static_cast<TensorLayout&>(ae.bias) = BL;
+          ae.bias.data = bias.p;
+          const double ms = median_ms([&] { st = pe->run(nullptr, {wse.p, pe->workspace_size()}, ae); }, 2, reps);
+          const char* v = impl == GemmEpilogueImpl::kAuto ? "bias_gelu_tanh_fused" : "bias_gelu_tanh_separate";
+          std::printf("%-16s %-5s %-24s ours %9.3f ms %7.1f TFLOP/s %s\n", s.name, dir, v, ms, flop / ms / 1e9,
+                      pe->sku().name().c_str());
+          recs.push_back({s.name, d, v, pe->sku().name(), M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, st.ok(), timed});
+        }
+      }
+    }
+  }
+  // host overhead of run(): enqueue only, small problem
+  double overhead_us = 0;
+  {
+    Buf a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
+    const TensorLayout L = TensorLayout::make(DType::bf16, std::vector<int64_t>{64, 64});
+    auto plan = *GemmPlan::select(GemmDescriptor::mm(L, L, L));
+    Buf ws(plan.workspace_size());
+    GemmArgs args;
+    static_cast<TensorLayout&>(args.a) = L, static_cast<TensorLayout&>(args.b) = L, static_cast<TensorLayout&>(args.out) = L;
+    args.a.data = a.p, args.b.data = b.p, args.out.data = c.p;
+    for (int i = 0; i < 100; ++i) (void)plan.run(nullptr, {ws.p, plan.workspace_size()}, args);
+    GCHECK(cudaDeviceSynchronize());
+    const int n = 2000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) (void)plan.run(nullptr, {ws.p, plan.workspace_size()}, args);
+    const auto t1 = std::chrono::steady_clock::now();
+    GCHECK(cudaDeviceSynchronize());
+    overhead_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+    std::printf("host overhead of GemmPlan::run (checks + cublasLtMatmul enqueue, 64^3 bf16): %.2f us/call\n", overhead_us);
+  }
+  cublasLtDestroy(h);
+  if (!json_path.empty()) {
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) return failures + 1;
+    std::fprintf(f, "{\"host_overhead_us\": %.3f, \"records\": [\n", overhead_us);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const GemmRecord& r = recs[i];
+      std::fprintf(f,
+                   "  {\"op\": \"%s\", \"direction\": \"%s\", \"dtype\": \"bf16\", \"variant\": \"%s\", \"sku\": \"%s\", "
+                   "\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_ms\": %.4f, \"lt_best_ms\": %.4f, \"ours_tflops\": %.2f, "
+                   "\"lt_best_tflops\": %.2f, \"lt_algos_timed\": %d, \"verified\": %s}%s\n",
+                   r.op.c_str(), r.direction.c_str(), r.variant.c_str(), r.sku.c_str(), (long long)r.m, (long long)r.n,
+                   (long long)r.k, r.ours_ms, r.lt_best_ms, r.ours_tflops, r.lt_best_tflops, r.algos_timed,
+                   r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return failures;
+}
+
+}  // namespace baracuda::bench
