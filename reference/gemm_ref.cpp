@@ -118,7 +118,8 @@ double gemm_activation_grad(GemmActivation act, double z) {
 }
 
 GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
-                            const std::vector<double>& c, const std::vector<double>& bias, bool f32_math) {
+                            const std::vector<double>& c, const std::vector<double>& bias, bool f32_math,
+                            double (*round_product)(double)) {
   const Geometry g = geometry(d);
   const int64_t on = numel_of(g.o_shape);
   std::vector<double> p(static_cast<size_t>(on), 0.0);
@@ -137,6 +138,7 @@ GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& 
     int64_t rem = i;
     for (int j = orank - 1; j >= 0; --j) idx[j] = rem % g.o_shape[j], rem /= g.o_shape[j];
     double z = rnd(d.alpha * p[i]);
+    if (round_product) z = round_product(z);
     if (d.has_c && d.beta != 0.0) z = rnd(z + rnd(d.beta * c[bcast_index(g.c_shape, idx.data(), orank)]));
     if (d.has_bias) z = rnd(z + bias[orank > 0 && !g.b1 ? idx[orank - 1] : 0]);
     r.preact[i] = z;

@@ -19,9 +19,12 @@ struct GemmForwardRef {
 };
 // c and bias may be empty when the descriptor has none. With f32_math every sum (sequential
 // over k) and the epilogue run in float: the "plain same-precision product" the comparison rule
-// measures cuBLASLt against (its error, not its value, is what the tests use).
+// measures cuBLASLt against (its error, not its value, is what the tests use). round_product,
+// when given, rounds alpha·P before c and bias are added: a GEMM that writes its output dtype,
+// followed by a separate addition (PyTorch's unfused composition).
 GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
-                            const std::vector<double>& c, const std::vector<double>& bias, bool f32_math = false);
+                            const std::vector<double>& c, const std::vector<double>& bias, bool f32_math = false,
+                            double (*round_product)(double) = nullptr);
 
 struct GemmBackwardRef {
   std::vector<double> da, db, dbias, dc;

@@ -126,7 +126,7 @@ struct GemmArgs {
   TensorRef bias;       // when has_bias
   TensorMut out;
   TensorMut preact;     // when save_preactivation
-  const float* a_scale = nullptr;  // fp8: device f32 dequantisation factors (nullptr = 1)
+  const float* a_scale = nullptr;  // fp8 (required): device f32 dequantisation factors, 16-byte aligned
   const float* b_scale = nullptr;
 };
 

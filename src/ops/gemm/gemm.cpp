@@ -477,9 +477,12 @@ Status GemmPlan::can_implement(const GemmArgs& args) const {
   if (d.save_preactivation && ranges_overlap(args.out, args.out.data, args.preact, args.preact.data))
     return error(StatusCode::kInvalidProblem, kOp, ": preact overlaps out");
   if (is_fp8(d.a.dtype)) {
-    for (const float* p : {args.a_scale, args.b_scale})
-      if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
-        return error(StatusCode::kMisalignedOperand, kOp, ": fp8 scale pointer is not 4-byte aligned");
+    for (const float* p : {args.a_scale, args.b_scale}) {
+      if (!p) return error(StatusCode::kInvalidProblem, kOp, ": fp8 needs a_scale and b_scale (device f32 scalars; pass 1.0f for none)");
+      if (reinterpret_cast<uintptr_t>(p) % 16 != 0)  // what the algorithm was chosen for (select())
+        return error(StatusCode::kMisalignedOperand, kOp, ": fp8 scale pointer ", static_cast<const void*>(p),
+                     " is not 16-byte aligned");
+    }
   } else if (args.a_scale || args.b_scale) {
     return error(StatusCode::kInvalidProblem, kOp, ": a_scale / b_scale are for fp8 operands only");
   }
