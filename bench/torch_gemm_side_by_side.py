@@ -16,21 +16,11 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from torch_side_by_side import median_us  # one timing helper for every family
+
 
 def median_ms(fn, warm=2, reps=15):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+    return median_us(fn, warm, reps) / 1000.0
 
 
 def torch_ms(r):

@@ -684,19 +684,7 @@ Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwa
   Workspace scratch{base + ex.scratch_offset, ws.bytes - static_cast<size_t>(ex.scratch_offset)};
 
   // out-shaped pointwise view over [kept batch..., M, N]
-  auto view = [&](detail::PointwiseGeometry& pg, int so, int ss, int sx) {
-    int n = 0;
-    for (int i = 0; i < f.nb; ++i) {
-      if (f.batch[i].s[kOpD] == 0 || f.batch[i].ext == 1) continue;
-      pg.ext[n] = f.batch[i].ext, pg.s_out[n] = f.batch[i].s[so], pg.s_src[n] = f.batch[i].s[ss], pg.s_aux[n] = f.batch[i].s[sx];
-      ++n;
-    }
-    pg.ext[n] = f.m.ext, pg.s_out[n] = f.m.s[so], pg.s_src[n] = f.m.s[ss], pg.s_aux[n] = f.m.s[sx], ++n;
-    pg.ext[n] = f.n.ext, pg.s_out[n] = f.n.s[so], pg.s_src[n] = f.n.s[ss], pg.s_aux[n] = f.n.s[sx], ++n;
-    pg.rank = n;
-    pg.numel = 1;
-    for (int i = 0; i < n; ++i) pg.numel *= pg.ext[i];
-  };
+  auto view = [&](detail::PointwiseGeometry& pg, int so, int ss, int sx) { detail::pointwise_axes(f, so, ss, sx, pg); };
   const bool act = d.activation != GemmActivation::kNone;
   const void* dz = args.d_out.data;
   const int zs = act ? kOpP : kOpD;

@@ -136,6 +136,21 @@ Result<PackStep> make_pack(std::string_view op, int which, DType dt, int n, cons
 
 }  // namespace
 
+void pointwise_axes(const GemmCanon& c, int so, int ss, int sx, PointwiseGeometry& g) {
+  int n = 0;
+  auto put = [&](const GemmAxis& x) {
+    g.ext[n] = x.ext, g.s_out[n] = x.s[so], g.s_src[n] = x.s[ss], g.s_aux[n] = x.s[sx];
+    ++n;
+  };
+  for (int i = 0; i < c.nb; ++i)
+    if (c.batch[i].s[kOpD] != 0 && c.batch[i].ext != 1) put(c.batch[i]);  // summed axes are not out's
+  put(c.m);
+  put(c.n);
+  g.rank = n;
+  g.numel = 1;
+  for (int i = 0; i < n; ++i) g.numel *= g.ext[i];
+}
+
 void simplify(GemmCanon& c) {
   int w = 0;
   for (int i = 0; i < c.nb; ++i) {
@@ -526,20 +541,7 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
 
   // the pointwise view of out over [kept batch..., M, N]
   auto out_view = [&](PointwiseGeometry& pg) {
-    int n = 0;
-    for (int i = 0; i < c.nb; ++i) {
-      if (c.batch[i].s[kOpD] == 0 || c.batch[i].ext == 1) continue;  // summed axes are not out's
-      pg.ext[n] = c.batch[i].ext;
-      pg.s_out[n] = c.batch[i].s[kOpD];
-      pg.s_src[n] = c.batch[i].s[kOpC];
-      pg.s_aux[n] = c.batch[i].s[kOpP];
-      ++n;
-    }
-    pg.ext[n] = c.m.ext, pg.s_out[n] = c.m.s[kOpD], pg.s_src[n] = c.m.s[kOpC], pg.s_aux[n] = c.m.s[kOpP], ++n;
-    pg.ext[n] = c.n.ext, pg.s_out[n] = c.n.s[kOpD], pg.s_src[n] = c.n.s[kOpC], pg.s_aux[n] = c.n.s[kOpP], ++n;
-    pg.rank = n;
-    pg.numel = 1;
-    for (int i = 0; i < n; ++i) pg.numel *= pg.ext[i];
+    pointwise_axes(c, kOpD, kOpC, kOpP, pg);
     pg.out = r.d;
     pg.aux = opt.save_preact ? r.preact : nullptr;
     pg.bias = opt.has_bias ? r.bias : nullptr;

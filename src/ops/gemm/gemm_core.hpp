@@ -60,6 +60,9 @@ struct PointwiseGeometry {
   bool backward = false;       // out = src ⊙ act'(aux)   (relu: aux > 0, gelu: derivative at aux)
 };
 Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t stream);
+// Fills g's axes [kept batch..., M, N] from c (axes where out has stride 0 are skipped), taking
+// the out / src / aux strides from operands so / ss / sx (GemmOperand); sets rank and numel.
+void pointwise_axes(const GemmCanon& c, int so, int ss, int sx, PointwiseGeometry& g);
 
 // dst[n·dst_stride] = scale · Σ_rows src[row, n], summed in f32 (f64 for f64) in a fixed
 // order: pass 1 writes per-chunk partials to the workspace, pass 2 adds them in chunk order.
