@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "baracuda/core/half_bits.hpp"
+#include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 
 namespace baracuda::bench {
@@ -149,6 +150,30 @@ bool verify_linear_sampled(const void* x, const void* w, const void* y, int64_t 
   return true;
 }
 
+// Selects desc under pref and times run(); 0 on failure (printed).
+double time_gemm(const std::string& label, const GemmDescriptor& desc, const PlanPreference& pref, const GemmArgs& args,
+                 int reps, std::string* sku, int* failures) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = GemmPlan::select(desc, pref);
+  const double select_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!plan) {
+    std::printf("%s: select failed: %s\n", label.c_str(), plan.status().to_string().c_str());
+    ++*failures;
+    return 0;
+  }
+  if (pref.autotune) std::printf("%s: autotuned select() took %.1f ms\n", label.c_str(), select_ms);
+  Buf ws(plan->workspace_size());
+  Status st;
+  const double ms = median_ms([&] { st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args); }, 2, reps);
+  if (!st.ok()) {
+    std::printf("%s: run failed: %s\n", label.c_str(), st.to_string().c_str());
+    ++*failures;
+    return 0;
+  }
+  *sku = plan->sku().name();
+  return ms;
+}
+
 }  // namespace
 
 int run_gemm_family(const std::string& json_path, bool quick, const std::string& filter) {
@@ -231,34 +256,101 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
                   100.0 * best / ours, ok ? "" : "VERIFY-FAIL", r.sku.c_str());
       recs.push_back(r);
 
-      // fused vs separate epilogue (bias + gelu_tanh) on the forward
+      auto variant = [&](const char* v, const GemmDescriptor& dv, const PlanPreference& pv, const GemmArgs& av) {
+        std::string sku;
+        const double ms = time_gemm(label + " " + v, dv, pv, av, reps, &sku, &failures);
+        if (ms <= 0) return;
+        std::printf("%-16s %-5s %-26s ours %9.3f ms %7.1f TFLOP/s %s\n", s.name, dir, v, ms, flop / ms / 1e9, sku.c_str());
+        recs.push_back({s.name, d, v, sku, M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, true, timed});
+      };
+      PlanPreference tuned;
+      tuned.autotune = true;
+      // timed selection (top-8 candidates) on the plain problem
+      variant("autotuned", desc, tuned, args);
+
+      // forward epilogue (bias + gelu_tanh): fused, separate, and the timed choice between them
       if (d == "fwd" && (std::string(s.name) == "llama3_gate_up" || std::string(s.name) == "llama3_o")) {
         Buf bias(size_t(N) * 2);
         fill_bf16(bias.p, N, 4);
         const TensorLayout BL = TensorLayout::make(DType::bf16, std::vector<int64_t>{N});
-        for (GemmEpilogueImpl impl : {GemmEpilogueImpl::kAuto, GemmEpilogueImpl::kSeparate}) {
-          GemmDescriptor de = GemmDescriptor::linear(X, W, &BL, OUT);
-          de.activation = GemmActivation::kGeluTanh;
-          de.epilogue_impl = impl;
-          auto pe = GemmPlan::select(de);
-          if (!pe) {
-            std::printf("%s epilogue select failed: %s\n", label.c_str(), pe.status().to_string().c_str());
-            ++failures;
-            continue;
-          }
-          Buf wse(pe->workspace_size());
-          GemmArgs ae = args;
-          static_cast<TensorLayout&>(ae.bias) = BL;
-          ae.bias.data = bias.p;
-          const double ms = median_ms([&] { st = pe->run(nullptr, {wse.p, pe->workspace_size()}, ae); }, 2, reps);
-          const char* v = impl == GemmEpilogueImpl::kAuto ? "bias_gelu_tanh_fused" : "bias_gelu_tanh_separate";
-          std::printf("%-16s %-5s %-24s ours %9.3f ms %7.1f TFLOP/s %s\n", s.name, dir, v, ms, flop / ms / 1e9,
-                      pe->sku().name().c_str());
-          recs.push_back({s.name, d, v, pe->sku().name(), M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, st.ok(), timed});
-        }
+        GemmArgs ae = args;
+        static_cast<TensorLayout&>(ae.bias) = BL;
+        ae.bias.data = bias.p;
+        GemmDescriptor de = GemmDescriptor::linear(X, W, &BL, OUT);
+        de.activation = GemmActivation::kGeluTanh;
+        variant("bias_gelu_tanh_fused", de, {}, ae);
+        variant("bias_gelu_tanh_autotuned", de, tuned, ae);
+        de.epilogue_impl = GemmEpilogueImpl::kSeparate;
+        variant("bias_gelu_tanh_separate", de, {}, ae);
+      }
+      // backward epilogue on the dgrad GEMM of the next layer: dH = (dY·W) ⊙ gelu'(Z), dbias = Σ_T dH
+      if (d == "dgrad" && (std::string(s.name) == "llama3_down" || std::string(s.name) == "llama3_o")) {
+        Buf aux(size_t(M) * N * 2), bgrad(size_t(N) * 2);
+        fill_bf16(aux.p, M * N, 5);
+        GemmArgs ag = args;
+        static_cast<TensorLayout&>(ag.aux) = OUT;
+        ag.aux.data = aux.p;
+        static_cast<TensorLayout&>(ag.bias_grad) = TensorLayout::make(DType::bf16, std::vector<int64_t>{N});
+        ag.bias_grad.data = bgrad.p;
+        GemmDescriptor dg = desc;
+        dg.grad_activation = GemmActivation::kGeluTanh;
+        dg.has_bias_grad = true;
+        variant("dgelu_bgrad_fused", dg, {}, ag);
+        variant("dgelu_bgrad_autotuned", dg, tuned, ag);
+        dg.epilogue_impl = GemmEpilogueImpl::kSeparate;
+        variant("dgelu_bgrad_separate", dg, {}, ag);
       }
     }
   }
+  // nn.functional.bilinear: x1 [B, I], x2 [B, J], w [O, I, J], bias [O]; forward and all gradients
+  if (filter.empty() || std::string("bilinear").find(filter) != std::string::npos) {
+    const int64_t B = quick ? 1024 : 4096, I = 256, J = 256, O = 256;
+    Buf x1(size_t(B) * I * 2), x2(size_t(B) * J * 2), w(size_t(O) * I * J * 2), bias(size_t(O) * 2), y(size_t(B) * O * 2),
+        dy(size_t(B) * O * 2), dx1(size_t(B) * I * 2), dx2(size_t(B) * J * 2), dw(size_t(O) * I * J * 2), db(size_t(O) * 2);
+    fill_bf16(x1.p, B * I, 6), fill_bf16(x2.p, B * J, 7), fill_bf16(w.p, O * I * J, 8), fill_bf16(bias.p, O, 9);
+    fill_bf16(dy.p, B * O, 10);
+    auto lay = [](std::vector<int64_t> s) { return TensorLayout::make(DType::bf16, s); };
+    BilinearDescriptor bd;
+    bd.x1 = lay({B, I}), bd.x2 = lay({B, J}), bd.weight = lay({O, I, J}), bd.out = lay({B, O}), bd.bias = lay({O});
+    bd.has_bias = true;
+    auto fp = BilinearPlan::select(bd);
+    auto bp = BilinearBackwardPlan::select(bd);
+    if (!fp || !bp) {
+      std::printf("bilinear select failed\n");
+      ++failures;
+    } else {
+      Buf wf(fp->workspace_size()), wb(bp->workspace_size());
+      BilinearArgs fa;
+      static_cast<TensorLayout&>(fa.x1) = bd.x1, static_cast<TensorLayout&>(fa.x2) = bd.x2;
+      static_cast<TensorLayout&>(fa.weight) = bd.weight, static_cast<TensorLayout&>(fa.bias) = bd.bias;
+      static_cast<TensorLayout&>(fa.out) = bd.out;
+      fa.x1.data = x1.p, fa.x2.data = x2.p, fa.weight.data = w.p, fa.bias.data = bias.p, fa.out.data = y.p;
+      BilinearBackwardArgs ba;
+      static_cast<TensorLayout&>(ba.x1) = bd.x1, static_cast<TensorLayout&>(ba.x2) = bd.x2;
+      static_cast<TensorLayout&>(ba.weight) = bd.weight, static_cast<TensorLayout&>(ba.d_out) = bd.out;
+      static_cast<TensorLayout&>(ba.dx1) = bd.x1, static_cast<TensorLayout&>(ba.dx2) = bd.x2;
+      static_cast<TensorLayout&>(ba.dweight) = bd.weight, static_cast<TensorLayout&>(ba.dbias) = bd.bias;
+      ba.x1.data = x1.p, ba.x2.data = x2.p, ba.weight.data = w.p, ba.d_out.data = dy.p;
+      ba.dx1.data = dx1.p, ba.dx2.data = dx2.p, ba.dweight.data = dw.p, ba.dbias.data = db.p;
+      Status s1, s2;
+      const double f_ms = median_ms([&] { s1 = fp->run(nullptr, {wf.p, fp->workspace_size()}, fa); }, 2, 15);
+      const double b_ms = median_ms([&] { s2 = bp->run(nullptr, {wb.p, bp->workspace_size()}, ba); }, 2, 15);
+      if (!s1.ok() || !s2.ok()) {
+        std::printf("bilinear run failed: %s %s\n", s1.to_string().c_str(), s2.to_string().c_str());
+        ++failures;
+      } else {
+        // the GEMMs' useful flops: fwd U (2·B·O·I·J) + y (2·B·O·J); bwd recomputes U and T, and G·dW
+        const double ff = 2.0 * B * O * I * J + 2.0 * B * O * J;
+        const double bf = 2.0 * B * O * I * J * 3 + 2.0 * B * O * (I + 2 * J);
+        std::printf("bilinear fwd B=%lld I=J=O=256 %9.3f ms %7.1f TFLOP/s %s\n", (long long)B, f_ms, ff / f_ms / 1e9,
+                    fp->sku().name().c_str());
+        std::printf("bilinear bwd                 %9.3f ms %7.1f TFLOP/s %s\n", b_ms, bf / b_ms / 1e9, bp->sku().name().c_str());
+        recs.push_back({"bilinear", "fwd", "bias", fp->sku().name(), B, O, I * J, f_ms, -1, ff / f_ms / 1e9, -1, true, 0});
+        recs.push_back({"bilinear", "bwd", "bias", bp->sku().name(), B, O, I * J, b_ms, -1, bf / b_ms / 1e9, -1, true, 0});
+      }
+    }
+  }
+
   // host overhead of run(): enqueue only, small problem
   double overhead_us = 0;
   {
@@ -278,6 +370,11 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
     GCHECK(cudaDeviceSynchronize());
     overhead_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
     std::printf("host overhead of GemmPlan::run (checks + cublasLtMatmul enqueue, 64^3 bf16): %.2f us/call\n", overhead_us);
+    const auto t2 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) (void)GemmPlan::select(GemmDescriptor::mm(L, L, L));
+    const auto t3 = std::chrono::steady_clock::now();
+    std::printf("GemmPlan::select of a cached descriptor: %.2f us/call\n",
+                std::chrono::duration<double, std::micro>(t3 - t2).count() / n);
   }
   cublasLtDestroy(h);
   if (!json_path.empty()) {

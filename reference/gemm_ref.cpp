@@ -119,7 +119,7 @@ double gemm_activation_grad(GemmActivation act, double z) {
 
 GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
                             const std::vector<double>& c, const std::vector<double>& bias, bool f32_math,
-                            double (*round_product)(double)) {
+                            double (*round_product)(double), const std::vector<double>* aux) {
   const Geometry g = geometry(d);
   const int64_t on = numel_of(g.o_shape);
   std::vector<double> p(static_cast<size_t>(on), 0.0);
@@ -142,7 +142,12 @@ GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& 
     if (d.has_c && d.beta != 0.0) z = rnd(z + rnd(d.beta * c[bcast_index(g.c_shape, idx.data(), orank)]));
     if (d.has_bias) z = rnd(z + bias[orank > 0 && !g.b1 ? idx[orank - 1] : 0]);
     r.preact[i] = z;
-    r.out[i] = rnd(gemm_activation(d.activation, z));
+    r.out[i] = d.grad_activation != GemmActivation::kNone ? rnd(z * gemm_activation_grad(d.grad_activation, (*aux)[i]))
+                                                          : rnd(gemm_activation(d.activation, z));
+  }
+  if (d.has_bias_grad) {
+    r.bias_grad.assign(static_cast<size_t>(g.N), 0.0);
+    for (int64_t i = 0; i < on; ++i) r.bias_grad[i % g.N] += r.out[i];
   }
   return r;
 }
@@ -190,6 +195,43 @@ std::vector<double> gemm_abs_product(const GemmDescriptor& d, const std::vector<
     p[io] += s;
   }, d.transpose_b);
   return p;
+}
+
+std::vector<double> bilinear_forward(int64_t B, int64_t I, int64_t J, int64_t O, const std::vector<double>& x1,
+                                     const std::vector<double>& x2, const std::vector<double>& w,
+                                     const std::vector<double>& bias) {
+  std::vector<double> y(static_cast<size_t>(B * O), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o) {
+      double s = bias.empty() ? 0.0 : bias[o];
+      for (int64_t i = 0; i < I; ++i)
+        for (int64_t j = 0; j < J; ++j) s += x1[b * I + i] * w[(o * I + i) * J + j] * x2[b * J + j];
+      y[b * O + o] = s;
+    }
+  return y;
+}
+
+BilinearBackwardRef bilinear_backward(int64_t B, int64_t I, int64_t J, int64_t O, const std::vector<double>& x1,
+                                      const std::vector<double>& x2, const std::vector<double>& w,
+                                      const std::vector<double>& d_out) {
+  BilinearBackwardRef r;
+  r.dx1.assign(static_cast<size_t>(B * I), 0.0);
+  r.dx2.assign(static_cast<size_t>(B * J), 0.0);
+  r.dw.assign(static_cast<size_t>(O * I * J), 0.0);
+  r.dbias.assign(static_cast<size_t>(O), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o) {
+      const double g = d_out[b * O + o];
+      r.dbias[o] += g;
+      for (int64_t i = 0; i < I; ++i)
+        for (int64_t j = 0; j < J; ++j) {
+          const double wv = w[(o * I + i) * J + j];
+          r.dx1[b * I + i] += g * wv * x2[b * J + j];
+          r.dx2[b * J + j] += g * wv * x1[b * I + i];
+          r.dw[(o * I + i) * J + j] += g * x1[b * I + i] * x2[b * J + j];
+        }
+    }
+  return r;
 }
 
 }  // namespace baracuda::ref

@@ -16,15 +16,17 @@ double gemm_activation_grad(GemmActivation act, double z);
 
 struct GemmForwardRef {
   std::vector<double> out, preact;
+  std::vector<double> bias_grad;  // has_bias_grad: Σ over out's rows
 };
 // c and bias may be empty when the descriptor has none. With f32_math every sum (sequential
 // over k) and the epilogue run in float: the "plain same-precision product" the comparison rule
 // measures cuBLASLt against (its error, not its value, is what the tests use). round_product,
 // when given, rounds alpha·P before c and bias are added: a GEMM that writes its output dtype,
-// followed by a separate addition (PyTorch's unfused composition).
+// followed by a separate addition (PyTorch's unfused composition). aux: the grad epilogue's
+// activation input (out-shaped), needed when d.grad_activation is set.
 GemmForwardRef gemm_forward(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b,
                             const std::vector<double>& c, const std::vector<double>& bias, bool f32_math = false,
-                            double (*round_product)(double) = nullptr);
+                            double (*round_product)(double) = nullptr, const std::vector<double>* aux = nullptr);
 
 struct GemmBackwardRef {
   std::vector<double> da, db, dbias, dc;
@@ -36,5 +38,17 @@ GemmBackwardRef gemm_backward(const GemmDescriptor& d, const std::vector<double>
 
 // |Σ_k |a_k·b_k|| per output element (the scale a K-length sum's rounding error grows with).
 std::vector<double> gemm_abs_product(const GemmDescriptor& d, const std::vector<double>& a, const std::vector<double>& b);
+
+// torch.nn.functional.bilinear (baracuda/ops/bilinear.hpp): x1 [B, I], x2 [B, J], w [O, I, J],
+// bias [O] or empty; out [B, O]. Backward: gradients of sum(out · d_out).
+std::vector<double> bilinear_forward(int64_t B, int64_t I, int64_t J, int64_t O, const std::vector<double>& x1,
+                                     const std::vector<double>& x2, const std::vector<double>& w,
+                                     const std::vector<double>& bias);
+struct BilinearBackwardRef {
+  std::vector<double> dx1, dx2, dw, dbias;
+};
+BilinearBackwardRef bilinear_backward(int64_t B, int64_t I, int64_t J, int64_t O, const std::vector<double>& x1,
+                                      const std::vector<double>& x2, const std::vector<double>& w,
+                                      const std::vector<double>& d_out);
 
 }  // namespace baracuda::ref

@@ -8,5 +8,6 @@
 #include "baracuda/core/scalar.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/pad.hpp"

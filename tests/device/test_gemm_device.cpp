@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "device/device_harness.hpp"
 #include "gemm_ref.hpp"
@@ -45,6 +46,9 @@ struct Case {
   bool nan_c = false;      // c holds NaN (beta == 0 must ignore it)
   bool backward = false;
   bool tf32 = false;
+  GemmActivation grad_act = GemmActivation::kNone;  // backward epilogue: out = Z ⊙ act'(aux)
+  bool bias_grad = false;
+  bool autotune = false;
 };
 
 struct Stats {
@@ -53,7 +57,7 @@ struct Stats {
   double worst_vs_plain = 0;    // max over cases of err_max / (2·plain_err_max + ulp)
   std::string worst_case;
 };
-Stats g_fwd, g_bwd;
+Stats g_fwd, g_bwd, g_bil;
 
 std::string repro(const Case& c, uint64_t seed) {
   return "repro: gemm " + c.name + " dtype " + std::string(dtype_name(c.dt)) + " a " + test::shape_str(c.a.shape) + "/" +
@@ -104,7 +108,7 @@ struct DeviceWs {
 };
 
 GemmDescriptor describe(const Case& c, const StridedBuffer& a, const StridedBuffer& b, const StridedBuffer& out,
-                        const StridedBuffer* cb, const StridedBuffer* bias) {
+                        const StridedBuffer* cb, const StridedBuffer* bias, const void* extra_ptr = nullptr) {
   GemmDescriptor d;
   d.a = a.ref(), d.b = b.ref(), d.out = out.mut();
   d.transpose_b = c.transpose_b;
@@ -115,8 +119,10 @@ GemmDescriptor describe(const Case& c, const StridedBuffer& a, const StridedBuff
   d.activation = c.act;
   d.save_preactivation = c.preact;
   d.epilogue_impl = c.epi;
+  d.grad_activation = c.grad_act;
+  d.has_bias_grad = c.bias_grad;
   d.pointer_alignment = pointer_alignment_of({a.view_ptr(), b.view_ptr(), out.view_ptr(), cb ? cb->view_ptr() : nullptr,
-                                              bias ? bias->view_ptr() : nullptr});
+                                              bias ? bias->view_ptr() : nullptr, extra_ptr});
   return d;
 }
 
@@ -139,9 +145,21 @@ void run_forward(const Case& cs, uint64_t seed) {
   if (cs.has_c && !cs.c_is_out) cbuf = StridedBuffer(odt, cs.c.shape, cs.c.layout);
   if (cs.has_bias) bias = StridedBuffer(odt, cs.bias.shape, cs.bias.layout);
   if (cs.preact) pre = StridedBuffer(odt, cs.out.shape, Layout::kContiguous);
+  const bool grad = cs.grad_act != GemmActivation::kNone;
+  StridedBuffer aux, bgrad;
+  if (grad) aux = StridedBuffer(odt, cs.out.shape, Layout::kContiguous);
+  if (cs.bias_grad) bgrad = StridedBuffer(odt, {cs.out.shape.back()}, Layout::kContiguous);
   fill(a, rng, cs.integer_fill);
   fill(b, rng, cs.integer_fill);
   a.upload(), b.upload();
+  std::vector<double> auxval;
+  if (grad) {
+    std::uniform_real_distribution<double> u3(-3.0, 3.0);  // across gelu's curved range
+    for (int64_t i = 0; i < aux.numel(); ++i) aux.set_bits(i, test::double_to_bits(odt, cs.integer_fill ? 1.0 : u3(rng)));
+    aux.upload();
+    auxval = logical(aux);
+  }
+  if (cs.bias_grad) bgrad.fill_storage(kPoison), bgrad.upload();
   std::vector<double> cval, biasval;
   out.fill_storage(kPoison);
   if (cs.c_is_out) {
@@ -166,9 +184,10 @@ void run_forward(const Case& cs, uint64_t seed) {
     pre.upload();
   }
   const StridedBuffer* cptr = cs.has_c ? (cs.c_is_out ? &out : &cbuf) : nullptr;
-  GemmDescriptor d = describe(cs, a, b, out, cptr, cs.has_bias ? &bias : nullptr);
+  GemmDescriptor d = describe(cs, a, b, out, cptr, cs.has_bias ? &bias : nullptr, grad ? aux.view_ptr() : nullptr);
   PlanPreference pref;
   pref.allow_tf32 = cs.tf32;
+  pref.autotune = cs.autotune;
   auto plan = GemmPlan::select(d, pref);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   // fp8: per-tensor dequantisation scales on the device
@@ -186,12 +205,16 @@ void run_forward(const Case& cs, uint64_t seed) {
   if (cs.has_bias) args.bias = bias.ref();
   if (cs.preact) args.preact = pre.mut();
   if (fp8) args.a_scale = scales, args.b_scale = scales + 4;
+  if (grad) args.aux = aux.ref();
+  if (cs.bias_grad) args.bias_grad = bgrad.mut();
+  if (cs.autotune) EXPECT_NE(plan->sku().name().find(".tuned"), std::string::npos) << plan->sku().name();
   Status st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args);
   ASSERT_TRUE(st.ok()) << st.to_string() << " sku " << plan->sku().name();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaFree(scales);
   out.download();
   if (cs.preact) pre.download();
+  if (cs.bias_grad) bgrad.download();
 
   std::vector<double> av = logical(a), bv = logical(b);
   if (fp8)
@@ -199,15 +222,16 @@ void run_forward(const Case& cs, uint64_t seed) {
   if (fp8)
     for (auto& v : bv) v *= scales_h[1];
   GemmDescriptor dr = d;  // the reference reads logical arrays
-  const ref::GemmForwardRef r = ref::gemm_forward(dr, av, bv, cval, biasval);
+  const ref::GemmForwardRef r = ref::gemm_forward(dr, av, bv, cval, biasval, false, nullptr, grad ? &auxval : nullptr);
   // the plain same-precision composition: f32 sums; with c or bias, the product is first written in
   // the output dtype, then added (cuBLASLt's f16 kernels and our separate epilogue round there too)
-  const bool two_step = (cs.has_c && cs.beta != 0.0) || cs.has_bias;
+  const bool two_step = (cs.has_c && cs.beta != 0.0) || cs.has_bias || grad;
   static DType s_odt;
   s_odt = odt;
   auto round_out = +[](double v) { return test::bits_to_double(s_odt, test::double_to_bits(s_odt, v)); };
   const ref::GemmForwardRef plain =
-      ref::gemm_forward(dr, av, bv, cval, biasval, /*f32_math=*/odt != DType::f64, two_step ? round_out : nullptr);
+      ref::gemm_forward(dr, av, bv, cval, biasval, /*f32_math=*/odt != DType::f64, two_step ? round_out : nullptr,
+                        grad ? &auxval : nullptr);
   const std::vector<double> absp = ref::gemm_abs_product(dr, av, bv);
   const double eps_out = test::dtype_eps(odt);
   // fp8 on Hopper: the tensor cores keep about 14 mantissa bits of the running sum between
@@ -221,6 +245,10 @@ void run_forward(const Case& cs, uint64_t seed) {
   const int64_t K = reduction_length(cs);
   double err_max = 0, plain_max = 0, ref_max = 0, ratio_max = 0;
   int64_t nonzero = 0;
+  // the grad epilogue multiplies by act'(aux): |gelu'| <= 1.13, |relu'| <= 1
+  const double gmax = grad ? 1.13 : 1.0;
+  const int64_t ncols = cs.out.shape.empty() ? 1 : cs.out.shape.back();
+  std::vector<double> col_tol(static_cast<size_t>(ncols), 0.0), col_abs(static_cast<size_t>(ncols), 0.0);
   for (int64_t i = 0; i < out.numel(); ++i) {
     const double got = test::bits_to_double(odt, out.get_bits(i));
     const double want = r.out[i];
@@ -231,8 +259,11 @@ void run_forward(const Case& cs, uint64_t seed) {
       continue;
     }
     const double err = std::fabs(got - want);
-    const double inter = two_step ? std::fabs(cs.alpha) * absp[i] : 0.0;  // bound on |alpha·P| rounded mid-way
-    const double tol = 2 * eps_out * (std::fabs(want) + inter) + 2.0 * K * eps_acc * std::fabs(cs.alpha) * absp[i] + 1e-300;
+    const double inter = two_step ? gmax * std::fabs(cs.alpha) * absp[i] : 0.0;  // bound on |alpha·P| rounded mid-way
+    const double tol =
+        2 * eps_out * (std::fabs(want) + inter) + 2.0 * K * eps_acc * gmax * std::fabs(cs.alpha) * absp[i] + 1e-300;
+    col_tol[i % ncols] += tol;
+    col_abs[i % ncols] += std::fabs(want);
     ASSERT_LE(err, tol) << "element " << i << " got " << got << " want " << want << " |a||b| " << absp[i];
     ratio_max = std::max(ratio_max, err / tol);
     err_max = std::max(err_max, err);
@@ -247,6 +278,15 @@ void run_forward(const Case& cs, uint64_t seed) {
       const double inter = two_step ? std::fabs(cs.alpha) * absp[i] : 0.0;
       const double tol = 2 * eps_out * (std::fabs(want) + inter) + 2.0 * K * eps_acc * absp[i] + 1e-300;
       ASSERT_LE(std::fabs(got - want), tol) << "preact element " << i << " got " << got << " want " << want;
+    }
+  }
+  if (cs.bias_grad) {
+    // Σ over rows of out: each term's own error, plus the f32 sum's rounding
+    const int64_t rows = out.numel() / std::max<int64_t>(1, ncols);
+    for (int64_t n = 0; n < ncols; ++n) {
+      const double got = test::bits_to_double(odt, bgrad.get_bits(n)), want = r.bias_grad[n];
+      const double tol = col_tol[n] + 2 * eps_out * std::fabs(want) + 2.0 * rows * eps_acc * col_abs[n] + 1e-300;
+      ASSERT_LE(std::fabs(got - want), tol) << "bias_grad element " << n << " got " << got << " want " << want;
     }
   }
   int64_t bad = -1;
@@ -354,6 +394,7 @@ class GemmDevice : public ::testing::Test {
              "[gemm]   at %s\n",
              (long long)g_fwd.cases, (long long)g_fwd.exact_cases, (long long)g_fwd.elements, g_fwd.worst_ratio,
              g_fwd.worst_vs_plain, g_fwd.worst_case.c_str());
+    if (g_bil.cases) printf("[gemm] bilinear: %lld cases (fwd + 4 gradients each), worst err/tol %.3f\n", (long long)g_bil.cases, g_bil.worst_ratio);
     if (g_bwd.cases)
       printf("[gemm] backward: %lld cases, %lld gradient elements, worst err/tol %.3f\n", (long long)g_bwd.cases,
              (long long)g_bwd.elements, g_bwd.worst_ratio);
@@ -593,6 +634,182 @@ TEST_F(GemmDevice, Backward) {
     c.name = "bwd_addbmm";
     c.a = {{5, 16, 40}}, c.b = {{5, 40, 24}}, c.out = {{16, 24}}, c.sum_batch = true;
     run_backward(c, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Backward epilogues: out = (dY·W) ⊙ act'(aux) with the bias gradient, fused (dgelu_tanh) and
+// separate (every act), plain and batched, every dtype.
+TEST_F(GemmDevice, BackwardEpilogues) {
+  uint64_t seed = 9500;
+  const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kGeluTanh, GemmActivation::kGeluErf};
+  for (DType dt : kFloat)
+    for (GemmActivation act : acts)
+      for (GemmEpilogueImpl epi : {GemmEpilogueImpl::kAuto, GemmEpilogueImpl::kSeparate})
+        for (bool bg : {false, true}) {
+          if (act == GemmActivation::kNone && !bg) continue;
+          Case c;
+          c.name = std::string("dact_") + std::string(gemm_activation_name(act)) + (bg ? "_bgrad" : "") +
+                   (epi == GemmEpilogueImpl::kSeparate ? "_sep" : "");
+          c.dt = dt;
+          // dH [M, N] = dY [M, O] · W [O, N]   (the da GEMM of the next layer)
+          c.a = {{96, 40}}, c.b = {{40, 72}}, c.out = {{96, 72}};
+          c.grad_act = act, c.bias_grad = bg, c.epi = epi;
+          run_forward(c, seed++);
+          if (HasFatalFailure()) return;
+          c.name += "_odd";
+          c.a = {{33, 17}}, c.b = {{17, 24}, Layout::kTransposed}, c.out = {{33, 24}};
+          run_forward(c, seed++);
+          if (HasFatalFailure()) return;
+          if (!bg) {
+            c.name += "_bmm";
+            c.a = {{3, 40, 64}}, c.b = {{3, 64, 16}}, c.out = {{3, 40, 16}};
+            run_forward(c, seed++);
+            if (HasFatalFailure()) return;
+          }
+        }
+  // the fused form exists for dgelu_tanh (+ bias_grad) and is what kAuto picks without autotune
+  StridedBuffer a(DType::bf16, {64, 32}, Layout::kContiguous), b(DType::bf16, {32, 48}, Layout::kContiguous),
+      o(DType::bf16, {64, 48}, Layout::kContiguous);
+  GemmDescriptor d = GemmDescriptor::mm(a.ref(), b.ref(), o.mut());
+  d.grad_activation = GemmActivation::kGeluTanh, d.has_bias_grad = true;
+  auto p = GemmPlan::select(d);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_NE(p->sku().name().find("fusedepi"), std::string::npos) << p->sku().name();
+  d.epilogue_impl = GemmEpilogueImpl::kFused, d.grad_activation = GemmActivation::kRelu;
+  auto f = GemmPlan::select(d);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("backward epilogue"), std::string::npos) << f.status().message();
+}
+
+// Timed selection: the candidates and both epilogue forms are timed, the result is correct, and
+// the second select() of the same problem is a cache hit.
+TEST_F(GemmDevice, AutotuneAndPlanCache) {
+  uint64_t seed = 9700;
+  for (DType dt : {DType::bf16, DType::f32}) {
+    Case c;
+    c.dt = dt;
+    c.autotune = true;
+    c.name = "tuned_linear_bias_gelu";
+    c.a = {{256, 512}}, c.b = {{384, 512}}, c.transpose_b = true, c.out = {{256, 384}};
+    c.has_bias = true, c.bias = {{384}}, c.act = GemmActivation::kGeluTanh, c.preact = true;
+    run_forward(c, seed++);
+    if (HasFatalFailure()) return;
+    c = Case{};
+    c.dt = dt, c.autotune = true;
+    c.name = "tuned_dgelu_bgrad";
+    c.a = {{256, 128}}, c.b = {{128, 192}}, c.out = {{256, 192}}, c.grad_act = GemmActivation::kGeluTanh, c.bias_grad = true;
+    run_forward(c, seed++);
+    if (HasFatalFailure()) return;
+    c = Case{};
+    c.dt = dt, c.autotune = true;
+    c.name = "tuned_bmm_packed";
+    c.a = {{4, 64, 96}, Layout::kTransposed}, c.b = {{96, 80}, Layout::kStep2}, c.out = {{4, 64, 80}};
+    run_forward(c, seed++);
+    if (HasFatalFailure()) return;
+  }
+  StridedBuffer a(DType::bf16, {128, 256}, Layout::kContiguous), b(DType::bf16, {256, 64}, Layout::kContiguous),
+      o(DType::bf16, {128, 64}, Layout::kContiguous);
+  const GemmDescriptor d = GemmDescriptor::mm(a.ref(), b.ref(), o.mut());
+  PlanPreference tuned;
+  tuned.autotune = true;
+  auto p1 = GemmPlan::select(d, tuned);
+  ASSERT_TRUE(p1.ok()) << p1.status().to_string();
+  const GemmPlanCacheStats before = gemm_plan_cache_stats();
+  auto p2 = GemmPlan::select(d, tuned);
+  ASSERT_TRUE(p2.ok());
+  const GemmPlanCacheStats after = gemm_plan_cache_stats();
+  EXPECT_EQ(after.hits, before.hits + 1);
+  EXPECT_EQ(p1->sku().name(), p2->sku().name());
+  EXPECT_EQ(p1->workspace_size(), p2->workspace_size());
+  EXPECT_GT(after.entries, 0u);
+  gemm_plan_cache_clear();
+  EXPECT_EQ(gemm_plan_cache_stats().entries, 0u);
+  printf("[gemm] autotune sku %s; cache hits %zu misses %zu\n", p1->sku().name().c_str(), after.hits, after.misses);
+}
+
+// nn.functional.bilinear forward and backward against the float64 reference: tolerance from the
+// same sums over absolute values (the intermediates round once to the dtype, sums accumulate in f32).
+void run_bilinear(DType dt, std::vector<int64_t> lead, int64_t I, int64_t J, int64_t O, bool bias, Layout x1_layout,
+                  uint64_t seed) {
+  SCOPED_TRACE("repro: bilinear " + std::string(dtype_name(dt)) + " lead " + test::shape_str(lead) + " I " +
+               std::to_string(I) + " J " + std::to_string(J) + " O " + std::to_string(O) + " x1 " +
+               test::layout_name(x1_layout) + " seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto with = [&](int64_t last) {
+    std::vector<int64_t> s = lead;
+    s.push_back(last);
+    return s;
+  };
+  int64_t B = 1;
+  for (int64_t e : lead) B *= e;
+  StridedBuffer x1(dt, with(I), x1_layout), x2(dt, with(J), Layout::kContiguous), w(dt, {O, I, J}, Layout::kContiguous),
+      bb(dt, {O}, Layout::kContiguous), y(dt, with(O), Layout::kContiguous), dy(dt, with(O), Layout::kContiguous);
+  StridedBuffer dx1(dt, with(I), Layout::kContiguous), dx2(dt, with(J), Layout::kContiguous),
+      dw(dt, {O, I, J}, Layout::kContiguous), db(dt, {O}, Layout::kContiguous);
+  for (StridedBuffer* t : {&x1, &x2, &w, &bb, &dy}) fill(*t, rng, false), t->upload();
+  for (StridedBuffer* t : {&y, &dx1, &dx2, &dw, &db}) t->fill_storage(kPoison), t->upload();
+  BilinearDescriptor d;
+  d.x1 = x1.ref(), d.x2 = x2.ref(), d.weight = w.ref(), d.out = y.mut();
+  if (bias) d.bias = bb.ref(), d.has_bias = true;
+  d.pointer_alignment = pointer_alignment_of({x1.view_ptr()});
+  auto fp = BilinearPlan::select(d);
+  ASSERT_TRUE(fp.ok()) << fp.status().to_string();
+  auto bp = BilinearBackwardPlan::select(d);
+  ASSERT_TRUE(bp.ok()) << bp.status().to_string();
+  DeviceWs wf(fp->workspace_size()), wb(bp->workspace_size());
+  BilinearArgs fa;
+  fa.x1 = x1.ref(), fa.x2 = x2.ref(), fa.weight = w.ref(), fa.out = y.mut();
+  if (bias) fa.bias = bb.ref();
+  Status st = fp->run(nullptr, {wf.p, fp->workspace_size()}, fa);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  BilinearBackwardArgs ba;
+  ba.x1 = x1.ref(), ba.x2 = x2.ref(), ba.weight = w.ref(), ba.d_out = dy.ref();
+  ba.dx1 = dx1.mut(), ba.dx2 = dx2.mut(), ba.dweight = dw.mut();
+  if (bias) ba.dbias = db.mut();
+  st = bp->run(nullptr, {wb.p, bp->workspace_size()}, ba);
+  ASSERT_TRUE(st.ok()) << st.to_string() << " sku " << bp->sku().name();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (StridedBuffer* t : {&y, &dx1, &dx2, &dw, &db}) t->download();
+  const std::vector<double> v1 = logical(x1), v2 = logical(x2), vw = logical(w), vb = logical(bb), vg = logical(dy);
+  auto absv = [](std::vector<double> v) {
+    for (auto& x : v) x = std::fabs(x);
+    return v;
+  };
+  const std::vector<double> want = ref::bilinear_forward(B, I, J, O, v1, v2, vw, bias ? vb : std::vector<double>{});
+  const std::vector<double> scale = ref::bilinear_forward(B, I, J, O, absv(v1), absv(v2), absv(vw), bias ? absv(vb) : std::vector<double>{});
+  const ref::BilinearBackwardRef g = ref::bilinear_backward(B, I, J, O, v1, v2, vw, vg);
+  const ref::BilinearBackwardRef gs = ref::bilinear_backward(B, I, J, O, absv(v1), absv(v2), absv(vw), absv(vg));
+  const double eps_out = test::dtype_eps(dt), eps_acc = dt == DType::f64 ? eps_out : test::dtype_eps(DType::f32);
+  const double len = static_cast<double>(I + J + O + B);  // the longest chain of sums any element sees
+  double worst = 0;
+  auto check = [&](const char* name, const StridedBuffer& got_b, const std::vector<double>& ref_v, const std::vector<double>& sc) {
+    ASSERT_EQ(static_cast<int64_t>(ref_v.size()), got_b.numel()) << name;
+    for (int64_t i = 0; i < got_b.numel(); ++i) {
+      const double got = test::bits_to_double(dt, got_b.get_bits(i));
+      // two roundings to the dtype (intermediate and out) plus the f32 sums
+      const double tol = 2 * eps_out * std::fabs(ref_v[i]) + (4 * eps_out + 2 * len * eps_acc) * sc[i] + 1e-300;
+      ASSERT_FALSE(std::isnan(got)) << name << " NaN at " << i;
+      ASSERT_LE(std::fabs(got - ref_v[i]), tol) << name << " element " << i << " got " << got << " want " << ref_v[i];
+      worst = std::max(worst, std::fabs(got - ref_v[i]) / tol);
+    }
+  };
+  check("out", y, want, scale);
+  check("dx1", dx1, g.dx1, gs.dx1);
+  check("dx2", dx2, g.dx2, gs.dx2);
+  check("dweight", dw, g.dw, gs.dw);
+  if (bias) check("dbias", db, g.dbias, gs.dbias);
+  g_bil.cases++;
+  g_bil.worst_ratio = std::max(g_bil.worst_ratio, worst);
+}
+
+TEST_F(GemmDevice, Bilinear) {
+  uint64_t seed = 9900;
+  for (DType dt : kFloat) {
+    run_bilinear(dt, {37}, 24, 16, 8, true, Layout::kContiguous, seed++);
+    run_bilinear(dt, {2, 3}, 9, 5, 7, false, Layout::kContiguous, seed++);
+    run_bilinear(dt, {}, 16, 24, 12, true, Layout::kContiguous, seed++);
+    run_bilinear(dt, {64}, 32, 32, 40, true, Layout::kStep2, seed++);
     if (HasFatalFailure()) return;
   }
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "gemm_ref.hpp"
 #include "ops/gemm/gemm_core.hpp"
@@ -115,6 +116,79 @@ TEST(GemmReference, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// The backward epilogue chains layers: for h = act(x·W1ᵀ + b1), y = h·W2ᵀ, the GEMM dH = dY·W2
+// with grad_activation = act and aux = Z1 gives dZ1, and its bias_grad is db1 — the same values
+// the (finite-difference-checked) backward reference gives for layer 1 with d_out = dH.
+TEST(GemmReference, BackwardEpilogueChainsLayers) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto rnd = [&](size_t n) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  const int64_t T = 5, In = 4, H = 6, Out = 3;
+  for (GemmActivation act : {GemmActivation::kRelu, GemmActivation::kGeluTanh, GemmActivation::kGeluErf}) {
+    const std::vector<double> x = rnd(T * In), w1 = rnd(H * In), b1 = rnd(H), w2 = rnd(Out * H), dy = rnd(T * Out);
+    TensorLayout bl = L(DType::f64, {H});
+    auto l1 = GemmDescriptor::linear(L(DType::f64, {T, In}), L(DType::f64, {H, In}), &bl, L(DType::f64, {T, H}));
+    l1.activation = act;
+    const auto f1 = ref::gemm_forward(l1, x, w1, {}, b1);
+    auto dh_desc = GemmDescriptor::mm(L(DType::f64, {T, Out}), L(DType::f64, {Out, H}), L(DType::f64, {T, H}));
+    const auto dh = ref::gemm_forward(dh_desc, dy, w2, {}, {});
+    auto chained = dh_desc;
+    chained.grad_activation = act, chained.has_bias_grad = true;
+    const auto r = ref::gemm_forward(chained, dy, w2, {}, {}, false, nullptr, &f1.preact);
+    const auto g1 = ref::gemm_backward(l1, x, w1, {}, b1, dh.out);
+    ASSERT_EQ(r.bias_grad.size(), g1.dbias.size());
+    for (size_t i = 0; i < g1.dbias.size(); ++i) EXPECT_NEAR(r.bias_grad[i], g1.dbias[i], 1e-12) << i;
+    // and dZ1 reproduces layer 1's weight gradient: dW1 = dZ1ᵀ · x
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k < In; ++k) {
+        double s = 0;
+        for (int64_t t = 0; t < T; ++t) s += r.out[t * H + h] * x[t * In + k];
+        EXPECT_NEAR(s, g1.db[h * In + k], 1e-12);
+      }
+  }
+}
+
+TEST(GemmReference, BilinearBackwardMatchesFiniteDifferences) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto rnd = [&](size_t n) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  const int64_t B = 3, I = 4, J = 2, O = 5;
+  std::vector<double> x1 = rnd(B * I), x2 = rnd(B * J), w = rnd(O * I * J), bias = rnd(O), dy = rnd(B * O);
+  // hand case: B = 1, I = J = O = 1: y = x1 w x2 + b
+  EXPECT_EQ(ref::bilinear_forward(1, 1, 1, 1, {2}, {3}, {5}, {7}), (std::vector<double>{37}));
+  const auto g = ref::bilinear_backward(B, I, J, O, x1, x2, w, dy);
+  auto loss = [&]() {
+    const auto y = ref::bilinear_forward(B, I, J, O, x1, x2, w, bias);
+    double s = 0;
+    for (size_t i = 0; i < y.size(); ++i) s += y[i] * dy[i];
+    return s;
+  };
+  auto check = [&](std::vector<double>& x, const std::vector<double>& gx, const char* name) {
+    ASSERT_EQ(x.size(), gx.size()) << name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double h = 1e-6, keep = x[i];
+      x[i] = keep + h;
+      const double up = loss();
+      x[i] = keep - h;
+      const double dn = loss();
+      x[i] = keep;
+      EXPECT_NEAR(gx[i], (up - dn) / (2 * h), 1e-7) << name << "[" << i << "]";
+    }
+  };
+  check(x1, g.dx1, "dx1");
+  check(x2, g.dx2, "dx2");
+  check(w, g.dw, "dw");
+  check(bias, g.dbias, "dbias");
+}
+
 // ------------------------------------------------------------------ validation
 TEST(GemmPlanHost, ValidationErrorsNameTheField) {
   const PlanPreference p = sm90();
@@ -188,6 +262,70 @@ TEST(GemmPlanHost, SelectWithoutGpuValidatesAndDefersTheAlgorithm) {
   // backward selects without a GPU as well
   auto bwd = GemmBackwardPlan::select(d, sm90());
   EXPECT_TRUE(bwd.ok()) << bwd.status().to_string();
+}
+
+TEST(GemmPlanHost, BackwardEpilogueAndBilinearValidation) {
+  const PlanPreference p = sm90();
+  auto d = GemmDescriptor::mm(L(DType::bf16, {64, 32}), L(DType::bf16, {32, 48}), L(DType::bf16, {64, 48}));
+  d.grad_activation = GemmActivation::kGeluTanh;
+  d.has_bias_grad = true;
+  auto ok = GemmPlan::select(d, p);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  // aux is required and must be out-shaped
+  GemmArgs args;
+  alignas(256) static char fake[1 << 16];
+  static_cast<TensorLayout&>(args.a) = d.a, args.a.data = fake;
+  static_cast<TensorLayout&>(args.b) = d.b, args.b.data = fake + 8192;
+  static_cast<TensorLayout&>(args.out) = d.out, args.out.data = fake + 16384;
+  Status s = ok->can_implement(args);
+  EXPECT_NE(s.message().find("aux"), std::string::npos) << s.message();
+  static_cast<TensorLayout&>(args.aux) = d.out, args.aux.data = fake + 32768;
+  s = ok->can_implement(args);
+  EXPECT_NE(s.message().find("bias_grad"), std::string::npos) << s.message();
+  const int64_t n = 48;
+  static_cast<TensorLayout&>(args.bias_grad) = L(DType::bf16, {n}), args.bias_grad.data = fake + 49152;
+  EXPECT_TRUE(ok->can_implement(args).ok()) << ok->can_implement(args).to_string();
+  // exclusive with the forward epilogue
+  auto bad = d;
+  bad.activation = GemmActivation::kRelu;
+  auto r = GemmPlan::select(bad, p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("excludes activation"), std::string::npos) << r.status().message();
+  // no backward plan of a backward epilogue
+  EXPECT_FALSE(GemmBackwardPlan::select(d, p).ok());
+  // autotune without a device selects as usual (nothing to time)
+  PlanPreference pt = p;
+  pt.autotune = true;
+  auto t = GemmPlan::select(GemmDescriptor::mm(L(DType::bf16, {64, 32}), L(DType::bf16, {32, 48}), L(DType::bf16, {64, 48})), pt);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+
+  BilinearDescriptor bd;
+  bd.x1 = L(DType::f32, {8, 4}), bd.x2 = L(DType::f32, {8, 3}), bd.weight = L(DType::f32, {5, 4, 3}), bd.out = L(DType::f32, {8, 5});
+  auto bp = BilinearPlan::select(bd, p);
+  ASSERT_TRUE(bp.ok()) << bp.status().to_string();
+  EXPECT_EQ(bp->sku().op, "gemm.bilinear");
+  EXPECT_GE(bp->workspace_size(), 8u * 5 * 4 * 4);
+  EXPECT_TRUE(BilinearBackwardPlan::select(bd, p).ok());
+  auto bmsg = [&](BilinearDescriptor x) {
+    auto q = BilinearPlan::select(x, p);
+    EXPECT_FALSE(q.ok());
+    return q.ok() ? std::string() : q.status().message();
+  };
+  auto b2 = bd;
+  b2.weight = L(DType::f32, {5, 4, 2});
+  EXPECT_NE(bmsg(b2).find("do not match weight"), std::string::npos);
+  b2 = bd;
+  b2.x2 = L(DType::f32, {7, 3});
+  EXPECT_NE(bmsg(b2).find("leading dims"), std::string::npos);
+  b2 = bd;
+  b2.bias = L(DType::f32, {4}), b2.has_bias = true;
+  EXPECT_NE(bmsg(b2).find("bias"), std::string::npos);
+  b2 = bd;
+  b2.x1 = L(DType::f32, {2, 4, 4}, {4, 8, 1}), b2.x2 = L(DType::f32, {2, 4, 3}), b2.out = L(DType::f32, {2, 4, 5});
+  EXPECT_NE(bmsg(b2).find("fold"), std::string::npos);
+  b2 = bd;
+  b2.x2 = L(DType::f16, {8, 3});
+  EXPECT_NE(bmsg(b2).find("dtype"), std::string::npos);
 }
 
 // ------------------------------------------------------------------ canonical form

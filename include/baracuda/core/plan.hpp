@@ -54,6 +54,14 @@ struct PlanPreference {
   size_t max_workspace_bytes = SIZE_MAX;
   Backend forced_backend = Backend::kAny;
   bool allow_tf32 = false;
+  // Timed selection: select() runs the candidate implementations on the current device and
+  // keeps the fastest (families that support it say so in their header; others ignore it).
+  // Such a select() allocates and frees scratch device memory, synchronizes the device and
+  // takes milliseconds to seconds; its result is cached per (descriptor, preference, device).
+  // Do not call it while a stream of the device is being captured into a graph.
+  bool autotune = false;
+
+  bool operator==(const PlanPreference&) const = default;
 };
 
 // What the chosen implementation promises about its numerics.

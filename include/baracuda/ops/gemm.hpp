@@ -11,6 +11,12 @@
 //                                        bias is [N], added to every row.
 //   out    = act(Z)                      act: none, relu, gelu (tanh approximation), gelu (erf).
 //   preact = Z                           optional second output (needed by the backward of gelu).
+//   Backward epilogue (instead of act; for chaining layers' backward passes by hand):
+//   out       = Z ⊙ gact'(aux)           gact = grad_activation, aux = that activation's input
+//                                        (a preact saved by its forward; for relu the forward's
+//                                        output works as well), out-shaped, row-major contiguous.
+//   bias_grad = Σ_rows out               optional [N] output (has_bias_grad): the gradient of the
+//                                        bias that fed that activation; f32 sums in a fixed order.
 //   Batch reduction: out may have fewer batch dims than P, or size 1 where P's is larger; those
 //   batch dims are summed (addbmm; the gradient of a broadcast operand). c then broadcasts to out.
 //   K = 0 gives out = act(beta·c + bias) (zeros when beta == 0 and there is no bias).
@@ -28,6 +34,14 @@
 //   multiples of 16, no c, bias bf16/f16 matching out (none for f32 out). Like torch._scaled_mm.
 // Accumulator: f32 (f64 for f64). Split-K reductions stay in f32 unless the descriptor allows
 //   reduced-precision reduction (PyTorch's allow_{bf16,fp16}_reduced_precision_reduction).
+// Epilogue placement: bias, relu, gelu-tanh (with preact) and dgelu-tanh (with bias_grad) can be
+//   fused into cuBLASLt; gelu-erf, drelu (cuBLASLt's drelu needs its own bit-mask aux), f64
+//   activations, strided bias and packed outs use the bespoke one-pass epilogue kernel. With
+//   epilogue_impl = kAuto the fused form is used when it exists, unless PlanPreference::autotune
+//   is set: then both forms are timed on the device and the faster is kept (the sku says which).
+// Selection: cuBLASLt's heuristic first choice, or with PlanPreference::autotune the fastest of
+//   its top 8 candidates timed at select(). Plans are cached per (descriptor, preference,
+//   device): a repeated select() is a hash lookup (gemm_plan_cache_stats / _clear below).
 // Determinism: run-to-run bitwise deterministic for a plan (cuBLASLt with a pinned algorithm and
 //   workspace on one device model; the bespoke epilogue and column-sum kernels use no atomics).
 // Workspace: cuBLASLt's need for the chosen algorithm (at most min(max_workspace_bytes, 32 MiB))
@@ -80,6 +94,8 @@ struct GemmDescriptor {
   bool allow_reduced_precision_reduction = false;  // split-K partials in 16-bit (bf16/f16 out)
   bool fp8_fast_accum = false;      // fp8: cuBLASLt FAST_ACCUM (no periodic promotion)
   bool sum_batch = false;           // out may omit / have size 1 on P's batch dims: they are summed
+  GemmActivation grad_activation = GemmActivation::kNone;  // backward epilogue: out = Z ⊙ gact'(aux)
+  bool has_bias_grad = false;       // bias_grad = Σ_rows out (with or without grad_activation)
 
   bool operator==(const GemmDescriptor&) const;
   size_t hash() const;
@@ -128,7 +144,16 @@ struct GemmArgs {
   TensorMut preact;     // when save_preactivation
   const float* a_scale = nullptr;  // fp8 (required): device f32 dequantisation factors, 16-byte aligned
   const float* b_scale = nullptr;
+  TensorRef aux;        // when grad_activation != kNone: out-shaped, row-major contiguous
+  TensorMut bias_grad;  // when has_bias_grad: [N], unit stride
 };
+
+// The library-wide cache of selected GEMM plans (forward, backward and bilinear share it).
+struct GemmPlanCacheStats {
+  size_t entries = 0, hits = 0, misses = 0;
+};
+GemmPlanCacheStats gemm_plan_cache_stats();
+void gemm_plan_cache_clear();
 
 namespace detail {
 struct GemmExec;          // the resolved forward: canonical dims, cuBLASLt calls, packing steps

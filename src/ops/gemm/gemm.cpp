@@ -6,8 +6,11 @@
 #include <cstring>
 #include <functional>
 
+#include <cuda_runtime_api.h>
+
 #include "core/arch.hpp"
 #include "core/dispatch.hpp"
+#include "core/plan_cache.hpp"
 #include "core/validate.hpp"
 #include "ops/gemm/gemm_core.hpp"
 
@@ -45,22 +48,31 @@ using detail::kOpB;
 using detail::kOpC;
 using detail::kOpD;
 using detail::kOpP;
+using detail::check_operand;
+using detail::same_layout;
 
 namespace {
 
 constexpr std::string_view kOp = "gemm";
 constexpr std::string_view kOpBwd = "gemm_backward";
 
-bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+detail::PlanCacheCounters g_cache_counters;
+detail::PlanCache<GemmDescriptor, detail::GemmExec> g_fwd_cache(&g_cache_counters);
+detail::PlanCache<GemmDescriptor, detail::GemmBackwardExec> g_bwd_cache(&g_cache_counters);
 
-bool same_layout(const TensorLayout& x, const TensorLayout& y) {
-  if (x.dtype != y.dtype || x.rank != y.rank) return false;
-  for (int d = 0; d < x.rank; ++d) {
-    if (x.shape[d] != y.shape[d]) return false;
-    if (x.shape[d] > 1 && x.stride[d] != y.stride[d]) return false;
+// The device whose cuBLASLt state a plan selected now would hold; -1 (not cached) without one.
+int cache_device(int arch) {
+  std::string why;
+  if (current_device_arch(&why) != arch) return -1;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
   }
-  return true;
+  return dev;
 }
+
+bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
 
 TensorLayout contiguous_like(const TensorLayout& t) {
   TensorLayout c = t;
@@ -199,6 +211,16 @@ Status resolve(std::string_view op, const GemmDescriptor& d, Resolved* r) {
     return error(StatusCode::kInvalidProblem, op, ": bias shape ", shape_string(d.bias), " must be [", N, "]");
   if (d.save_preactivation && d.activation == GemmActivation::kNone)
     return error(StatusCode::kInvalidProblem, op, ": save_preactivation without an activation (preact would equal out)");
+  if (static_cast<int>(d.grad_activation) > static_cast<int>(GemmActivation::kGeluErf))
+    return error(StatusCode::kInvalidProblem, op, ": grad_activation = ", static_cast<int>(d.grad_activation),
+                 " is not a GemmActivation");
+  const bool grad_epi = d.grad_activation != GemmActivation::kNone || d.has_bias_grad;
+  if (grad_epi && (d.activation != GemmActivation::kNone || d.has_bias || d.save_preactivation))
+    return error(StatusCode::kInvalidProblem, op,
+                 ": a backward epilogue (grad_activation / has_bias_grad) excludes activation, bias and save_preactivation");
+  if (grad_epi && fp8) return error(StatusCode::kUnsupported, op, ": fp8 GEMM has no backward epilogue");
+  if (d.has_bias_grad && (ra < 2 || rb < 2))
+    return error(StatusCode::kInvalidProblem, op, ": has_bias_grad needs 2-D a and b (bias_grad is [N], summed over rows)");
 
   r->preact = contiguous_like(O);
   const TensorLayout& P = r->preact;
@@ -255,6 +277,9 @@ Status resolve(std::string_view op, const GemmDescriptor& d, Resolved* r) {
   o.pointer_alignment = d.pointer_alignment;
   o.reduced_precision_reduction = d.allow_reduced_precision_reduction;
   o.fp8_fast_accum = d.fp8_fast_accum;
+  o.grad_act = d.grad_activation;
+  o.bias_grad = d.has_bias_grad;
+  o.bias_stride = d.has_bias ? d.bias.stride[0] : 1;
   if (d.has_bias && d.bias.stride[0] != 1 && d.epilogue_impl == GemmEpilogueImpl::kFused && N > 1)
     return error(StatusCode::kUnsupported, op, ": a fused bias needs unit stride (bias stride ", d.bias.stride[0], ")");
   if (d.has_bias && d.bias.stride[0] != 1 && N > 1) o.epilogue = GemmEpilogueImpl::kSeparate;
@@ -268,20 +293,20 @@ Status check_backend(std::string_view op, const PlanPreference& pref) {
   return {};
 }
 
-// One operand view against the layout the plan was selected for.
-Status check_operand(std::string_view op, const char* name, const TensorLayout& got, const void* data,
-                     const TensorLayout& want, int alignment) {
-  if (Status s = check_view(op, name, got, data, want.dtype, shape_of(want)); !s.ok()) return s;
-  if (!same_layout(got, want))
-    return error(StatusCode::kInvalidProblem, op, ": ", name, " strides ", shape_string(std::span<const int64_t>(got.stride, got.rank)),
-                 " differ from the descriptor's ", shape_string(std::span<const int64_t>(want.stride, want.rank)));
-  if (got.numel() > 0 && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(alignment) != 0)
-    return error(StatusCode::kMisalignedOperand, op, ": ", name, " data ", data, " is not aligned to the descriptor's pointer_alignment = ",
-                 alignment, " bytes");
-  return {};
+}  // namespace
+
+GemmPlanCacheStats gemm_plan_cache_stats() {
+  GemmPlanCacheStats st;
+  st.entries = g_fwd_cache.size() + g_bwd_cache.size();
+  st.hits = g_cache_counters.hits.load();
+  st.misses = g_cache_counters.misses.load();
+  return st;
 }
 
-}  // namespace
+void gemm_plan_cache_clear() {
+  g_fwd_cache.clear();
+  g_bwd_cache.clear();
+}
 
 std::string_view gemm_activation_name(GemmActivation a) {
   switch (a) {
@@ -306,7 +331,7 @@ bool GemmDescriptor::operator==(const GemmDescriptor& o) const {
          beta == o.beta && activation == o.activation && save_preactivation == o.save_preactivation &&
          epilogue_impl == o.epilogue_impl && pointer_alignment == o.pointer_alignment &&
          allow_reduced_precision_reduction == o.allow_reduced_precision_reduction && fp8_fast_accum == o.fp8_fast_accum &&
-         sum_batch == o.sum_batch;
+         sum_batch == o.sum_batch && grad_activation == o.grad_activation && has_bias_grad == o.has_bias_grad;
 }
 
 size_t GemmDescriptor::hash() const {
@@ -324,7 +349,8 @@ size_t GemmDescriptor::hash() const {
   mix((uint64_t{transpose_b} << 0) | (uint64_t{has_c} << 1) | (uint64_t{has_bias} << 2) | (uint64_t{save_preactivation} << 3) |
       (uint64_t{allow_reduced_precision_reduction} << 4) | (uint64_t{fp8_fast_accum} << 5) | (uint64_t{sum_batch} << 6) |
       (static_cast<uint64_t>(activation) << 8) | (static_cast<uint64_t>(epilogue_impl) << 12) |
-      (static_cast<uint64_t>(pointer_alignment) << 16));
+      (static_cast<uint64_t>(pointer_alignment) << 16) | (static_cast<uint64_t>(grad_activation) << 28) |
+      (uint64_t{has_bias_grad} << 32));
   return h;
 }
 
@@ -408,12 +434,22 @@ GemmDescriptor GemmDescriptor::inner(const TensorLayout& a, const TensorLayout& 
 // ------------------------------------------------------------------ forward plan
 Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreference& pref) {
   if (Status s = check_backend(kOp, pref); !s.ok()) return s;
-  Resolved r;
-  if (Status s = resolve(kOp, desc, &r); !s.ok()) return s;
   auto arch = resolve_arch(kOp, pref);
   if (!arch) return arch.status();
-  auto core = GemmCore::build(kOp, r.canon, r.opt, pref, *arch);
-  if (!core) return core.status();
+  const int device = cache_device(*arch);
+  std::shared_ptr<const detail::GemmExec> cached = g_fwd_cache.find(desc, pref, device);
+  if (!cached) {
+    Resolved r;
+    if (Status s = resolve(kOp, desc, &r); !s.ok()) return s;
+    auto core = GemmCore::select(kOp, r.canon, r.opt, pref, *arch);
+    if (!core) return core.status();
+    auto exec = std::make_shared<detail::GemmExec>();
+    exec->canon = r.canon;
+    exec->core = std::move(*core);
+    cached = exec;
+    if (exec->core.device_ready) g_fwd_cache.insert(desc, pref, device, cached);
+  }
+  const GemmCore* core = &cached->core;
   GemmPlan p;
   p.desc_ = desc;
   p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
@@ -424,10 +460,7 @@ Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreferen
   p.sku_.variant = core->variant;
   if (is_fp8(desc.a.dtype))
     p.sku_.variant = cat(dtype_name(desc.a.dtype), "x", dtype_name(desc.b.dtype), "-", dtype_name(desc.out.dtype), ".", p.sku_.variant);
-  auto exec = std::make_shared<detail::GemmExec>();
-  exec->canon = r.canon;
-  exec->core = std::move(*core);
-  p.exec_ = std::move(exec);
+  p.exec_ = std::move(cached);
   return p;
 }
 
@@ -476,6 +509,25 @@ Status GemmPlan::can_implement(const GemmArgs& args) const {
   }
   if (d.save_preactivation && ranges_overlap(args.out, args.out.data, args.preact, args.preact.data))
     return error(StatusCode::kInvalidProblem, kOp, ": preact overlaps out");
+  if (d.grad_activation != GemmActivation::kNone) {
+    if (Status s = check_operand(kOp, "aux", args.aux, args.aux.data, pre, al); !s.ok()) return s;
+    if (ranges_overlap(args.out, args.out.data, args.aux, args.aux.data))
+      return error(StatusCode::kInvalidProblem, kOp, ": out overlaps aux");
+  } else if (args.aux.data) {
+    return error(StatusCode::kInvalidProblem, kOp, ": aux is given but the descriptor has no grad_activation");
+  }
+  if (d.has_bias_grad) {
+    const int64_t n = d.out.rank >= 1 ? d.out.shape[d.out.rank - 1] : 1;
+    const TensorLayout bg = TensorLayout::make(d.out.dtype, std::span<const int64_t>(&n, 1));
+    if (Status s = check_operand(kOp, "bias_grad", args.bias_grad, args.bias_grad.data, bg, al); !s.ok()) return s;
+    for (const TensorRef* i : {&args.a, &args.b, &args.aux})
+      if (i->data && ranges_overlap(args.bias_grad, args.bias_grad.data, *i, i->data))
+        return error(StatusCode::kInvalidProblem, kOp, ": bias_grad overlaps an input");
+    if (ranges_overlap(args.bias_grad, args.bias_grad.data, args.out, args.out.data))
+      return error(StatusCode::kInvalidProblem, kOp, ": bias_grad overlaps out");
+  } else if (args.bias_grad.data) {
+    return error(StatusCode::kInvalidProblem, kOp, ": bias_grad is given but the descriptor has no has_bias_grad");
+  }
   if (is_fp8(d.a.dtype)) {
     for (const float* p : {args.a_scale, args.b_scale}) {
       if (!p) return error(StatusCode::kInvalidProblem, kOp, ": fp8 needs a_scale and b_scale (device f32 scalars; pass 1.0f for none)");
@@ -499,6 +551,8 @@ Status GemmPlan::run(cudaStream_t stream, Workspace ws, const GemmArgs& args) co
   r.preact = args.preact.data;
   r.a_scale = args.a_scale, r.b_scale = args.b_scale;
   r.c_is_out = desc_.has_c && args.c.data == args.out.data && same_layout(args.c, args.out);
+  r.aux = args.aux.data;
+  r.bias_grad = args.bias_grad.data;
   return exec_->core.run(kOp, stream, ws, r);
 }
 
@@ -507,10 +561,26 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   if (Status s = check_backend(kOpBwd, pref); !s.ok()) return s;
   if (is_fp8(desc.a.dtype) || is_fp8(desc.b.dtype))
     return error(StatusCode::kUnsupported, kOpBwd, ": fp8 GEMM has no backward (as torch._scaled_mm)");
-  Resolved r;
-  if (Status s = resolve(kOpBwd, desc, &r); !s.ok()) return s;
+  if (desc.grad_activation != GemmActivation::kNone || desc.has_bias_grad)
+    return error(StatusCode::kUnsupported, kOpBwd, ": no backward for a GEMM with a backward epilogue (grad_activation / has_bias_grad)");
   auto arch = resolve_arch(kOpBwd, pref);
   if (!arch) return arch.status();
+  auto make_plan = [&](std::shared_ptr<const detail::GemmBackwardExec> ex) {
+    GemmBackwardPlan p;
+    p.desc_ = desc;
+    p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
+    p.sku_.direction = Direction::kBackward;
+    p.sku_.dtype = desc.a.dtype;
+    p.sku_.backend = Backend::kCuBLASLt;
+    p.sku_.arch = *arch;
+    p.sku_.variant = cat("da:", ex->da.variant, "|db:", ex->db.variant);
+    p.exec_ = std::move(ex);
+    return p;
+  };
+  const int device = cache_device(*arch);
+  if (auto hit = g_bwd_cache.find(desc, pref, device)) return make_plan(std::move(hit));
+  Resolved r;
+  if (Status s = resolve(kOpBwd, desc, &r); !s.ok()) return s;
   const GemmCanon& f = r.canon;
   auto ex = std::make_shared<detail::GemmBackwardExec>();
   ex->canon = f;
@@ -564,7 +634,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
     c.n.ext = f.k.ext, c.n.s[kOpB] = f.k.s[kOpB], c.n.s[kOpD] = g.k.s[kOpA];
     c.k.ext = f.n.ext, c.k.s[kOpA] = f.n.s[zs], c.k.s[kOpB] = f.n.s[kOpB];
     // a 1-D b has N = 1 with no stride; a 1-D a has M = 1 likewise
-    auto core = GemmCore::build(kOpBwd, c, o, pref, *arch);
+    auto core = GemmCore::select(kOpBwd, c, o, pref, *arch);
     if (!core) return core.status();
     ex->da = std::move(*core);
   }
@@ -582,7 +652,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
     c.m.ext = f.k.ext, c.m.s[kOpA] = f.k.s[kOpA], c.m.s[kOpD] = g.k.s[kOpB];
     c.n.ext = f.n.ext, c.n.s[kOpB] = f.n.s[zs], c.n.s[kOpD] = g.n.s[kOpB];
     c.k.ext = f.m.ext, c.k.s[kOpA] = f.m.s[kOpA], c.k.s[kOpB] = f.m.s[zs];
-    auto core = GemmCore::build(kOpBwd, c, o, pref, *arch);
+    auto core = GemmCore::select(kOpBwd, c, o, pref, *arch);
     if (!core) return core.status();
     ex->db = std::move(*core);
   }
@@ -606,16 +676,8 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   const size_t scratch = std::max({ex->da.workspace, ex->db.workspace, ex->colsum_ws});
   ex->workspace = static_cast<size_t>(off) + scratch;
 
-  GemmBackwardPlan p;
-  p.desc_ = desc;
-  p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
-  p.sku_.direction = Direction::kBackward;
-  p.sku_.dtype = desc.a.dtype;
-  p.sku_.backend = Backend::kCuBLASLt;
-  p.sku_.arch = *arch;
-  p.sku_.variant = cat("da:", ex->da.variant, "|db:", ex->db.variant);
-  p.exec_ = std::move(ex);
-  return p;
+  if (ex->da.device_ready && ex->db.device_ready) g_bwd_cache.insert(desc, pref, device, ex);
+  return make_plan(std::move(ex));
 }
 
 size_t GemmBackwardPlan::workspace_size() const { return exec_ ? exec_->workspace : 0; }
@@ -711,20 +773,9 @@ Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwa
     if (Status s = ex.db.run(kOpBwd, stream, scratch, r); !s.ok()) return s;
   }
   auto column_sum = [&](void* dst, double scale) {
-    detail::ColumnSumGeometry cg;
     detail::PointwiseGeometry pg;
     view(pg, zs, zs, zs);
-    cg.rank = pg.rank - 1;
-    for (int i = 0; i < cg.rank; ++i) cg.ext[i] = pg.ext[i], cg.s_src[i] = pg.s_out[i];
-    cg.rows = 1;
-    for (int i = 0; i < cg.rank; ++i) cg.rows *= cg.ext[i];
-    cg.cols = f.n.ext;
-    cg.col_stride = f.n.s[zs];
-    cg.dst_stride = 1;
-    cg.src = dz;
-    cg.dst = dst;
-    cg.scale = scale;
-    return detail::launch_column_sum(dt, cg, scratch.ptr, stream);
+    return detail::launch_column_sum_over(dt, pg, dz, dst, scale, scratch.ptr, stream);
   };
   if (args.dbias.data)
     if (Status s = column_sum(args.dbias.data, 1.0); !s.ok()) return s;

@@ -136,6 +136,29 @@ Result<PackStep> make_pack(std::string_view op, int which, DType dt, int n, cons
 
 }  // namespace
 
+bool same_layout(const TensorLayout& x, const TensorLayout& y) {
+  if (x.dtype != y.dtype || x.rank != y.rank) return false;
+  for (int d = 0; d < x.rank; ++d) {
+    if (x.shape[d] != y.shape[d]) return false;
+    if (x.shape[d] > 1 && x.stride[d] != y.stride[d]) return false;
+  }
+  return true;
+}
+
+// One operand view against the layout the plan was selected for.
+Status check_operand(std::string_view op, const char* name, const TensorLayout& got, const void* data,
+                     const TensorLayout& want, int alignment) {
+  if (Status s = check_view(op, name, got, data, want.dtype, std::span<const int64_t>(want.shape, static_cast<size_t>(std::max(0, want.rank)))); !s.ok()) return s;
+  if (!same_layout(got, want))
+    return error(StatusCode::kInvalidProblem, op, ": ", name, " strides ", shape_string(std::span<const int64_t>(got.stride, got.rank)),
+                 " differ from the descriptor's ", shape_string(std::span<const int64_t>(want.stride, want.rank)));
+  if (got.numel() > 0 && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(alignment) != 0)
+    return error(StatusCode::kMisalignedOperand, op, ": ", name, " data ", data, " is not aligned to the descriptor's pointer_alignment = ",
+                 alignment, " bytes");
+  return {};
+}
+
+
 void pointwise_axes(const GemmCanon& c, int so, int ss, int sx, PointwiseGeometry& g) {
   int n = 0;
   auto put = [&](const GemmAxis& x) {
@@ -167,7 +190,7 @@ void simplify(GemmCanon& c) {
 }
 
 Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in, const GemmCoreOptions& opt,
-                                 const PlanPreference& pref, int arch) {
+                                 const PlanPreference& pref, int arch, int candidates) {
   GemmCore g;
   g.opt = opt;
   g.canon = canon_in;
@@ -189,11 +212,20 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   const size_t es_a = dtype_size(c.a_dtype), es_b = dtype_size(c.b_dtype), es_d = dtype_size(c.d_dtype);
   const int64_t M = c.m.ext, N = c.n.ext;
 
+  // rows of the output as the column sum sees them (kept batch axes x M)
+  int64_t out_rows = M;
+  for (int i = 0; i < c.nb; ++i)
+    if (!is_summed(c.batch[i])) out_rows *= c.batch[i].ext;
+
   // Without a cuBLASLt call the epilogue kernel does all the work.
   if (g.empty || g.k_zero) {
     g.separate_epilogue = !g.empty;
     g.variant = g.empty ? "empty" : "k0.pointwise";
     g.device_ready = true;
+    if (opt.bias_grad) {  // (zeros when the output has no rows)
+      g.colsum_ws_offset = 0;
+      g.workspace = column_sum_workspace(c.d_dtype, out_rows, N);
+    }
     return g;
   }
 
@@ -359,18 +391,38 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   std::copy(kept, kept + nkept, g.loop);
 
   // ---- epilogue: fused into cuBLASLt when it can express it exactly
-  const bool want_epi = opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact;
-  if (want_epi) {
+  const bool want_grad = opt.grad_act != GemmActivation::kNone || opt.bias_grad;
+  const bool want_epi = opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact || want_grad;
+  // aux (preact written, or the grad epilogue's act input read) addressable by cuBLASLt: ld = N
+  auto aux_ok = [&] {
+    bool ok = N % 8 == 0 && (M == 1 || c.m.s[kOpP] == N) && lt_bs[kOpP] % 8 == 0;
+    for (int i = 0; i < g.nloop; ++i) ok = ok && g.loop[i].s[kOpP] % 8 == 0;
+    return ok;
+  };
+  if (want_grad) {
+    // cuBLASLt's DGELU(_BGRAD) is the tanh form; its DRELU reads a bit-mask aux, not a tensor;
+    // its bias gradient covers one matrix (no batch)
+    bool fusable = g.swap && !g.pack_d && opt.grad_act == GemmActivation::kGeluTanh && c.d_dtype != DType::f64 &&
+                   aux_ok() && (!opt.bias_grad || (lt_batch == 1 && g.nloop == 0));
+    if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
+    if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
+      return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this backward epilogue (d",
+                   gemm_activation_name(opt.grad_act), opt.bias_grad ? " + bias_grad" : "",
+                   "; it fuses dgelu_tanh (+ bias_grad without batch) on a row-major out with N % 8 == 0, not f64)");
+    if (fusable) {
+      g.fused_dact = true;
+      g.fused_bgrad = opt.bias_grad;
+    } else {
+      g.separate_epilogue = true;
+      if (opt.bias_grad) g.colsum_ws_offset = take(static_cast<int64_t>(column_sum_workspace(c.d_dtype, out_rows, N)));
+    }
+  } else if (want_epi) {
     // f64: cuBLASLt's GELU epilogue is not f64-accurate (measured 1e-8 relative error on H200),
     // so activations on f64 run in the bespoke epilogue, in f64
     bool fusable = g.swap && !g.pack_d && opt.act != GemmActivation::kGeluErf &&
                    !(c.d_dtype == DType::f64 && opt.act != GemmActivation::kNone);
-    if (opt.save_preact) {
-      // aux = preact, ld = N (row-major), needs N % 8 and batch strides % 8; relu's aux is a bitmask
-      fusable = fusable && opt.act == GemmActivation::kGeluTanh && N % 8 == 0 && (M == 1 || c.m.s[kOpP] == N) &&
-                lt_bs[kOpP] % 8 == 0;
-      for (int i = 0; i < g.nloop; ++i) fusable = fusable && g.loop[i].s[kOpP] % 8 == 0;
-    }
+    // aux = preact, ld = N (row-major), needs N % 8 and batch strides % 8; relu's aux is a bitmask
+    if (opt.save_preact) fusable = fusable && opt.act == GemmActivation::kGeluTanh && aux_ok();
     if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
     if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
       return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this epilogue (",
@@ -425,14 +477,15 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     epi = g.fused_aux ? (g.fused_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                       : (g.fused_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
   else if (g.fused_bias) epi = CUBLASLT_EPILOGUE_BIAS;
+  if (g.fused_dact) epi = g.fused_bgrad ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
   if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi); !s.ok()) return s;
   const int64_t palign = std::min(256, std::max(1, opt.pointer_alignment));
-  if (g.fused_bias) {
+  if (g.fused_bias || g.fused_bgrad) {
     // the heuristic reads the pointer's value for its alignment; run() sets the real one
     const void* fake = reinterpret_cast<const void*>(static_cast<uintptr_t>(palign));
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, fake); !s.ok()) return s;
   }
-  if (g.fused_aux) {
+  if (g.fused_aux || g.fused_dact) {
     void* fake = reinterpret_cast<void*>(static_cast<uintptr_t>(palign));
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, fake); !s.ok()) return s;
     const int64_t aux_ld = N;
@@ -498,35 +551,50 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, mask); !s.ok()) return s;
   }
 
-  cublasLtMatmulHeuristicResult_t res{};
+  constexpr int kMaxCandidates = 8;
+  cublasLtMatmulHeuristicResult_t res_all[kMaxCandidates]{};
+  const int want = std::clamp(candidates, 1, kMaxCandidates);
   int got = 0;
-  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(g.handle, desc, &g.lay_a, &g.lay_b, &g.lay_d, &g.lay_d, lp, 1, &res, &got);
+  cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(g.handle, desc, &g.lay_a, &g.lay_b, &g.lay_d, &g.lay_d, lp, want, res_all, &got);
+  const cublasLtMatmulHeuristicResult_t& res = res_all[0];
   if (hs != CUBLAS_STATUS_SUCCESS || got == 0)
     return error(StatusCode::kUnsupported, op, ": cuBLASLt has no algorithm for this problem (M=", M, " N=", N,
                  " K=", k_total, " batch=", lt_batch, ", ", dtype_name(c.a_dtype), " x ", dtype_name(c.b_dtype), " -> ",
                  dtype_name(c.d_dtype), ", epilogue ", static_cast<int>(epi), "): ", cublasLtGetStatusName(hs));
   g.algo = res.algo;
   g.algo_ws = res.workspaceSize;
+  if (candidates > 1) {
+    for (int i = 0; i < got; ++i) {
+      if (res_all[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      g.candidates.push_back({res_all[i].algo, res_all[i].workspaceSize});
+      g.algo_ws = std::max(g.algo_ws, res_all[i].workspaceSize);  // the workspace fits every candidate while tuning
+    }
+  }
   g.algo_ws_offset = take(static_cast<int64_t>(g.algo_ws));
   g.workspace = static_cast<size_t>(off);
   g.device_ready = true;
-
-  auto cfg = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
-    uint32_t v = 0;  // every attribute read here is 32-bit (int32 / uint32 / uint16 stored as 32)
-    size_t w = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&g.algo, a, &v, sizeof v, &w) != CUBLAS_STATUS_SUCCESS) return int64_t{-1};
-    return static_cast<int64_t>(v);
-  };
-  g.split_k = static_cast<int>(std::max<int64_t>(1, cfg(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)));
-  g.variant = cat("lt.algo", cfg(CUBLASLT_ALGO_CONFIG_ID), ".tile", cfg(CUBLASLT_ALGO_CONFIG_TILE_ID), ".stages",
-                  cfg(CUBLASLT_ALGO_CONFIG_STAGES_ID), ".splitk", g.split_k, g.pack_a ? ".packa" : "",
-                  g.pack_b ? ".packb" : "", g.pack_d ? ".packd" : "", g.nloop ? ".loop" : "",
-                  g.fused_bias || g.fused_act ? ".fusedepi" : "", g.separate_epilogue ? ".sepepi" : "");
+  g.describe();
   return g;
 }
 
+void GemmCore::describe() {
+  auto cfg = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    uint32_t v = 0;  // every attribute read here is 32-bit (int32 / uint32 / uint16 stored as 32)
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, a, &v, sizeof v, &w) != CUBLAS_STATUS_SUCCESS) return int64_t{-1};
+    return static_cast<int64_t>(v);
+  };
+  split_k = static_cast<int>(std::max<int64_t>(1, cfg(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)));
+  variant = cat("lt.algo", cfg(CUBLASLT_ALGO_CONFIG_ID), ".tile", cfg(CUBLASLT_ALGO_CONFIG_TILE_ID), ".stages",
+                cfg(CUBLASLT_ALGO_CONFIG_STAGES_ID), ".splitk", split_k, pack_a ? ".packa" : "", pack_b ? ".packb" : "",
+                pack_d ? ".packd" : "", nloop ? ".loop" : "",
+                fused_bias || fused_act || fused_dact ? ".fusedepi" : "", separate_epilogue ? ".sepepi" : "",
+                tuned ? ".tuned" : "");
+}
+
 Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, const RunArgs& r) const {
-  if (empty) return {};
+  if (empty && !opt.bias_grad) return {};
   if (!device_ready)
     return error(StatusCode::kUnsupported, op, ": this plan was selected without a device (", variant,
                  "); select it again on the GPU that runs it so cuBLASLt can choose an algorithm");
@@ -540,21 +608,37 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
   const GemmCanon& c = canon;
 
   // the pointwise view of out over [kept batch..., M, N]
+  const bool grad = opt.grad_act != GemmActivation::kNone;
   auto out_view = [&](PointwiseGeometry& pg) {
     pointwise_axes(c, kOpD, kOpC, kOpP, pg);
     pg.out = r.d;
+    if (grad) {  // out = src ⊙ act'(aux)
+      pg.aux = const_cast<void*>(r.aux);
+      pg.act = static_cast<int>(opt.grad_act);
+      pg.backward = true;
+      return;
+    }
     pg.aux = opt.save_preact ? r.preact : nullptr;
     pg.bias = opt.has_bias ? r.bias : nullptr;
     pg.bias_stride = r.bias_stride;
     pg.act = static_cast<int>(opt.act);
   };
+  // the separate bias gradient: column sums of the finished out
+  auto bias_grad_pass = [&]() -> Status {
+    if (!opt.bias_grad) return {};
+    PointwiseGeometry pg;
+    pointwise_axes(c, kOpD, kOpD, kOpD, pg);
+    return launch_column_sum_over(canon.d_dtype, pg, r.d, r.bias_grad, 1.0, ws_at(colsum_ws_offset), stream);
+  };
 
+  if (empty) return bias_grad_pass();
   if (k_zero) {
     PointwiseGeometry pg;
     out_view(pg);
     pg.src = opt.use_c ? r.c : nullptr;
     pg.src_scale = opt.beta;
-    return launch_pointwise(canon.d_dtype, pg, stream);
+    if (Status s = launch_pointwise(canon.d_dtype, pg, stream); !s.ok()) return s;
+    return bias_grad_pass();
   }
 
   void* d_target = pack_d ? ws_at(d_ws_offset) : r.d;
@@ -580,8 +664,9 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
   // cuBLASLt: per-call pointers go on a copy of the select-time descriptor (thread-safe run)
   cublasLtMatmulDescOpaque_t desc = op_desc;
   cublasLtMatrixLayoutOpaque_t la = lay_a, lb = lay_b, ld = lay_d;  // cuBLASLt takes them non-const
-  if (fused_bias)
-    if (Status s = set_desc(op, &desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, r.bias); !s.ok()) return s;
+  if (fused_bias || fused_bgrad)
+    if (Status s = set_desc(op, &desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, fused_bgrad ? r.bias_grad : r.bias); !s.ok())
+      return s;
   if (r.a_scale)
     if (Status s = set_desc(op, &desc, swap ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                             r.a_scale);
@@ -614,8 +699,8 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
     const void* pa = static_cast<const char*>(a_ptr) + oa * static_cast<int64_t>(es_a);
     const void* pb = static_cast<const char*>(b_ptr) + ob * static_cast<int64_t>(es_b);
     void* pd = static_cast<char*>(d_target) + od * static_cast<int64_t>(es_d);
-    if (fused_aux) {
-      void* aux = static_cast<char*>(r.preact) + op_ * static_cast<int64_t>(es_d);
+    if (fused_aux || fused_dact) {
+      void* aux = static_cast<char*>(fused_aux ? r.preact : const_cast<void*>(r.aux)) + op_ * static_cast<int64_t>(es_d);
       if (Status s = set_desc(op, &desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux); !s.ok()) return s;
     }
     const void* pc = pd;  // C is D (beta is 0 unless c was copied into D)
@@ -635,15 +720,177 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
     if (Status s = p.plan.run(stream, {}, PadArgs{src, dst}); !s.ok()) return s;
   }
   if (separate_epilogue) {
-    PointwiseGeometry pg;
-    out_view(pg);
-    // src = out itself, read with out's strides
-    for (int i = 0; i < pg.rank; ++i) pg.s_src[i] = pg.s_out[i];
-    pg.src = r.d;
-    pg.src_scale = 1.0;
-    return launch_pointwise(canon.d_dtype, pg, stream);
+    const bool pointwise = grad || opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact;
+    if (pointwise) {
+      PointwiseGeometry pg;
+      out_view(pg);
+      // src = out itself, read with out's strides
+      for (int i = 0; i < pg.rank; ++i) pg.s_src[i] = pg.s_out[i];
+      pg.src = r.d;
+      pg.src_scale = 1.0;
+      if (Status s = launch_pointwise(canon.d_dtype, pg, stream); !s.ok()) return s;
+    }
+    return bias_grad_pass();
   }
   return {};
+}
+
+}  // namespace baracuda::detail
+
+// ------------------------------------------------------------------ timed selection
+namespace baracuda::detail {
+
+namespace {
+
+// Device scratch for timing: every operand's span over the canonical axes, filled once.
+struct TuneScratch {
+  std::vector<void*> allocs;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  ~TuneScratch() {
+    for (void* p : allocs) cudaFree(p);
+    if (ev0) cudaEventDestroy(ev0);
+    if (ev1) cudaEventDestroy(ev1);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  // A buffer covering offsets [lo, hi] (elements) of an operand; returns the pointer of offset 0.
+  void* span(DType dt, int64_t lo, int64_t hi, bool fill, uint64_t seed, bool* ok) {
+    const int64_t es = static_cast<int64_t>(dtype_size(dt));
+    void* p = nullptr;
+    if (cudaMalloc(&p, static_cast<size_t>((hi - lo + 1) * es + 256)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      *ok = false;
+      return nullptr;
+    }
+    allocs.push_back(p);
+    if (fill && !launch_fill_scratch(dt, p, hi - lo + 1, seed, stream).ok()) *ok = false;
+    return static_cast<char*>(p) - lo * es;
+  }
+};
+
+void operand_span(const GemmCanon& c, int j, int64_t* lo, int64_t* hi) {
+  *lo = *hi = 0;
+  auto add = [&](const GemmAxis& x) {
+    if (x.ext <= 0) return;
+    const int64_t v = (x.ext - 1) * x.s[j];
+    (v < 0 ? *lo : *hi) += v;
+  };
+  for (int i = 0; i < c.nb; ++i) add(c.batch[i]);
+  add(c.m), add(c.n), add(c.k);
+}
+
+// Mean time of one run() in ms, or a negative value when the configuration fails to run.
+double time_core(std::string_view op, const GemmCore& g, const TuneScratch& t, Workspace ws, const GemmCore::RunArgs& r) {
+  if (!g.run(op, t.stream, ws, r).ok() || cudaStreamSynchronize(t.stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  float ms = 0;
+  cudaEventRecord(t.ev0, t.stream);
+  (void)g.run(op, t.stream, ws, r);
+  cudaEventRecord(t.ev1, t.stream);
+  if (cudaEventSynchronize(t.ev1) != cudaSuccess || cudaEventElapsedTime(&ms, t.ev0, t.ev1) != cudaSuccess) return -1;
+  const int reps = static_cast<int>(std::clamp(10.0 / std::max(ms, 1e-3f), 2.0, 50.0));
+  cudaEventRecord(t.ev0, t.stream);
+  for (int i = 0; i < reps; ++i) (void)g.run(op, t.stream, ws, r);
+  cudaEventRecord(t.ev1, t.stream);
+  if (cudaEventSynchronize(t.ev1) != cudaSuccess || cudaEventElapsedTime(&ms, t.ev0, t.ev1) != cudaSuccess) return -1;
+  return ms / reps;
+}
+
+}  // namespace
+
+Result<GemmCore> GemmCore::select(std::string_view op, const GemmCanon& canon, const GemmCoreOptions& opt,
+                                  const PlanPreference& pref, int arch) {
+  if (!pref.autotune) return build(op, canon, opt, pref, arch);
+  // the forms to time: the requested one, or for kAuto with an epilogue both fused and separate
+  const bool has_epi = opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact ||
+                       opt.grad_act != GemmActivation::kNone || opt.bias_grad;
+  std::vector<GemmCore> forms;
+  if (has_epi && opt.epilogue == GemmEpilogueImpl::kAuto) {
+    for (GemmEpilogueImpl e : {GemmEpilogueImpl::kFused, GemmEpilogueImpl::kSeparate}) {
+      GemmCoreOptions o = opt;
+      o.epilogue = e;
+      auto g = build(op, canon, o, pref, arch, 8);
+      if (g) forms.push_back(std::move(*g));
+    }
+  }
+  if (forms.empty()) {
+    auto g = build(op, canon, opt, pref, arch, 8);
+    if (!g) return g.status();
+    forms.push_back(std::move(*g));
+  }
+  auto untuned = [&]() -> Result<GemmCore> { return build(op, canon, opt, pref, arch); };
+  if (!forms[0].device_ready || forms[0].candidates.empty()) return untuned();
+
+  // scratch operands (the canonical strides address them as the caller's views would)
+  TuneScratch t;
+  if (cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaEventCreate(&t.ev0) != cudaSuccess || cudaEventCreate(&t.ev1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return untuned();
+  }
+  bool ok = true;
+  const GemmCanon& c = canon;
+  int64_t lo = 0, hi = 0;
+  RunArgs r;
+  operand_span(c, kOpA, &lo, &hi);
+  r.a = t.span(c.a_dtype, lo, hi, true, 1, &ok);
+  operand_span(c, kOpB, &lo, &hi);
+  r.b = t.span(c.b_dtype, lo, hi, true, 2, &ok);
+  operand_span(c, kOpD, &lo, &hi);
+  r.d = t.span(c.d_dtype, lo, hi, false, 0, &ok);
+  if (opt.use_c) {
+    operand_span(c, kOpC, &lo, &hi);
+    r.c = t.span(c.d_dtype, lo, hi, true, 3, &ok);
+  }
+  const int64_t N = c.n.ext;
+  if (opt.has_bias) {
+    const int64_t v = (N - 1) * opt.bias_stride;
+    r.bias = t.span(opt.bias_dtype, std::min<int64_t>(0, v), std::max<int64_t>(0, v), true, 4, &ok);
+    r.bias_stride = opt.bias_stride;
+  }
+  if (opt.save_preact || opt.grad_act != GemmActivation::kNone) {
+    operand_span(c, kOpP, &lo, &hi);
+    void* p = t.span(c.d_dtype, lo, hi, true, 5, &ok);
+    r.preact = p, r.aux = p;
+  }
+  if (opt.bias_grad) r.bias_grad = t.span(c.d_dtype, 0, std::max<int64_t>(0, N - 1), false, 0, &ok);
+  if (c.a_dtype == DType::f8e4m3 || c.a_dtype == DType::f8e5m2) {
+    float* sc = static_cast<float*>(t.span(DType::f32, 0, 7, false, 0, &ok));
+    if (ok) {
+      const float one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+      ok = cudaMemcpy(sc, one, sizeof one, cudaMemcpyHostToDevice) == cudaSuccess;
+      r.a_scale = sc, r.b_scale = sc + 4;
+    }
+  }
+  size_t ws_bytes = 0;
+  for (const GemmCore& g : forms) ws_bytes = std::max(ws_bytes, g.workspace);
+  Workspace ws{nullptr, ws_bytes};
+  if (ok && ws_bytes) ws.ptr = t.span(DType::u8, 0, static_cast<int64_t>(ws_bytes), false, 0, &ok);
+  if (ok) ws.ptr = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.ptr) + 255) / 256 * 256);
+  if (!ok) return untuned();  // no memory to time with: the heuristic's choice
+
+  double best = 0;
+  int best_form = -1;
+  size_t best_cand = 0;
+  for (size_t f = 0; f < forms.size(); ++f) {
+    GemmCore& g = forms[f];
+    for (size_t i = 0; i < g.candidates.size(); ++i) {
+      g.algo = g.candidates[i].algo;  // algo_ws stays the max over candidates while timing
+      const double ms = time_core(op, g, t, ws, r);
+      if (ms > 0 && (best_form < 0 || ms < best)) best = ms, best_form = static_cast<int>(f), best_cand = i;
+    }
+  }
+  if (best_form < 0) return untuned();
+  GemmCore g = std::move(forms[best_form]);
+  g.algo = g.candidates[best_cand].algo;
+  g.algo_ws = g.candidates[best_cand].ws;
+  g.workspace = static_cast<size_t>(g.algo_ws_offset + round_up(static_cast<int64_t>(g.algo_ws), kWsAlign));
+  g.candidates.clear();
+  g.tuned = true;
+  g.describe();
+  return g;
 }
 
 }  // namespace baracuda::detail

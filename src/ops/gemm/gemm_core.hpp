@@ -24,6 +24,13 @@
 
 namespace baracuda::detail {
 
+// Same dtype, shape, and strides on every axis longer than 1.
+bool same_layout(const TensorLayout& x, const TensorLayout& y);
+// One operand view against the layout a plan was selected for: dtype, shape, strides, non-null
+// data, and the pointer aligned to `alignment` bytes.
+Status check_operand(std::string_view op, const char* name, const TensorLayout& got, const void* data,
+                     const TensorLayout& want, int alignment);
+
 enum GemmOperand : int { kOpA = 0, kOpB, kOpD, kOpC, kOpP, kGemmOperands };
 
 struct GemmAxis {
@@ -76,6 +83,12 @@ struct ColumnSumGeometry {
 };
 size_t column_sum_workspace(DType dt, int64_t rows, int64_t cols);
 Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStream_t stream);
+// Column sums of src viewed through pg (s_out strides, last axis = the columns) into dst.
+Status launch_column_sum_over(DType dt, const PointwiseGeometry& pg, const void* src, void* dst, double scale, void* ws,
+                              cudaStream_t stream);
+
+// Scratch fill for timing: values of magnitude < 2 from a hash of the index (any dtype, no NaN/Inf).
+Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream);
 
 // Options a GEMM takes from its descriptor and preference.
 struct GemmCoreOptions {
@@ -89,6 +102,9 @@ struct GemmCoreOptions {
   int pointer_alignment = 16;
   bool reduced_precision_reduction = false;
   bool fp8_fast_accum = false;
+  GemmActivation grad_act = GemmActivation::kNone;  // backward epilogue: d = Z ⊙ act'(aux), aux at kOpP strides
+  bool bias_grad = false;                           // bias_grad[n] = Σ over d's other axes
+  int64_t bias_stride = 1;                          // of the bias view (autotune's scratch operands)
 };
 
 // One packing copy: operand `which` (as viewed over canonical axes) into the workspace.
@@ -123,6 +139,13 @@ struct GemmCore {
   size_t algo_ws = 0;
   int64_t algo_ws_offset = 0;
   bool fused_bias = false, fused_act = false, fused_aux = false;
+  bool fused_dact = false, fused_bgrad = false;  // DGELU(_BGRAD): aux read, bias pointer written
+  struct Candidate {
+    cublasLtMatmulAlgo_t algo{};
+    size_t ws = 0;
+  };
+  std::vector<Candidate> candidates;  // the heuristic's top-k (autotune), best first
+  bool tuned = false;
   // loop axes: host loop around the cuBLASLt call; strides after packing, in elements
   int nloop = 0;
   GemmAxis loop[kMaxRank];
@@ -133,6 +156,7 @@ struct GemmCore {
 
   // separate epilogue over the output (when the epilogue is not fused)
   bool separate_epilogue = false;
+  int64_t colsum_ws_offset = -1;  // separate bias_grad: column-sum partials
 
   size_t workspace = 0;
 
@@ -147,13 +171,22 @@ struct GemmCore {
     const float* a_scale = nullptr;
     const float* b_scale = nullptr;
     bool c_is_out = false;  // c is exactly out (same pointer and strides): no copy
+    const void* aux = nullptr;  // grad epilogue: act's input, at kOpP strides
+    void* bias_grad = nullptr;  // [N], unit stride
   };
 
   // Resolves everything; with a device (pref.target_arch == 0 or a device present) also asks
   // cuBLASLt for the algorithm.
+  // candidates > 1 keeps the heuristic's top-k for autotune().
   static Result<GemmCore> build(std::string_view op, const GemmCanon& canon, const GemmCoreOptions& opt,
-                                const PlanPreference& pref, int arch);
+                                const PlanPreference& pref, int arch, int candidates = 1);
   Status run(std::string_view op, cudaStream_t stream, Workspace ws, const RunArgs& r) const;
+  void describe();  // variant and split_k from the chosen algorithm
+
+  // build(), and with pref.autotune on a device: every candidate algorithm, and for kAuto
+  // epilogues both the fused and the separate form, timed on scratch operands; the fastest kept.
+  static Result<GemmCore> select(std::string_view op, const GemmCanon& canon, const GemmCoreOptions& opt,
+                                 const PlanPreference& pref, int arch);
 };
 
 }  // namespace baracuda::detail

@@ -75,30 +75,34 @@ __global__ void __launch_bounds__(256) pointwise_kernel(const __grid_constant__ 
   }
 }
 
-// The common case: out, src and aux share one row-major contiguous layout (src/aux may be
-// absent). VEC elements per thread per step, 16-byte accesses; rows of N with N % VEC == 0.
+// The common case: out, src and aux share one row-major contiguous layout [rows, n_cols] (src /
+// aux may be absent), n_cols % VEC == 0, 16-byte aligned. A block covers TC vector columns and
+// 256/TC rows per step; each thread keeps its VEC bias values in registers and walks rows with
+// two rows' loads in flight (no per-element index division, one bias load per thread).
 template <class T, int VEC>
-__global__ void __launch_bounds__(256) pointwise_contiguous_kernel(const __grid_constant__ PointwiseGeometry g, int64_t n_cols) {
+__global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g, int64_t rows,
+                                                             int64_t vcols, int tc) {
   using A = acc_t<T>;
   struct alignas(16) Vec {
     T v[VEC];
   };
-  const int64_t nvec = g.numel / VEC;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += stride) {
-    const int64_t n0 = (i * VEC) % n_cols;
-    Vec src{}, aux{}, out;
-    if (g.src) src = static_cast<const Vec*>(g.src)[i];
-    if (g.backward) aux = static_cast<const Vec*>(g.aux)[i];
-    Vec pre;
+  const int64_t cv = static_cast<int64_t>(blockIdx.x) * tc + threadIdx.x % tc;
+  if (cv >= vcols) return;
+  const int rows_per_block = blockDim.x / tc;
+  const int64_t row_step = static_cast<int64_t>(gridDim.y) * rows_per_block;
+  A bias[VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j)
+    bias[j] = g.bias ? to_acc(static_cast<const T*>(g.bias)[(cv * VEC + j) * g.bias_stride]) : A(0);
+  const A scale = static_cast<A>(g.src_scale);
+  auto apply = [&](const Vec& src, const Vec& aux, Vec& out, Vec& pre) {
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
-      const A v = g.src ? static_cast<A>(g.src_scale) * to_acc(src.v[j]) : A(0);
+      const A v = g.src ? scale * to_acc(src.v[j]) : A(0);
       if (g.backward) {
         out.v[j] = from_acc<T>(v * activate_grad(g.act, to_acc(aux.v[j])));
       } else {
-        A z = v;
-        if (g.bias) z += to_acc(static_cast<const T*>(g.bias)[(n0 + j) * g.bias_stride]);
+        A z = g.bias ? v + bias[j] : v;  // no bias: -0 stays -0
         if (g.aux) {
           pre.v[j] = from_acc<T>(z);
           z = to_acc(pre.v[j]);
@@ -106,8 +110,43 @@ __global__ void __launch_bounds__(256) pointwise_contiguous_kernel(const __grid_
         out.v[j] = from_acc<T>(activate(g.act, z));
       }
     }
-    if (!g.backward && g.aux) static_cast<Vec*>(g.aux)[i] = pre;
-    static_cast<Vec*>(g.out)[i] = out;
+  };
+  const Vec* src = static_cast<const Vec*>(g.src);
+  Vec* aux = static_cast<Vec*>(g.aux);
+  Vec* out = static_cast<Vec*>(g.out);
+  int64_t r = static_cast<int64_t>(blockIdx.y) * rows_per_block + threadIdx.x / tc;
+  for (; r + row_step < rows; r += 2 * row_step) {
+    const int64_t i0 = r * vcols + cv, i1 = (r + row_step) * vcols + cv;
+    Vec s0{}, s1{}, x0{}, x1{}, o0, o1, p0, p1;
+    if (src) s0 = src[i0], s1 = src[i1];
+    if (g.backward) x0 = aux[i0], x1 = aux[i1];
+    apply(s0, x0, o0, p0);
+    apply(s1, x1, o1, p1);
+    if (!g.backward && aux) aux[i0] = p0, aux[i1] = p1;
+    out[i0] = o0, out[i1] = o1;
+  }
+  if (r < rows) {
+    const int64_t i0 = r * vcols + cv;
+    Vec s0{}, x0{}, o0, p0;
+    if (src) s0 = src[i0];
+    if (g.backward) x0 = aux[i0];
+    apply(s0, x0, o0, p0);
+    if (!g.backward && aux) aux[i0] = p0;
+    out[i0] = o0;
+  }
+}
+
+// Hash fill for timing scratch: random bits with the top exponent bit cleared (|v| < 2, finite).
+__global__ void fill_scratch_kernel(uint8_t* p, int64_t bytes, int esize, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += stride) {
+    uint64_t h = (static_cast<uint64_t>(i) + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    uint8_t v = static_cast<uint8_t>(h);
+    if (i % esize == esize - 1) v &= 0xBF;  // most significant byte (little endian): exponent MSB
+    p[i] = v;
   }
 }
 
@@ -194,10 +233,18 @@ Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t strea
   const int vec = static_cast<int>(16 / dtype_size(dt));
   auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (contiguous_same(g) && n_cols % vec == 0 && aligned(g.out) && aligned(g.src) && aligned(g.aux)) {
-    const int64_t vblocks = std::min<int64_t>((g.numel / vec + 255) / 256, 132 * 8);
+    const int64_t vcols = n_cols / vec, rows = g.numel / n_cols;
+    int tc = 1;
+    while (tc < 256 && tc < vcols) tc *= 2;
+    const int64_t gx = (vcols + tc - 1) / tc;
+    const int64_t rows_per_block = 256 / tc;
+    // about 8 resident blocks per SM, each walking its rows two at a time
+    const int64_t gy = std::max<int64_t>(1, std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block,
+                                                              std::max<int64_t>(1, 132 * 8 / gx)));
     const bool ok = dispatch_float(dt, [&]<class T>() {
       constexpr int V = 16 / sizeof(T);
-      e = launch_kernel(pointwise_contiguous_kernel<T, V>, dim3(static_cast<unsigned>(vblocks)), dim3(256), 0, stream, g, n_cols);
+      e = launch_kernel(pointwise_rows_kernel<T, V>, dim3(static_cast<unsigned>(gx), static_cast<unsigned>(std::min<int64_t>(gy, 65535))),
+                        dim3(256), 0, stream, g, rows, vcols, tc);
     });
     if (!ok) return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
     return cuda_status(e, "gemm epilogue");
@@ -205,6 +252,15 @@ Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t strea
   if (!dispatch_float(dt, [&]<class T>() { e = launch_kernel(pointwise_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g); }))
     return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
   return cuda_status(e, "gemm epilogue");
+}
+
+Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream) {
+  const int64_t bytes = elems * static_cast<int64_t>(dtype_size(dt));
+  if (bytes <= 0) return {};
+  const int64_t blocks = std::min<int64_t>((bytes + 255) / 256, 132 * 32);
+  return cuda_status(launch_kernel(fill_scratch_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream,
+                                   static_cast<uint8_t*>(p), bytes, static_cast<int>(dtype_size(dt)), seed),
+                     "gemm scratch fill");
 }
 
 size_t column_sum_workspace(DType dt, int64_t rows, int64_t cols) {
@@ -228,6 +284,21 @@ Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStr
   });
   if (!ok) return error(StatusCode::kInternal, "gemm column sum: dtype ", dtype_name(dt), " not instantiated");
   return cuda_status(e, "gemm column sum");
+}
+
+Status launch_column_sum_over(DType dt, const PointwiseGeometry& pg, const void* src, void* dst, double scale, void* ws,
+                              cudaStream_t stream) {
+  ColumnSumGeometry cg;
+  cg.rank = pg.rank - 1;
+  cg.rows = 1;
+  for (int i = 0; i < cg.rank; ++i) cg.ext[i] = pg.ext[i], cg.s_src[i] = pg.s_out[i], cg.rows *= pg.ext[i];
+  cg.cols = pg.ext[pg.rank - 1];
+  cg.col_stride = pg.s_out[pg.rank - 1];
+  cg.dst_stride = 1;
+  cg.src = src;
+  cg.dst = dst;
+  cg.scale = scale;
+  return launch_column_sum(dt, cg, ws, stream);
 }
 
 }  // namespace baracuda::detail
