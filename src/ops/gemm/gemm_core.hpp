@@ -87,7 +87,8 @@ Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStr
 Status launch_column_sum_over(DType dt, const PointwiseGeometry& pg, const void* src, void* dst, double scale, void* ws,
                               cudaStream_t stream);
 
-// Scratch fill for timing: values of magnitude < 2 from a hash of the index (any dtype, no NaN/Inf).
+// Scratch fill for timing: |v| in [0.5, 2) with random sign and mantissa from a hash of the index
+// (float dtypes and fp8).
 Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream);
 
 // Options a GEMM takes from its descriptor and preference.

@@ -136,17 +136,21 @@ __global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_consta
   }
 }
 
-// Hash fill for timing scratch: random bits with the top exponent bit cleared (|v| < 2, finite).
-__global__ void fill_scratch_kernel(uint8_t* p, int64_t bytes, int esize, uint64_t seed) {
+// Hash fill for timing scratch: sign and mantissa random, exponent in {bias-1, bias} (|v| in
+// [0.5, 2)), so the timed kernels see operands that toggle like real activations and weights.
+__global__ void fill_scratch_kernel(uint8_t* p, int64_t elems, int esize, int mant_bits, int exp_bits, uint64_t seed) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += stride) {
+  const uint64_t bias = (uint64_t{1} << (exp_bits - 1)) - 1;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += stride) {
     uint64_t h = (static_cast<uint64_t>(i) + seed) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 31;
     h *= 0xBF58476D1CE4E5B9ull;
     h ^= h >> 29;
-    uint8_t v = static_cast<uint8_t>(h);
-    if (i % esize == esize - 1) v &= 0xBF;  // most significant byte (little endian): exponent MSB
-    p[i] = v;
+    const uint64_t mant = h & ((uint64_t{1} << mant_bits) - 1);
+    const uint64_t e = bias - ((h >> 62) & 1);
+    const uint64_t sign = h >> 63;
+    const uint64_t v = (sign << (mant_bits + exp_bits)) | (e << mant_bits) | mant;
+    for (int b = 0; b < esize; ++b) p[i * esize + b] = static_cast<uint8_t>(v >> (8 * b));
   }
 }
 
@@ -255,11 +259,20 @@ Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t strea
 }
 
 Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream) {
-  const int64_t bytes = elems * static_cast<int64_t>(dtype_size(dt));
-  if (bytes <= 0) return {};
-  const int64_t blocks = std::min<int64_t>((bytes + 255) / 256, 132 * 32);
+  if (elems <= 0) return {};
+  int mant = 0, exp = 0;
+  switch (dt) {
+    case DType::f64: mant = 52, exp = 11; break;
+    case DType::f32: mant = 23, exp = 8; break;
+    case DType::f16: mant = 10, exp = 5; break;
+    case DType::bf16: mant = 7, exp = 8; break;
+    case DType::f8e4m3: mant = 3, exp = 4; break;
+    case DType::f8e5m2: mant = 2, exp = 5; break;
+    default: return error(StatusCode::kInternal, "gemm scratch fill: dtype ", dtype_name(dt));
+  }
+  const int64_t blocks = std::min<int64_t>((elems + 255) / 256, 132 * 32);
   return cuda_status(launch_kernel(fill_scratch_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream,
-                                   static_cast<uint8_t*>(p), bytes, static_cast<int>(dtype_size(dt)), seed),
+                                   static_cast<uint8_t*>(p), elems, static_cast<int>(dtype_size(dt)), mant, exp, seed),
                      "gemm scratch fill");
 }
 
