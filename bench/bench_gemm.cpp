@@ -50,6 +50,20 @@ double median_ms(F&& fn, int warm, int reps) {
   return t[reps / 2];
 }
 
+// Two functions timed alternately (a, b, a, b, ...) so both see the same clock and power state;
+// returns their medians.
+template <class F, class G>
+std::pair<double, double> paired_median_ms(F&& fa, G&& fb, int warm, int reps) {
+  std::vector<double> ta, tb;
+  for (int i = 0; i < reps; ++i) {
+    ta.push_back(median_ms(fa, i == 0 ? warm : 0, 1));
+    tb.push_back(median_ms(fb, i == 0 ? warm : 0, 1));
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[reps / 2], tb[reps / 2]};
+}
+
 struct Buf {
   void* p = nullptr;
   explicit Buf(size_t n) { GCHECK(cudaMalloc(&p, std::max<size_t>(n, 256))); }
@@ -75,6 +89,7 @@ struct GemmRecord {
   double ours_ms, lt_best_ms, ours_tflops, lt_best_tflops;
   bool verified;
   int algos_timed;
+  double heuristic_ms = -1;  // autotuned records: the heuristic plan timed alternately with the tuned one
 };
 
 // Best time over cuBLASLt's top-16 heuristic algorithms for D[M,N] = A[M,K]·op(B), row-major,
@@ -150,23 +165,32 @@ bool verify_linear_sampled(const void* x, const void* w, const void* y, int64_t 
   return true;
 }
 
-// Selects desc under pref and times run(); 0 on failure (printed).
+// Selects desc under pref and times run(); 0 on failure (printed). With pref.autotune the plan is
+// timed alternately with the heuristic plan of the same descriptor, whose time goes to *baseline.
 double time_gemm(const std::string& label, const GemmDescriptor& desc, const PlanPreference& pref, const GemmArgs& args,
-                 int reps, std::string* sku, int* failures) {
+                 int reps, std::string* sku, int* failures, double* baseline = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = GemmPlan::select(desc, pref);
   const double select_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!plan) {
-    std::printf("%s: select failed: %s\n", label.c_str(), plan.status().to_string().c_str());
+  auto heur = GemmPlan::select(desc);
+  if (!plan || !heur) {
+    std::printf("%s: select failed: %s\n", label.c_str(), (plan ? heur.status() : plan.status()).to_string().c_str());
     ++*failures;
     return 0;
   }
   if (pref.autotune) std::printf("%s: autotuned select() took %.1f ms\n", label.c_str(), select_ms);
-  Buf ws(plan->workspace_size());
-  Status st;
-  const double ms = median_ms([&] { st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args); }, 2, reps);
-  if (!st.ok()) {
-    std::printf("%s: run failed: %s\n", label.c_str(), st.to_string().c_str());
+  Buf ws(std::max(plan->workspace_size(), heur->workspace_size()));
+  Status st, st2;
+  double ms = 0;
+  auto run_plan = [&] { st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args); };
+  if (pref.autotune && baseline) {
+    auto pr = paired_median_ms(run_plan, [&] { st2 = heur->run(nullptr, {ws.p, heur->workspace_size()}, args); }, 2, reps);
+    ms = pr.first, *baseline = pr.second;
+  } else {
+    ms = median_ms(run_plan, 2, reps);
+  }
+  if (!st.ok() || !st2.ok()) {
+    std::printf("%s: run failed: %s\n", label.c_str(), (st.ok() ? st2 : st).to_string().c_str());
     ++*failures;
     return 0;
   }
@@ -258,10 +282,13 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
 
       auto variant = [&](const char* v, const GemmDescriptor& dv, const PlanPreference& pv, const GemmArgs& av) {
         std::string sku;
-        const double ms = time_gemm(label + " " + v, dv, pv, av, reps, &sku, &failures);
+        double base = 0;
+        const double ms = time_gemm(label + " " + v, dv, pv, av, reps, &sku, &failures, &base);
         if (ms <= 0) return;
-        std::printf("%-16s %-5s %-26s ours %9.3f ms %7.1f TFLOP/s %s\n", s.name, dir, v, ms, flop / ms / 1e9, sku.c_str());
-        recs.push_back({s.name, d, v, sku, M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, true, timed});
+        std::printf("%-16s %-5s %-26s ours %9.3f ms %7.1f TFLOP/s %s", s.name, dir, v, ms, flop / ms / 1e9, sku.c_str());
+        if (base > 0) std::printf("  (heuristic plan, timed alternately: %.3f ms, tuned/heuristic %.3f)", base, ms / base);
+        std::printf("\n");
+        recs.push_back({s.name, d, v, sku, M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, true, timed, base});
       };
       PlanPreference tuned;
       tuned.autotune = true;
@@ -386,9 +413,9 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
       std::fprintf(f,
                    "  {\"op\": \"%s\", \"direction\": \"%s\", \"dtype\": \"bf16\", \"variant\": \"%s\", \"sku\": \"%s\", "
                    "\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_ms\": %.4f, \"lt_best_ms\": %.4f, \"ours_tflops\": %.2f, "
-                   "\"lt_best_tflops\": %.2f, \"lt_algos_timed\": %d, \"verified\": %s}%s\n",
+                   "\"lt_best_tflops\": %.2f, \"lt_algos_timed\": %d, \"heuristic_ms\": %.4f, \"verified\": %s}%s\n",
                    r.op.c_str(), r.direction.c_str(), r.variant.c_str(), r.sku.c_str(), (long long)r.m, (long long)r.n,
-                   (long long)r.k, r.ours_ms, r.lt_best_ms, r.ours_tflops, r.lt_best_tflops, r.algos_timed,
+                   (long long)r.k, r.ours_ms, r.lt_best_ms, r.ours_tflops, r.lt_best_tflops, r.algos_timed, r.heuristic_ms,
                    r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");

@@ -98,6 +98,8 @@ def main():
             "torch_tflops": round(flop / t / 1e9, 1), "device": device, "commit": args.commit, "date": args.date,
             "sku": r["sku"], "verified": r["verified"],
         })
+        if r.get("heuristic_ms", -1) > 0:
+            out[-1]["heuristic_plan_us"] = round(1000 * r["heuristic_ms"], 1)
     json.dump(out, open(args.out_json, "w"), indent=1)
     lines = [
         f"# gemm: baracuda vs PyTorch {torch.__version__} on {device}",
@@ -115,6 +117,12 @@ def main():
         lines.append(f"| {o['op']} | {o['direction']} | {o['shape']} | {o['variant']} | {o['ours_us'] / 1000:.3f} | "
                      f"{o['achieved']:.1f} | {ceil} | "
                      f"{o['torch_us'] / 1000:.3f} | {o['torch_tflops']:.1f} | {o['speedup_vs_torch']:.3f}x |")
+    tuned = [o for o in out if "heuristic_plan_us" in o]
+    if tuned:
+        lines += ["", "Timed selection (autotune) vs the heuristic plan of the same descriptor, timed alternately:", ""]
+        for o in tuned:
+            lines.append(f"- {o['op']} {o['direction']} {o['variant']}: tuned {o['ours_us'] / 1000:.3f} ms, heuristic "
+                         f"{o['heuristic_plan_us'] / 1000:.3f} ms ({o['heuristic_plan_us'] / o['ours_us']:.3f}x)")
     sp = sorted(o["speedup_vs_torch"] for o in out)
     if sp:
         lines += ["", f"Speedup vs PyTorch: min {sp[0]:.3f}x, median {statistics.median(sp):.3f}x, max {sp[-1]:.3f}x."]
