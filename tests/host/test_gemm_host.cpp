@@ -250,9 +250,12 @@ TEST(GemmPlanHost, SelectWithoutGpuValidatesAndDefersTheAlgorithm) {
   alignas(16) static char fake[1 << 16];
   args.a.data = fake, args.b.data = fake + 8192, args.out.data = fake + 16384;
   EXPECT_TRUE(plan->can_implement(args).ok()) << plan->can_implement(args).to_string();
-  Status s = plan->run(nullptr, {}, args);
-  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("without a device"), std::string::npos) << s.message();
+  std::string why;
+  if (current_device_arch(&why) == 0) {  // with an sm_90 GPU present the plan is complete (device tests run it)
+    Status s = plan->run(nullptr, {}, args);
+    EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+    EXPECT_NE(s.message().find("without a device"), std::string::npos) << s.message();
+  }
   // descriptors are hashable and comparable (plan caches key on them)
   auto d2 = d;
   EXPECT_TRUE(d == d2);
