@@ -664,6 +664,13 @@ TEST_F(GemmDevice, BackwardEpilogues) {
           c.a = {{33, 17}}, c.b = {{17, 24}, Layout::kTransposed}, c.out = {{33, 24}};
           run_forward(c, seed++);
           if (HasFatalFailure()) return;
+          if (epi != GemmEpilogueImpl::kFused) {  // N = 21: the general (not vectorised) epilogue and column sum
+            Case c2 = c;
+            c2.name += "_n21";
+            c2.b = {{17, 21}}, c2.out = {{33, 21}};
+            run_forward(c2, seed++);
+            if (HasFatalFailure()) return;
+          }
           if (!bg || epi != GemmEpilogueImpl::kFused) {  // the fused bias gradient covers one matrix
             c.name += "_bmm";
             c.a = {{3, 40, 64}}, c.b = {{3, 64, 16}}, c.out = {{3, 40, 16}};

@@ -672,7 +672,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   int64_t rows = f.m.ext;
   for (int i = 0; i < f.nb; ++i)
     if (f.batch[i].s[kOpD] != 0) rows *= f.batch[i].ext;
-  ex->colsum_ws = (desc.has_bias || ex->dc_colsum) ? detail::column_sum_workspace(desc.out.dtype, rows, f.n.ext) : 0;
+  ex->colsum_ws = (desc.has_bias || ex->dc_colsum) ? detail::pointwise_colsum_workspace(desc.out.dtype, rows, f.n.ext) : 0;
   const size_t scratch = std::max({ex->da.workspace, ex->db.workspace, ex->colsum_ws});
   ex->workspace = static_cast<size_t>(off) + scratch;
 
@@ -759,7 +759,11 @@ Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwa
     pg.aux = const_cast<void*>(relu ? args.out.data : args.preact.data);
     pg.act = static_cast<int>(d.activation);
     pg.backward = true;
-    if (Status s = detail::launch_pointwise(dt, pg, stream); !s.ok()) return s;
+    // dbias rides along with dZ's pass; the GEMMs below do not touch the scratch it used
+    if (Status s = args.dbias.data ? detail::launch_pointwise_colsum(dt, pg, args.dbias.data, scratch.ptr, stream)
+                                   : detail::launch_pointwise(dt, pg, stream);
+        !s.ok())
+      return s;
     dz = pg.out;
   }
   if (args.da.data) {
@@ -777,7 +781,7 @@ Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwa
     view(pg, zs, zs, zs);
     return detail::launch_column_sum_over(dt, pg, dz, dst, scale, scratch.ptr, stream);
   };
-  if (args.dbias.data)
+  if (args.dbias.data && !act)
     if (Status s = column_sum(args.dbias.data, 1.0); !s.ok()) return s;
   if (args.dc.data) {
     const bool beta0 = d.beta == 0.0;

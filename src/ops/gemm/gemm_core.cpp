@@ -226,7 +226,7 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     g.device_ready = true;
     if (opt.bias_grad) {  // (zeros when the output has no rows)
       g.colsum_ws_offset = 0;
-      g.workspace = column_sum_workspace(c.d_dtype, out_rows, N);
+      g.workspace = pointwise_colsum_workspace(c.d_dtype, out_rows, N);
     }
     return g;
   }
@@ -421,7 +421,7 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
       g.fused_bgrad = opt.bias_grad;
     } else {
       g.separate_epilogue = true;
-      if (opt.bias_grad) g.colsum_ws_offset = take(static_cast<int64_t>(column_sum_workspace(c.d_dtype, out_rows, N)));
+      if (opt.bias_grad) g.colsum_ws_offset = take(static_cast<int64_t>(pointwise_colsum_workspace(c.d_dtype, out_rows, N)));
     }
   } else if (want_epi) {
     // f64: cuBLASLt's GELU epilogue is not f64-accurate (measured 1e-8 relative error on H200),
@@ -639,13 +639,17 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
   };
 
   if (empty) return bias_grad_pass();
+  // the epilogue kernel, with the bias gradient in the same pass when one is wanted
+  auto epilogue = [&](const PointwiseGeometry& pg) -> Status {
+    if (opt.bias_grad) return launch_pointwise_colsum(canon.d_dtype, pg, r.bias_grad, ws_at(colsum_ws_offset), stream);
+    return launch_pointwise(canon.d_dtype, pg, stream);
+  };
   if (k_zero) {
     PointwiseGeometry pg;
     out_view(pg);
     pg.src = opt.use_c ? r.c : nullptr;
     pg.src_scale = opt.beta;
-    if (Status s = launch_pointwise(canon.d_dtype, pg, stream); !s.ok()) return s;
-    return bias_grad_pass();
+    return epilogue(pg);
   }
 
   void* d_target = pack_d ? ws_at(d_ws_offset) : r.d;
@@ -735,7 +739,7 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
       for (int i = 0; i < pg.rank; ++i) pg.s_src[i] = pg.s_out[i];
       pg.src = r.d;
       pg.src_scale = 1.0;
-      if (Status s = launch_pointwise(canon.d_dtype, pg, stream); !s.ok()) return s;
+      return epilogue(pg);
     }
     return bias_grad_pass();
   }

@@ -87,6 +87,12 @@ Status launch_column_sum(DType dt, const ColumnSumGeometry& g, void* ws, cudaStr
 Status launch_column_sum_over(DType dt, const PointwiseGeometry& pg, const void* src, void* dst, double scale, void* ws,
                               cudaStream_t stream);
 
+// launch_pointwise, then dst[n] = Σ over the other axes of the values written to g.out (the bias
+// gradient), fused into the same pass on the contiguous fast path (per-block partials in ws, then
+// a fixed-order final sum: deterministic); otherwise a second column-sum pass.
+size_t pointwise_colsum_workspace(DType dt, int64_t rows, int64_t cols);
+Status launch_pointwise_colsum(DType dt, const PointwiseGeometry& g, void* dst, void* ws, cudaStream_t stream);
+
 // Scratch fill for timing: |v| in [0.5, 2) with random sign and mantissa from a hash of the index
 // (float dtypes and fp8).
 Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream);

@@ -2,6 +2,8 @@
 // K == 0 and the backward's dZ = d_out ⊙ act'(Z)) and the deterministic column sum (dbias).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "core/cuda_check.hpp"
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
@@ -79,21 +81,25 @@ __global__ void __launch_bounds__(256) pointwise_kernel(const __grid_constant__ 
 // aux may be absent), n_cols % VEC == 0, 16-byte aligned. A block covers TC vector columns and
 // 256/TC rows per step; each thread keeps its VEC bias values in registers and walks rows with
 // two rows' loads in flight (no per-element index division, one bias load per thread).
+// With `partial`, each block also writes the column sums of the values it stored (f32, f64 for
+// f64; its rows in a fixed order) to partial[blockIdx.y][col]: the bias gradient, in the same pass.
 template <class T, int VEC>
 __global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g, int64_t rows,
-                                                             int64_t vcols, int tc) {
+                                                             int64_t vcols, int tc, acc_t<T>* partial) {
   using A = acc_t<T>;
   struct alignas(16) Vec {
     T v[VEC];
   };
   const int64_t cv = static_cast<int64_t>(blockIdx.x) * tc + threadIdx.x % tc;
-  if (cv >= vcols) return;
+  const bool active = cv < vcols;
   const int rows_per_block = blockDim.x / tc;
   const int64_t row_step = static_cast<int64_t>(gridDim.y) * rows_per_block;
-  A bias[VEC];
+  A bias[VEC], sum[VEC];
 #pragma unroll
-  for (int j = 0; j < VEC; ++j)
-    bias[j] = g.bias ? to_acc(static_cast<const T*>(g.bias)[(cv * VEC + j) * g.bias_stride]) : A(0);
+  for (int j = 0; j < VEC; ++j) {
+    bias[j] = g.bias && active ? to_acc(static_cast<const T*>(g.bias)[(cv * VEC + j) * g.bias_stride]) : A(0);
+    sum[j] = A(0);
+  }
   const A scale = static_cast<A>(g.src_scale);
   auto apply = [&](const Vec& src, const Vec& aux, Vec& out, Vec& pre) {
 #pragma unroll
@@ -109,31 +115,63 @@ __global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_consta
         }
         out.v[j] = from_acc<T>(activate(g.act, z));
       }
+      sum[j] += to_acc(out.v[j]);
     }
   };
   const Vec* src = static_cast<const Vec*>(g.src);
   Vec* aux = static_cast<Vec*>(g.aux);
   Vec* out = static_cast<Vec*>(g.out);
   int64_t r = static_cast<int64_t>(blockIdx.y) * rows_per_block + threadIdx.x / tc;
-  for (; r + row_step < rows; r += 2 * row_step) {
-    const int64_t i0 = r * vcols + cv, i1 = (r + row_step) * vcols + cv;
-    Vec s0{}, s1{}, x0{}, x1{}, o0, o1, p0, p1;
-    if (src) s0 = src[i0], s1 = src[i1];
-    if (g.backward) x0 = aux[i0], x1 = aux[i1];
-    apply(s0, x0, o0, p0);
-    apply(s1, x1, o1, p1);
-    if (!g.backward && aux) aux[i0] = p0, aux[i1] = p1;
-    out[i0] = o0, out[i1] = o1;
+  if (active) {
+    for (; r + row_step < rows; r += 2 * row_step) {
+      const int64_t i0 = r * vcols + cv, i1 = (r + row_step) * vcols + cv;
+      Vec s0{}, s1{}, x0{}, x1{}, o0, o1, p0, p1;
+      if (src) s0 = src[i0], s1 = src[i1];
+      if (g.backward) x0 = aux[i0], x1 = aux[i1];
+      apply(s0, x0, o0, p0);
+      apply(s1, x1, o1, p1);
+      if (!g.backward && aux) aux[i0] = p0, aux[i1] = p1;
+      out[i0] = o0, out[i1] = o1;
+    }
+    if (r < rows) {
+      const int64_t i0 = r * vcols + cv;
+      Vec s0{}, x0{}, o0, p0;
+      if (src) s0 = src[i0];
+      if (g.backward) x0 = aux[i0];
+      apply(s0, x0, o0, p0);
+      if (!g.backward && aux) aux[i0] = p0;
+      out[i0] = o0;
+    }
   }
-  if (r < rows) {
-    const int64_t i0 = r * vcols + cv;
-    Vec s0{}, x0{}, o0, p0;
-    if (src) s0 = src[i0];
-    if (g.backward) x0 = aux[i0];
-    apply(s0, x0, o0, p0);
-    if (!g.backward && aux) aux[i0] = p0;
-    out[i0] = o0;
+  if (partial == nullptr) return;  // uniform across the block
+  __shared__ A red[256 * VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) red[threadIdx.x * VEC + j] = sum[j];
+  __syncthreads();
+  if (threadIdx.x < tc && active) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      A s = 0;
+      for (int y = 0; y < rows_per_block; ++y) s += red[(y * tc + threadIdx.x) * VEC + j];
+      partial[static_cast<int64_t>(blockIdx.y) * vcols * VEC + cv * VEC + j] = s;
+    }
   }
+}
+
+// Grid of pointwise_rows_kernel: tc vector columns x 256/tc rows per block, gx x gy blocks.
+struct RowsGrid {
+  int tc = 1;
+  int64_t gx = 1, gy = 1;
+};
+RowsGrid rows_grid(int64_t rows, int64_t vcols) {
+  RowsGrid rg;
+  while (rg.tc < 256 && rg.tc < vcols) rg.tc *= 2;
+  rg.gx = (vcols + rg.tc - 1) / rg.tc;
+  const int64_t rows_per_block = 256 / rg.tc;
+  // about 8 resident blocks per SM, each walking its rows two at a time
+  rg.gy = std::max<int64_t>(1, std::min<int64_t>({(rows + rows_per_block - 1) / rows_per_block,
+                                                  std::max<int64_t>(1, 132 * 8 / rg.gx), 65535}));
+  return rg;
 }
 
 // Hash fill for timing scratch: sign and mantissa random, exponent in {bias-1, bias} (|v| in
@@ -229,33 +267,68 @@ bool dispatch_float(DType dt, F&& f) {
 
 }  // namespace
 
-Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t stream) {
-  if (g.numel == 0) return {};
-  const int64_t blocks = std::min<int64_t>((g.numel + 255) / 256, 132 * 16);
-  cudaError_t e = cudaSuccess;
+namespace {
+
+bool rows_path(DType dt, const PointwiseGeometry& g) {
   const int64_t n_cols = g.rank > 0 ? g.ext[g.rank - 1] : 1;
   const int vec = static_cast<int>(16 / dtype_size(dt));
   auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (contiguous_same(g) && n_cols % vec == 0 && aligned(g.out) && aligned(g.src) && aligned(g.aux)) {
-    const int64_t vcols = n_cols / vec, rows = g.numel / n_cols;
-    int tc = 1;
-    while (tc < 256 && tc < vcols) tc *= 2;
-    const int64_t gx = (vcols + tc - 1) / tc;
-    const int64_t rows_per_block = 256 / tc;
-    // about 8 resident blocks per SM, each walking its rows two at a time
-    const int64_t gy = std::max<int64_t>(1, std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block,
-                                                              std::max<int64_t>(1, 132 * 8 / gx)));
-    const bool ok = dispatch_float(dt, [&]<class T>() {
-      constexpr int V = 16 / sizeof(T);
-      e = launch_kernel(pointwise_rows_kernel<T, V>, dim3(static_cast<unsigned>(gx), static_cast<unsigned>(std::min<int64_t>(gy, 65535))),
-                        dim3(256), 0, stream, g, rows, vcols, tc);
-    });
-    if (!ok) return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
-    return cuda_status(e, "gemm epilogue");
-  }
+  return contiguous_same(g) && n_cols % vec == 0 && aligned(g.out) && aligned(g.src) && aligned(g.aux);
+}
+
+Status launch_rows(DType dt, const PointwiseGeometry& g, void* partial, cudaStream_t stream, int64_t* gy_out) {
+  const int64_t n_cols = g.ext[g.rank - 1];
+  const int vec = static_cast<int>(16 / dtype_size(dt));
+  const int64_t vcols = n_cols / vec, rows = g.numel / n_cols;
+  const RowsGrid rg = rows_grid(rows, vcols);
+  if (gy_out) *gy_out = rg.gy;
+  cudaError_t e = cudaSuccess;
+  const bool ok = dispatch_float(dt, [&]<class T>() {
+    constexpr int V = 16 / sizeof(T);
+    e = launch_kernel(pointwise_rows_kernel<T, V>, dim3(static_cast<unsigned>(rg.gx), static_cast<unsigned>(rg.gy)), dim3(256), 0,
+                      stream, g, rows, vcols, rg.tc, static_cast<acc_t<T>*>(partial));
+  });
+  if (!ok) return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
+  return cuda_status(e, "gemm epilogue");
+}
+
+}  // namespace
+
+Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t stream) {
+  if (g.numel == 0) return {};
+  if (rows_path(dt, g)) return launch_rows(dt, g, nullptr, stream, nullptr);
+  const int64_t blocks = std::min<int64_t>((g.numel + 255) / 256, 132 * 16);
+  cudaError_t e = cudaSuccess;
   if (!dispatch_float(dt, [&]<class T>() { e = launch_kernel(pointwise_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g); }))
     return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
   return cuda_status(e, "gemm epilogue");
+}
+
+size_t pointwise_colsum_workspace(DType dt, int64_t rows, int64_t cols) {
+  const size_t acc = dt == DType::f64 ? 8 : 4;
+  const int64_t vec = static_cast<int64_t>(16 / dtype_size(dt));
+  const size_t fused = cols % vec == 0 && cols > 0 ? static_cast<size_t>(rows_grid(rows, cols / vec).gy * cols) * acc : 0;
+  return std::max(fused, column_sum_workspace(dt, rows, cols));
+}
+
+Status launch_pointwise_colsum(DType dt, const PointwiseGeometry& g, void* dst, void* ws, cudaStream_t stream) {
+  if (g.numel > 0 && rows_path(dt, g)) {
+    int64_t gy = 0;
+    if (Status s = launch_rows(dt, g, ws, stream, &gy); !s.ok()) return s;
+    ColumnSumGeometry cg;
+    cg.cols = g.ext[g.rank - 1];
+    cg.dst = dst;
+    cg.dst_stride = 1;
+    cg.scale = 1.0;
+    cudaError_t e = cudaSuccess;
+    dispatch_float(dt, [&]<class T>() {
+      e = launch_kernel(column_final_kernel<T>, dim3(static_cast<unsigned>((cg.cols + 255) / 256)), dim3(256), 0, stream, cg,
+                        static_cast<const acc_t<T>*>(ws), gy);
+    });
+    return cuda_status(e, "gemm epilogue column sum");
+  }
+  if (Status s = launch_pointwise(dt, g, stream); !s.ok()) return s;
+  return launch_column_sum_over(dt, g, g.out, dst, 1.0, ws, stream);
 }
 
 Status launch_fill_scratch(DType dt, void* p, int64_t elems, uint64_t seed, cudaStream_t stream) {
