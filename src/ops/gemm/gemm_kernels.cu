@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(256) pointwise_kernel(const __grid_constant__ 
 // With `partial`, each block also writes the column sums of the values it stored (f32, f64 for
 // f64; its rows in a fixed order) to partial[blockIdx.y][col]: the bias gradient, in the same pass.
 template <class T, int VEC>
-__global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g, int64_t rows,
+__global__ void __launch_bounds__(256, 3) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g, int64_t rows,
                                                              int64_t vcols, int tc, acc_t<T>* partial) {
   using A = acc_t<T>;
   struct alignas(16) Vec {
@@ -158,6 +158,26 @@ __global__ void __launch_bounds__(256) pointwise_rows_kernel(const __grid_consta
   }
 }
 
+// dst[col] = scale · Σ_y partial[y][col] for y < chunks: 8 lanes per column each sum every 8th
+// partial, then lane 0 adds the 8 lane sums in order (fixed order: deterministic).
+template <class T>
+__global__ void __launch_bounds__(256) column_final_lanes_kernel(const __grid_constant__ ColumnSumGeometry g,
+                                                                const acc_t<T>* partial, int64_t chunks) {
+  using A = acc_t<T>;
+  __shared__ A red[8][32];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
+  A s = 0;
+  if (col < g.cols)
+    for (int64_t y = threadIdx.y; y < chunks; y += 8) s += partial[y * g.cols + col];
+  red[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < g.cols) {
+    A t = 0;
+    for (int y = 0; y < 8; ++y) t += red[y][threadIdx.x];
+    static_cast<T*>(g.dst)[col * g.dst_stride] = from_acc<T>(static_cast<A>(g.scale) * t);
+  }
+}
+
 // Grid of pointwise_rows_kernel: tc vector columns x 256/tc rows per block, gx x gy blocks.
 struct RowsGrid {
   int tc = 1;
@@ -168,9 +188,9 @@ RowsGrid rows_grid(int64_t rows, int64_t vcols) {
   while (rg.tc < 256 && rg.tc < vcols) rg.tc *= 2;
   rg.gx = (vcols + rg.tc - 1) / rg.tc;
   const int64_t rows_per_block = 256 / rg.tc;
-  // about 8 resident blocks per SM, each walking its rows two at a time
+  // one wave: 3 resident blocks per SM (the kernel's launch bounds), each walking its rows
   rg.gy = std::max<int64_t>(1, std::min<int64_t>({(rows + rows_per_block - 1) / rows_per_block,
-                                                  std::max<int64_t>(1, 132 * 8 / rg.gx), 65535}));
+                                                  std::max<int64_t>(1, 132 * 3 / rg.gx), 65535}));
   return rg;
 }
 
@@ -322,8 +342,8 @@ Status launch_pointwise_colsum(DType dt, const PointwiseGeometry& g, void* dst, 
     cg.scale = 1.0;
     cudaError_t e = cudaSuccess;
     dispatch_float(dt, [&]<class T>() {
-      e = launch_kernel(column_final_kernel<T>, dim3(static_cast<unsigned>((cg.cols + 255) / 256)), dim3(256), 0, stream, cg,
-                        static_cast<const acc_t<T>*>(ws), gy);
+      e = launch_kernel(column_final_lanes_kernel<T>, dim3(static_cast<unsigned>((cg.cols + 31) / 32)), dim3(32, 8), 0, stream,
+                        cg, static_cast<const acc_t<T>*>(ws), gy);
     });
     return cuda_status(e, "gemm epilogue column sum");
   }
