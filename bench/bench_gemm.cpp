@@ -322,10 +322,10 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
         GemmDescriptor dg = desc;
         dg.grad_activation = GemmActivation::kGeluTanh;
         dg.has_bias_grad = true;
-        variant("dgelu_bgrad_fused", dg, {}, ag);
+        variant("dgelu_bgrad_default", dg, {}, ag);  // kAuto without timing: the separate form
         variant("dgelu_bgrad_autotuned", dg, tuned, ag);
-        dg.epilogue_impl = GemmEpilogueImpl::kSeparate;
-        variant("dgelu_bgrad_separate", dg, {}, ag);
+        dg.epilogue_impl = GemmEpilogueImpl::kFused;
+        variant("dgelu_bgrad_fused", dg, {}, ag);
       }
     }
   }
