@@ -22,8 +22,10 @@
 
 #include "baracuda/baracuda.hpp"
 #include "pad_ref.hpp"
+#include "timing.hpp"
 
 using namespace baracuda;
+using baracuda::bench::median_us;
 
 namespace {
 
@@ -41,14 +43,6 @@ struct Record {
   bool verified = false;
 };
 
-#define CHECK_CUDA(expr)                                                                  \
-  do {                                                                                    \
-    cudaError_t e_ = (expr);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 std::vector<Case> pad_cases() {
   std::vector<Case> cs;
@@ -76,35 +70,14 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-// Median time of `reps` runs of fn, each bracketed by CUDA events (after `warm` warm-ups).
-template <class F>
-double median_us(F&& fn, int warm, int reps) {
-  for (int i = 0; i < warm; ++i) fn();
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    fn();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    CHECK_CUDA(cudaEventElapsedTime(&t[i], a, b));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return 1000.0 * t[reps / 2];
-}
-
 // Bytes read + written by a large device-to-device copy, per second (TB/s).
 double measure_copy_tbps() {
   const size_t bytes = size_t{2} << 30;
   void *a = nullptr, *b = nullptr;
-  CHECK_CUDA(cudaMalloc(&a, bytes));
-  CHECK_CUDA(cudaMalloc(&b, bytes));
-  CHECK_CUDA(cudaMemset(a, 0x5a, bytes));
-  const double us = median_us([&] { CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20);
+  BENCH_CUDA_OK(cudaMalloc(&a, bytes));
+  BENCH_CUDA_OK(cudaMalloc(&b, bytes));
+  BENCH_CUDA_OK(cudaMemset(a, 0x5a, bytes));
+  const double us = median_us([&] { BENCH_CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20);
   cudaFree(a);
   cudaFree(b);
   return 2.0 * bytes / (us * 1e-6) / 1e12;
@@ -139,8 +112,8 @@ bool verify_forward_sampled(const PadDescriptor& d, const void* x_dev, const voi
       mul *= d.in_shape[a];
     }
     uint64_t got = 0, want = 0;
-    CHECK_CUDA(cudaMemcpy(&got, static_cast<const char*>(y_dev) + f * es, es, cudaMemcpyDeviceToHost));
-    if (src >= 0) CHECK_CUDA(cudaMemcpy(&want, static_cast<const char*>(x_dev) + src * es, es, cudaMemcpyDeviceToHost));
+    BENCH_CUDA_OK(cudaMemcpy(&got, static_cast<const char*>(y_dev) + f * es, es, cudaMemcpyDeviceToHost));
+    if (src >= 0) BENCH_CUDA_OK(cudaMemcpy(&want, static_cast<const char*>(x_dev) + src * es, es, cudaMemcpyDeviceToHost));
     if (got != want) {
       std::fprintf(stderr, "VERIFY FAILED fwd %s at output %lld\n", std::string(pad_mode_name(d.mode)).c_str(), (long long)f);
       return false;
@@ -175,11 +148,11 @@ bool verify_backward_reduced(const Case& c) {
     }
   }
   void *ddy = nullptr, *ddx = nullptr;
-  CHECK_CUDA(cudaMalloc(&ddy, hb.size()));
-  CHECK_CUDA(cudaMalloc(&ddx, ho.size()));
-  CHECK_CUDA(cudaMemcpy(ddy, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+  BENCH_CUDA_OK(cudaMalloc(&ddy, hb.size()));
+  BENCH_CUDA_OK(cudaMalloc(&ddx, ho.size()));
+  BENCH_CUDA_OK(cudaMemcpy(ddy, hb.data(), hb.size(), cudaMemcpyHostToDevice));
   Status s = plan->run(nullptr, {}, {TensorRef::make(ddy, c.dtype, os), TensorMut::make(ddx, c.dtype, small.shape)});
-  CHECK_CUDA(cudaMemcpy(ho.data(), ddx, ho.size(), cudaMemcpyDeviceToHost));
+  BENCH_CUDA_OK(cudaMemcpy(ho.data(), ddx, ho.size(), cudaMemcpyDeviceToHost));
   cudaFree(ddy);
   cudaFree(ddx);
   if (!s.ok()) return false;
@@ -236,12 +209,12 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
       cudaFree(x);
       cudaFree(y);
       cudaFree(dx);
-      CHECK_CUDA(cudaMalloc(&x, nin * es));
-      CHECK_CUDA(cudaMalloc(&dx, nin * es));
-      CHECK_CUDA(cudaMalloc(&y, nout * es));
+      BENCH_CUDA_OK(cudaMalloc(&x, nin * es));
+      BENCH_CUDA_OK(cudaMalloc(&dx, nin * es));
+      BENCH_CUDA_OK(cudaMalloc(&y, nout * es));
       std::vector<uint16_t> h(nin * es / 2);
       fill_random_bits(h, 1234);
-      CHECK_CUDA(cudaMemcpy(x, h.data(), nin * es, cudaMemcpyHostToDevice));
+      BENCH_CUDA_OK(cudaMemcpy(x, h.data(), nin * es, cudaMemcpyHostToDevice));
       cur_shape = c.shape;
       cur_dt = c.dtype;
     }
@@ -265,10 +238,10 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
     rf.sku = fwd->sku().name();
     rb.sku = bwd->sku().name();
     rf.us = median_us([&] { (void)fwd->run(nullptr, {}, {xr, ym}); }, warm, reps);
-    CHECK_CUDA(cudaDeviceSynchronize());
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
     rf.verified = verify_forward_sampled(*d, x, y);
     rb.us = median_us([&] { (void)bwd->run(nullptr, {}, {ym.as_ref(), dxm}); }, warm, reps);
-    CHECK_CUDA(cudaGetLastError());
+    BENCH_CUDA_OK(cudaGetLastError());
     rb.verified = verify_backward_reduced(c);
     for (Record* r : {&rf, &rb}) {
       r->tbps = r->bytes / (r->us * 1e-6) / 1e12;
@@ -290,16 +263,16 @@ double host_overhead_us() {
   auto d = *PadDescriptor::torch_style(DType::f32, {64, 64}, {1, 1, 1, 1}, PadMode::kReflect);
   auto plan = *PadPlan::select(d);
   void *x = nullptr, *y = nullptr;
-  CHECK_CUDA(cudaMalloc(&x, 64 * 64 * 4));
-  CHECK_CUDA(cudaMalloc(&y, 66 * 66 * 4));
+  BENCH_CUDA_OK(cudaMalloc(&x, 64 * 64 * 4));
+  BENCH_CUDA_OK(cudaMalloc(&y, 66 * 66 * 4));
   PadArgs a{TensorRef::make(x, DType::f32, {64, 64}), TensorMut::make(y, DType::f32, {66, 66})};
   for (int i = 0; i < 100; ++i) (void)plan.run(nullptr, {}, a);
-  CHECK_CUDA(cudaDeviceSynchronize());
+  BENCH_CUDA_OK(cudaDeviceSynchronize());
   const int n = 2000;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) (void)plan.run(nullptr, {}, a);
   auto t1 = std::chrono::steady_clock::now();
-  CHECK_CUDA(cudaDeviceSynchronize());
+  BENCH_CUDA_OK(cudaDeviceSynchronize());
   cudaFree(x);
   cudaFree(y);
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;

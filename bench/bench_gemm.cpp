@@ -14,41 +14,13 @@
 #include <vector>
 
 #include "baracuda/core/half_bits.hpp"
+#include "timing.hpp"
 #include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 
 namespace baracuda::bench {
 
 namespace {
-
-#define GCHECK(x)                                                                           \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-template <class F>
-double median_ms(F&& fn, int warm, int reps) {
-  for (int i = 0; i < warm; ++i) fn();
-  cudaEvent_t a, b;
-  GCHECK(cudaEventCreate(&a));
-  GCHECK(cudaEventCreate(&b));
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    GCHECK(cudaEventRecord(a));
-    fn();
-    GCHECK(cudaEventRecord(b));
-    GCHECK(cudaEventSynchronize(b));
-    GCHECK(cudaEventElapsedTime(&t[i], a, b));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
-}
 
 // Two functions timed alternately (a, b, a, b, ...) so both see the same clock and power state;
 // returns their medians.
@@ -64,11 +36,6 @@ std::pair<double, double> paired_median_ms(F&& fa, G&& fb, int warm, int reps) {
   return {ta[reps / 2], tb[reps / 2]};
 }
 
-struct Buf {
-  void* p = nullptr;
-  explicit Buf(size_t n) { GCHECK(cudaMalloc(&p, std::max<size_t>(n, 256))); }
-  ~Buf() { cudaFree(p); }
-};
 
 // uniform(-1, 1) bf16 on the device: one random 4M-element slice (an odd length, so rows do not
 // repeat in step) uploaded once, then replicated device-to-device
@@ -78,9 +45,9 @@ void fill_bf16(void* dev, int64_t n, uint64_t seed) {
   const int64_t chunk = std::min<int64_t>(n, (int64_t{1} << 22) + 13);
   std::vector<uint16_t> h(static_cast<size_t>(chunk));
   for (auto& v : h) v = float_to_bf16_bits(u(rng));
-  GCHECK(cudaMemcpy(dev, h.data(), chunk * 2, cudaMemcpyHostToDevice));
+  BENCH_CUDA_OK(cudaMemcpy(dev, h.data(), chunk * 2, cudaMemcpyHostToDevice));
   for (int64_t o = chunk; o < n; o += chunk)
-    GCHECK(cudaMemcpy(static_cast<uint16_t*>(dev) + o, dev, std::min(chunk, n - o) * 2, cudaMemcpyDeviceToDevice));
+    BENCH_CUDA_OK(cudaMemcpy(static_cast<uint16_t*>(dev) + o, dev, std::min(chunk, n - o) * 2, cudaMemcpyDeviceToDevice));
 }
 
 struct GemmRecord {
@@ -148,9 +115,9 @@ bool verify_linear_sampled(const void* x, const void* w, const void* y, int64_t 
   for (int s = 0; s < 24; ++s) {
     const int64_t i = static_cast<int64_t>(rng() % M), j = static_cast<int64_t>(rng() % N);
     uint16_t yv;
-    GCHECK(cudaMemcpy(xr.data(), static_cast<const uint16_t*>(x) + i * K, K * 2, cudaMemcpyDeviceToHost));
-    GCHECK(cudaMemcpy(wr.data(), static_cast<const uint16_t*>(w) + j * K, K * 2, cudaMemcpyDeviceToHost));
-    GCHECK(cudaMemcpy(&yv, static_cast<const uint16_t*>(y) + i * N + j, 2, cudaMemcpyDeviceToHost));
+    BENCH_CUDA_OK(cudaMemcpy(xr.data(), static_cast<const uint16_t*>(x) + i * K, K * 2, cudaMemcpyDeviceToHost));
+    BENCH_CUDA_OK(cudaMemcpy(wr.data(), static_cast<const uint16_t*>(w) + j * K, K * 2, cudaMemcpyDeviceToHost));
+    BENCH_CUDA_OK(cudaMemcpy(&yv, static_cast<const uint16_t*>(y) + i * N + j, 2, cudaMemcpyDeviceToHost));
     double ref = 0, abs = 0;
     for (int64_t k = 0; k < K; ++k) {
       const double p = static_cast<double>(bf16_bits_to_float(xr[k])) * bf16_bits_to_float(wr[k]);
@@ -179,7 +146,7 @@ double time_gemm(const std::string& label, const GemmDescriptor& desc, const Pla
     return 0;
   }
   if (pref.autotune) std::printf("%s: autotuned select() took %.1f ms\n", label.c_str(), select_ms);
-  Buf ws(std::max(plan->workspace_size(), heur->workspace_size()));
+  DeviceBuffer ws(std::max(plan->workspace_size(), heur->workspace_size()));
   Status st, st2;
   double ms = 0;
   auto run_plan = [&] { st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args); };
@@ -213,7 +180,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
   cublasLtHandle_t h;
   if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
   const size_t ws_bytes = size_t{32} << 20;
-  Buf ws_lt(ws_bytes);
+  DeviceBuffer ws_lt(ws_bytes);
   std::vector<GemmRecord> recs;
   int failures = 0;
   for (const Shape& s : shapes) {
@@ -227,7 +194,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
       if (d == "fwd") M = s.t, N = s.out, K = s.in;
       else if (d == "dgrad") M = s.t, N = s.in, K = s.out;
       else M = s.out, N = s.in, K = s.t;
-      Buf x(size_t(s.t) * s.in * 2), w(size_t(s.out) * s.in * 2), dy(size_t(s.t) * s.out * 2), o(size_t(M) * N * 2);
+      DeviceBuffer x(size_t(s.t) * s.in * 2), w(size_t(s.out) * s.in * 2), dy(size_t(s.t) * s.out * 2), o(size_t(M) * N * 2);
       fill_bf16(x.p, s.t * s.in, 1), fill_bf16(w.p, s.out * s.in, 2), fill_bf16(dy.p, s.t * s.out, 3);
       GemmDescriptor desc;
       GemmArgs args;
@@ -258,7 +225,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
         ++failures;
         continue;
       }
-      Buf ws(plan->workspace_size());
+      DeviceBuffer ws(plan->workspace_size());
       const Workspace wsv{ws.p, plan->workspace_size()};
       Status st;
       const int reps = M * N * K > (int64_t{1} << 42) ? 7 : 15;
@@ -297,7 +264,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
 
       // forward epilogue (bias + gelu_tanh): fused, separate, and the timed choice between them
       if (d == "fwd" && (std::string(s.name) == "llama3_gate_up" || std::string(s.name) == "llama3_o")) {
-        Buf bias(size_t(N) * 2);
+        DeviceBuffer bias(size_t(N) * 2);
         fill_bf16(bias.p, N, 4);
         const TensorLayout BL = TensorLayout::make(DType::bf16, std::vector<int64_t>{N});
         GemmArgs ae = args;
@@ -312,7 +279,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
       }
       // backward epilogue on the dgrad GEMM of the next layer: dH = (dY·W) ⊙ gelu'(Z), dbias = Σ_T dH
       if (d == "dgrad" && (std::string(s.name) == "llama3_down" || std::string(s.name) == "llama3_o")) {
-        Buf aux(size_t(M) * N * 2), bgrad(size_t(N) * 2);
+        DeviceBuffer aux(size_t(M) * N * 2), bgrad(size_t(N) * 2);
         fill_bf16(aux.p, M * N, 5);
         GemmArgs ag = args;
         static_cast<TensorLayout&>(ag.aux) = OUT;
@@ -332,7 +299,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
   // nn.functional.bilinear: x1 [B, I], x2 [B, J], w [O, I, J], bias [O]; forward and all gradients
   if (filter.empty() || std::string("bilinear").find(filter) != std::string::npos) {
     const int64_t B = quick ? 1024 : 4096, I = 256, J = 256, O = 256;
-    Buf x1(size_t(B) * I * 2), x2(size_t(B) * J * 2), w(size_t(O) * I * J * 2), bias(size_t(O) * 2), y(size_t(B) * O * 2),
+    DeviceBuffer x1(size_t(B) * I * 2), x2(size_t(B) * J * 2), w(size_t(O) * I * J * 2), bias(size_t(O) * 2), y(size_t(B) * O * 2),
         dy(size_t(B) * O * 2), dx1(size_t(B) * I * 2), dx2(size_t(B) * J * 2), dw(size_t(O) * I * J * 2), db(size_t(O) * 2);
     fill_bf16(x1.p, B * I, 6), fill_bf16(x2.p, B * J, 7), fill_bf16(w.p, O * I * J, 8), fill_bf16(bias.p, O, 9);
     fill_bf16(dy.p, B * O, 10);
@@ -346,7 +313,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
       std::printf("bilinear select failed\n");
       ++failures;
     } else {
-      Buf wf(fp->workspace_size()), wb(bp->workspace_size());
+      DeviceBuffer wf(fp->workspace_size()), wb(bp->workspace_size());
       BilinearArgs fa;
       static_cast<TensorLayout&>(fa.x1) = bd.x1, static_cast<TensorLayout&>(fa.x2) = bd.x2;
       static_cast<TensorLayout&>(fa.weight) = bd.weight, static_cast<TensorLayout&>(fa.bias) = bd.bias;
@@ -381,20 +348,20 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
   // host overhead of run(): enqueue only, small problem
   double overhead_us = 0;
   {
-    Buf a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
+    DeviceBuffer a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
     const TensorLayout L = TensorLayout::make(DType::bf16, std::vector<int64_t>{64, 64});
     auto plan = *GemmPlan::select(GemmDescriptor::mm(L, L, L));
-    Buf ws(plan.workspace_size());
+    DeviceBuffer ws(plan.workspace_size());
     GemmArgs args;
     static_cast<TensorLayout&>(args.a) = L, static_cast<TensorLayout&>(args.b) = L, static_cast<TensorLayout&>(args.out) = L;
     args.a.data = a.p, args.b.data = b.p, args.out.data = c.p;
     for (int i = 0; i < 100; ++i) (void)plan.run(nullptr, {ws.p, plan.workspace_size()}, args);
-    GCHECK(cudaDeviceSynchronize());
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
     const int n = 2000;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) (void)plan.run(nullptr, {ws.p, plan.workspace_size()}, args);
     const auto t1 = std::chrono::steady_clock::now();
-    GCHECK(cudaDeviceSynchronize());
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
     overhead_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
     std::printf("host overhead of GemmPlan::run (checks + cublasLtMatmul enqueue, 64^3 bf16): %.2f us/call\n", overhead_us);
     const auto t2 = std::chrono::steady_clock::now();

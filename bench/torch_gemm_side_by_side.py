@@ -12,14 +12,13 @@ in the same run, and writes docs/perf/gemm.{json,md} in the shape of performance
 
 bound = compute; ceiling = cuBLASLt's best of its top-16 heuristic algorithms timed in the same run.
 """
-import argparse
 import json
 import statistics
 
 import torch
 import torch.nn.functional as F
 
-from torch_side_by_side import median_us  # one timing helper for every family
+from torch_side_by_side import load_run, median_us  # shared by every family
 
 
 def median_ms(fn, warm=2, reps=15):
@@ -72,15 +71,7 @@ def torch_ms(r):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ours", required=True)
-    ap.add_argument("--out-json", required=True)
-    ap.add_argument("--out-md", required=True)
-    ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--date", default="unknown")
-    args = ap.parse_args()
-    ours = json.load(open(args.ours))
-    device = torch.cuda.get_device_name(0)
+    args, ours, device = load_run()
     out = []
     for r in ours["records"]:
         t = torch_ms(r)

@@ -47,17 +47,23 @@ def torch_pad_us(rec):
     return median_us(lambda: torch.autograd.grad(y, xr, dy, retain_graph=True))
 
 
-def main():
+def load_run(extra_args=()):
+    """The arguments every side-by-side script takes, our raw benchmark JSON, and the GPU's name.
+    extra_args: (flag, default) pairs a family adds."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", required=True)
     ap.add_argument("--out-json", required=True)
     ap.add_argument("--out-md", required=True)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--date", default="unknown")
-    ap.add_argument("--family", default="pad")
+    for flag, default in extra_args:
+        ap.add_argument(flag, default=default)
     args = ap.parse_args()
-    ours = json.load(open(args.ours))
-    device = torch.cuda.get_device_name(0)
+    return args, json.load(open(args.ours)), torch.cuda.get_device_name(0)
+
+
+def main():
+    args, ours, device = load_run([("--family", "pad")])
     out = []
     for r in ours["records"]:
         if not r["op"].startswith(args.family):

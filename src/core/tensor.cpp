@@ -66,6 +66,28 @@ void TensorLayout::set_contiguous_strides() {
   }
 }
 
+TensorLayout TensorLayout::contiguous() const {
+  TensorLayout c = *this;
+  c.set_contiguous_strides();
+  return c;
+}
+
+bool TensorLayout::identical(const TensorLayout& o) const {
+  if (dtype != o.dtype || rank != o.rank) return false;
+  for (int i = 0; i < std::max(0, rank); ++i)
+    if (shape[i] != o.shape[i] || stride[i] != o.stride[i]) return false;
+  return true;
+}
+
+size_t TensorLayout::hash() const {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over dtype, rank, shape and strides
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  mix(static_cast<uint64_t>(dtype));
+  mix(static_cast<uint64_t>(rank));
+  for (int i = 0; i < std::max(0, rank); ++i) mix(static_cast<uint64_t>(shape[i])), mix(static_cast<uint64_t>(stride[i]));
+  return static_cast<size_t>(h);
+}
+
 TensorLayout TensorLayout::make(DType dtype, std::span<const int64_t> shape,
                                 std::span<const int64_t> strides) {
   TensorLayout t;

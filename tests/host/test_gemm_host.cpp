@@ -25,6 +25,30 @@ PlanPreference sm90() {
   return p;
 }
 
+std::vector<double> uniform_vector(std::mt19937_64& rng, size_t n) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// Central finite differences of loss() with respect to each element of x, against gx.
+template <class Loss>
+void expect_finite_differences(std::vector<double>& x, const std::vector<double>& gx, Loss&& loss, const char* name,
+                               double abs_tol, double rel_tol) {
+  ASSERT_EQ(x.size(), gx.size()) << name;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double h = 1e-6, keep = x[i];
+    x[i] = keep + h;
+    const double up = loss();
+    x[i] = keep - h;
+    const double dn = loss();
+    x[i] = keep;
+    const double fd = (up - dn) / (2 * h);
+    EXPECT_NEAR(gx[i], fd, abs_tol + rel_tol * std::fabs(fd)) << name << "[" << i << "]";
+  }
+}
+
 // ------------------------------------------------------------------ reference
 TEST(GemmReference, HandComputedCases) {
   // [[1,2],[3,4]] @ [[5,6],[7,8]] = [[19,22],[43,50]]
@@ -57,12 +81,7 @@ TEST(GemmReference, HandComputedCases) {
 // Central finite differences of sum(out · d_out) against the backward reference.
 TEST(GemmReference, BackwardMatchesFiniteDifferences) {
   std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto rnd = [&](size_t n) {
-    std::vector<double> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-  };
+  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
   struct C {
     GemmDescriptor d;
     size_t na, nb, nc, nbias, nout;
@@ -97,17 +116,7 @@ TEST(GemmReference, BackwardMatchesFiniteDifferences) {
       return s;
     };
     auto check = [&](std::vector<double>& x, const std::vector<double>& gx, const char* name) {
-      ASSERT_EQ(x.size(), gx.size()) << name;
-      for (size_t i = 0; i < x.size(); ++i) {
-        const double h = 1e-6, keep = x[i];
-        x[i] = keep + h;
-        const double up = loss();
-        x[i] = keep - h;
-        const double dn = loss();
-        x[i] = keep;
-        const double fd = (up - dn) / (2 * h);
-        EXPECT_NEAR(gx[i], fd, 1e-5 + 1e-3 * std::fabs(fd)) << name << "[" << i << "]";
-      }
+      expect_finite_differences(x, gx, loss, name, 1e-5, 1e-3);
     };
     check(a, g.da, "da");
     check(b, g.db, "db");
@@ -121,12 +130,7 @@ TEST(GemmReference, BackwardMatchesFiniteDifferences) {
 // the (finite-difference-checked) backward reference gives for layer 1 with d_out = dH.
 TEST(GemmReference, BackwardEpilogueChainsLayers) {
   std::mt19937_64 rng(9);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto rnd = [&](size_t n) {
-    std::vector<double> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-  };
+  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
   const int64_t T = 5, In = 4, H = 6, Out = 3;
   for (GemmActivation act : {GemmActivation::kRelu, GemmActivation::kGeluTanh, GemmActivation::kGeluErf}) {
     const std::vector<double> x = rnd(T * In), w1 = rnd(H * In), b1 = rnd(H), w2 = rnd(Out * H), dy = rnd(T * Out);
@@ -154,12 +158,7 @@ TEST(GemmReference, BackwardEpilogueChainsLayers) {
 
 TEST(GemmReference, BilinearBackwardMatchesFiniteDifferences) {
   std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto rnd = [&](size_t n) {
-    std::vector<double> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-  };
+  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
   const int64_t B = 3, I = 4, J = 2, O = 5;
   std::vector<double> x1 = rnd(B * I), x2 = rnd(B * J), w = rnd(O * I * J), bias = rnd(O), dy = rnd(B * O);
   // hand case: B = 1, I = J = O = 1: y = x1 w x2 + b
@@ -172,16 +171,7 @@ TEST(GemmReference, BilinearBackwardMatchesFiniteDifferences) {
     return s;
   };
   auto check = [&](std::vector<double>& x, const std::vector<double>& gx, const char* name) {
-    ASSERT_EQ(x.size(), gx.size()) << name;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double h = 1e-6, keep = x[i];
-      x[i] = keep + h;
-      const double up = loss();
-      x[i] = keep - h;
-      const double dn = loss();
-      x[i] = keep;
-      EXPECT_NEAR(gx[i], (up - dn) / (2 * h), 1e-7) << name << "[" << i << "]";
-    }
+    expect_finite_differences(x, gx, loss, name, 1e-7, 0.0);
   };
   check(x1, g.dx1, "dx1");
   check(x2, g.dx2, "dx2");

@@ -5,6 +5,7 @@
 // scalar (numel 1). A view never owns memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -30,6 +31,11 @@ struct TensorLayout {
   bool byte_extent(int64_t* lo, int64_t* hi) const;
   // Fills stride[] row-major contiguous for the current shape.
   void set_contiguous_strides();
+  // This layout with row-major contiguous strides (the layout a gradient is written in).
+  TensorLayout contiguous() const;
+  // Same dtype, rank, shape and strides on every axis: what plan descriptors compare and hash.
+  bool identical(const TensorLayout& o) const;
+  size_t hash() const;
 
   // A layout with the given shape; strides contiguous when `strides` is empty.
   // Ranks above kMaxRank are clamped to rank = -1 (rejected by every op's validation).

@@ -54,7 +54,6 @@ bool fold_leading(const TensorLayout& t, int64_t* ext, int64_t* stride) {
     have = true;
     inner_ext = t.shape[i];
     inner_stride = t.stride[i];
-    inner_ext = t.shape[i];
   }
   return true;
 }
@@ -75,12 +74,6 @@ GemmCanon canon(DType dt, GemmAxis batch, GemmAxis m, GemmAxis n, GemmAxis k) {
   c.m = m, c.n = n, c.k = k;
   // K = 1 outer products: any stride addresses one element
   if (k.ext == 1) c.k.s[kOpA] = c.k.s[kOpB] = 1;
-  return c;
-}
-
-TensorLayout contiguous_like(const TensorLayout& t) {
-  TensorLayout c = t;
-  c.set_contiguous_strides();
   return c;
 }
 
@@ -161,8 +154,8 @@ Result<std::shared_ptr<detail::BilinearExec>> build(std::string_view op, const B
     ex->y = std::move(*y);
     scratch = std::max(scratch, ex->y.workspace);
   } else {
-    ex->x1_grad = contiguous_like(d.x1), ex->x2_grad = contiguous_like(d.x2), ex->w_grad = contiguous_like(d.weight);
-    if (d.has_bias) ex->bias_grad = contiguous_like(d.bias);
+    ex->x1_grad = d.x1.contiguous(), ex->x2_grad = d.x2.contiguous(), ex->w_grad = d.weight.contiguous();
+    if (d.has_bias) ex->bias_grad = d.bias.contiguous();
     const int64_t dy_b = ex->y_b, dy_o = ex->y_o;  // d_out has out's layout
     // dx2[b, j] = Σ_o d_out[b, o] U[b, o, j]
     auto dx2 = make(canon(dt, axis(B, dy_b, O * J, J), axis(1, 0, 0, 0), axis(J, 0, 1, 1), axis(O, dy_o, J, 0)), o);
@@ -224,25 +217,15 @@ PrecisionGuarantee guarantee(const BilinearDescriptor& d, const detail::Bilinear
 }  // namespace
 
 bool BilinearDescriptor::operator==(const BilinearDescriptor& o) const {
-  auto eq = [](const TensorLayout& x, const TensorLayout& y) {
-    if (x.dtype != y.dtype || x.rank != y.rank) return false;
-    for (int i = 0; i < std::max(0, x.rank); ++i)
-      if (x.shape[i] != y.shape[i] || x.stride[i] != y.stride[i]) return false;
-    return true;
-  };
-  return eq(x1, o.x1) && eq(x2, o.x2) && eq(weight, o.weight) && eq(out, o.out) && has_bias == o.has_bias &&
-         (!has_bias || eq(bias, o.bias)) && pointer_alignment == o.pointer_alignment;
+  return x1.identical(o.x1) && x2.identical(o.x2) && weight.identical(o.weight) && out.identical(o.out) &&
+         has_bias == o.has_bias && (!has_bias || bias.identical(o.bias)) && pointer_alignment == o.pointer_alignment;
 }
 
 size_t BilinearDescriptor::hash() const {
-  size_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  for (const TensorLayout* t : {&x1, &x2, &weight, &out}) {
-    mix(static_cast<uint64_t>(t->dtype)), mix(static_cast<uint64_t>(t->rank));
-    for (int i = 0; i < std::max(0, t->rank); ++i) mix(static_cast<uint64_t>(t->shape[i])), mix(static_cast<uint64_t>(t->stride[i]));
-  }
-  mix(has_bias), mix(static_cast<uint64_t>(pointer_alignment));
-  return h;
+  size_t h = 0;
+  for (const TensorLayout* t : {&x1, &x2, &weight, &out}) h = h * 0x100000001b3ull ^ t->hash();
+  if (has_bias) h = h * 0x100000001b3ull ^ bias.hash();
+  return h * 31 + static_cast<size_t>(pointer_alignment);
 }
 
 // ------------------------------------------------------------------ forward

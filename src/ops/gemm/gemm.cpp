@@ -74,13 +74,7 @@ int cache_device(int arch) {
 
 bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
 
-TensorLayout contiguous_like(const TensorLayout& t) {
-  TensorLayout c = t;
-  c.set_contiguous_strides();
-  return c;
-}
 
-std::span<const int64_t> shape_of(const TensorLayout& t) { return {t.shape, static_cast<size_t>(std::max(0, t.rank))}; }
 
 // What the descriptor means, resolved: the canonical problem and the layouts the args must have.
 struct Resolved {
@@ -222,7 +216,7 @@ Status resolve(std::string_view op, const GemmDescriptor& d, Resolved* r) {
   if (d.has_bias_grad && (ra < 2 || rb < 2))
     return error(StatusCode::kInvalidProblem, op, ": has_bias_grad needs 2-D a and b (bias_grad is [N], summed over rows)");
 
-  r->preact = contiguous_like(O);
+  r->preact = O.contiguous();
   const TensorLayout& P = r->preact;
 
   // ---- canonical axes
@@ -320,14 +314,8 @@ std::string_view gemm_activation_name(GemmActivation a) {
 
 // ------------------------------------------------------------------ descriptor
 bool GemmDescriptor::operator==(const GemmDescriptor& o) const {
-  auto eq = [](const TensorLayout& x, const TensorLayout& y) {
-    if (x.dtype != y.dtype || x.rank != y.rank) return false;
-    for (int i = 0; i < std::max(0, x.rank); ++i)
-      if (x.shape[i] != y.shape[i] || x.stride[i] != y.stride[i]) return false;
-    return true;
-  };
-  return eq(a, o.a) && eq(b, o.b) && eq(out, o.out) && has_c == o.has_c && (!has_c || eq(c, o.c)) &&
-         has_bias == o.has_bias && (!has_bias || eq(bias, o.bias)) && transpose_b == o.transpose_b && alpha == o.alpha &&
+  return a.identical(o.a) && b.identical(o.b) && out.identical(o.out) && has_c == o.has_c && (!has_c || c.identical(o.c)) &&
+         has_bias == o.has_bias && (!has_bias || bias.identical(o.bias)) && transpose_b == o.transpose_b && alpha == o.alpha &&
          beta == o.beta && activation == o.activation && save_preactivation == o.save_preactivation &&
          epilogue_impl == o.epilogue_impl && pointer_alignment == o.pointer_alignment &&
          allow_reduced_precision_reduction == o.allow_reduced_precision_reduction && fp8_fast_accum == o.fp8_fast_accum &&
@@ -337,11 +325,7 @@ bool GemmDescriptor::operator==(const GemmDescriptor& o) const {
 size_t GemmDescriptor::hash() const {
   size_t h = 0xcbf29ce484222325ull;
   auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  auto mix_layout = [&](const TensorLayout& t) {
-    mix(static_cast<uint64_t>(t.dtype));
-    mix(static_cast<uint64_t>(t.rank));
-    for (int i = 0; i < std::max(0, t.rank); ++i) mix(static_cast<uint64_t>(t.shape[i])), mix(static_cast<uint64_t>(t.stride[i]));
-  };
+  auto mix_layout = [&](const TensorLayout& t) { mix(t.hash()); };
   mix_layout(a), mix_layout(b), mix_layout(out);
   if (has_c) mix_layout(c);
   if (has_bias) mix_layout(bias);
@@ -488,7 +472,7 @@ Status GemmPlan::can_implement(const GemmArgs& args) const {
     if (Status s = check_operand(kOp, "c", args.c, args.c.data, d.c, al); !s.ok()) return s;
   if (d.has_bias)
     if (Status s = check_operand(kOp, "bias", args.bias, args.bias.data, d.bias, al); !s.ok()) return s;
-  const TensorLayout pre = contiguous_like(d.out);
+  const TensorLayout pre = d.out.contiguous();
   if (d.save_preactivation)
     if (Status s = check_operand(kOp, "preact", args.preact, args.preact.data, pre, al); !s.ok()) return s;
   // aliasing: out (and preact) overlap no input, except out being exactly c
@@ -591,9 +575,9 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
       return error(StatusCode::kInvalidProblem, kOpBwd, ": the backward of ", gemm_activation_name(desc.activation),
                    " needs the forward's preact (set save_preactivation)");
   // gradient layouts: row-major contiguous in the forward operand's shape
-  ex->a_grad = contiguous_like(desc.a);
-  ex->b_grad = contiguous_like(desc.b);
-  if (desc.has_bias) ex->bias_grad = contiguous_like(desc.bias);
+  ex->a_grad = desc.a.contiguous();
+  ex->b_grad = desc.b.contiguous();
+  if (desc.has_bias) ex->bias_grad = desc.bias.contiguous();
   const size_t es = dtype_size(desc.out.dtype);
   int64_t off = 0;
   auto take = [&](int64_t bytes) {
@@ -658,7 +642,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   }
   // dc: beta·dZ for a full-shape c, beta·column sums for a c that is a row vector [N] / [1, N]
   if (desc.has_c) {
-    ex->c_grad = contiguous_like(desc.c);
+    ex->c_grad = desc.c.contiguous();
     ex->dc_full = desc.c.numel() == desc.out.numel();  // broadcastable + same numel: same shape up to leading 1s
     if (!ex->dc_full) {
       bool row = desc.c.rank >= 1 && desc.c.shape[desc.c.rank - 1] == f.n.ext;
@@ -715,7 +699,7 @@ Status GemmBackwardPlan::can_implement(const GemmBackwardArgs& args) const {
   if (d.activation == GemmActivation::kRelu)
     if (Status s = check_operand(kOpBwd, "out", args.out, args.out.data, d.out, 1); !s.ok()) return s;
   if (d.activation == GemmActivation::kGeluTanh || d.activation == GemmActivation::kGeluErf)
-    if (Status s = check_operand(kOpBwd, "preact", args.preact, args.preact.data, contiguous_like(d.out), 1); !s.ok()) return s;
+    if (Status s = check_operand(kOpBwd, "preact", args.preact, args.preact.data, d.out.contiguous(), 1); !s.ok()) return s;
   // gradients must not overlap the inputs or each other
   const TensorMut* outs[] = {&args.da, &args.db, &args.dbias, &args.dc};
   const TensorRef* ins[] = {&args.a, &args.b, &args.out, &args.preact, &args.d_out};

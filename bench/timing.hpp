@@ -1,0 +1,58 @@
+// Timing and device-memory helpers shared by the benchmark families: one CUDA-check macro,
+// CUDA-event medians, and an owning device buffer.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define BENCH_CUDA_OK(expr)                                                                              \
+  do {                                                                                                   \
+    cudaError_t e_ = (expr);                                                                             \
+    if (e_ != cudaSuccess) {                                                                             \
+      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(2);                                                                                      \
+    }                                                                                                    \
+  } while (0)
+
+namespace baracuda::bench {
+
+// Median time in ms of `reps` runs of fn, each bracketed by CUDA events (after `warm` warm-ups).
+template <class F>
+double median_ms(F&& fn, int warm, int reps) {
+  for (int i = 0; i < warm; ++i) fn();
+  cudaEvent_t a, b;
+  BENCH_CUDA_OK(cudaEventCreate(&a));
+  BENCH_CUDA_OK(cudaEventCreate(&b));
+  std::vector<float> t(reps);
+  for (int i = 0; i < reps; ++i) {
+    BENCH_CUDA_OK(cudaEventRecord(a));
+    fn();
+    BENCH_CUDA_OK(cudaEventRecord(b));
+    BENCH_CUDA_OK(cudaEventSynchronize(b));
+    BENCH_CUDA_OK(cudaEventElapsedTime(&t[i], a, b));
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[reps / 2];
+}
+
+template <class F>
+double median_us(F&& fn, int warm, int reps) {
+  return 1000.0 * median_ms(std::forward<F>(fn), warm, reps);
+}
+
+// Owning device allocation (at least 256 bytes, so an empty buffer is still a valid pointer).
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t n) { BENCH_CUDA_OK(cudaMalloc(&p, std::max<size_t>(n, 256))); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace baracuda::bench
