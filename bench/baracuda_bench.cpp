@@ -70,19 +70,6 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-// Bytes read + written by a large device-to-device copy, per second (TB/s).
-double measure_copy_tbps() {
-  const size_t bytes = size_t{2} << 30;
-  void *a = nullptr, *b = nullptr;
-  BENCH_CUDA_OK(cudaMalloc(&a, bytes));
-  BENCH_CUDA_OK(cudaMalloc(&b, bytes));
-  BENCH_CUDA_OK(cudaMemset(a, 0x5a, bytes));
-  const double us = median_us([&] { BENCH_CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20);
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * bytes / (us * 1e-6) / 1e12;
-}
-
 // Random bf16 values in [-2, 2]; an f32 buffer reads pairs of them (finite, varied values).
 void fill_random_bits(std::vector<uint16_t>& h, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -282,20 +269,22 @@ double host_overhead_us() {
 
 namespace baracuda::bench {
 int run_gemm_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_gemm.cpp
+int run_elementwise_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_elementwise.cpp
 }
 
 int main(int argc, char** argv) {
-  std::string json_path, gemm_json_path, family = "all";
+  std::string json_path, gemm_json_path, ew_json_path, family = "all";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--family" && i + 1 < argc) family = argv[++i];
     else if (a == "--gemm-json" && i + 1 < argc) gemm_json_path = argv[++i];
+    else if (a == "--ew-json" && i + 1 < argc) ew_json_path = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|gemm|all] [--json FILE] [--gemm-json FILE] [--quick] [--filter TEXT]\n");
+      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|all] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--quick] [--filter TEXT]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -322,12 +311,13 @@ int main(int argc, char** argv) {
     return ok == static_cast<int>(pad_cases().size()) && gemm_ok ? 0 : 1;
   }
   const std::string dev = device_name();
-  const double ceiling = measure_copy_tbps();
+  const double ceiling = baracuda::bench::measure_copy_tbps();
   std::printf("device: %s   copy ceiling (D2D 2 GiB, read+write): %.3f TB/s\n", dev.c_str(), ceiling);
   std::vector<Record> recs;
   int failures = 0;
   if (family == "all" || family == "pad") failures += run_pad(recs, ceiling, quick);
   if (family == "all" || family == "gemm") failures += baracuda::bench::run_gemm_family(gemm_json_path, quick, g_filter);
+  if (family == "all" || family == "elementwise") failures += baracuda::bench::run_elementwise_family(ew_json_path, quick, g_filter);
   const double overhead = host_overhead_us();
   std::printf("host overhead of PadPlan::run (checks + launch, enqueue only): %.2f us/call\n", overhead);
   if (!json_path.empty()) {

@@ -55,4 +55,13 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
+// The copy-bandwidth ceiling: bytes read + written by a large device-to-device copy (TB/s).
+inline double measure_copy_tbps() {
+  const size_t bytes = size_t{2} << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  BENCH_CUDA_OK(cudaMemset(a.p, 0x5a, bytes));
+  const double us = median_us([&] { BENCH_CUDA_OK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20);
+  return 2.0 * bytes / (us * 1e-6) / 1e12;
+}
+
 }  // namespace baracuda::bench

@@ -95,4 +95,38 @@ bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayou
   return pa + alo < pb + bhi && pb + blo < pa + ahi;
 }
 
+bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data) {
+  if (!ranges_overlap(a, a_data, b, b_data)) return false;
+  if (!a.identical(b)) return true;
+  const int64_t es = static_cast<int64_t>(dtype_size(a.dtype));
+  int64_t d = reinterpret_cast<intptr_t>(b_data) - reinterpret_cast<intptr_t>(a_data);
+  if (d % es != 0) return true;
+  d /= es;
+  // axes by decreasing |stride|; with nested strides an offset difference has one
+  // representation sum k_a * s_a (|k_a| < n_a), found greedily
+  int idx[kMaxRank], n = 0;
+  for (int x = 0; x < std::min(a.rank, kMaxRank); ++x)
+    if (a.shape[x] > 1) idx[n++] = x;
+  std::sort(idx, idx + n, [&](int p, int q) { return std::abs(a.stride[p]) > std::abs(a.stride[q]); });
+  int64_t reach_below[kMaxRank + 1] = {};
+  for (int i = n - 1; i >= 0; --i) {
+    const int64_t s = std::abs(a.stride[idx[i]]);
+    if (s <= reach_below[i + 1]) return true;
+    reach_below[i] = reach_below[i + 1] + s * (a.shape[idx[i]] - 1);
+  }
+  // depth-first over the (at most two) quotients that leave a remainder the smaller axes reach
+  auto representable = [&](auto&& self, int i, int64_t rem) -> bool {
+    if (i == n) return rem == 0;
+    const int64_t s = std::abs(a.stride[idx[i]]), lim = a.shape[idx[i]] - 1;
+    const int64_t k = rem / s;
+    for (int64_t c : {k - 1, k, k + 1}) {
+      if (c < -lim || c > lim) continue;
+      const int64_t r = rem - c * s;
+      if (std::abs(r) <= reach_below[i + 1] && self(self, i + 1, r)) return true;
+    }
+    return false;
+  };
+  return representable(representable, 0, d);
+}
+
 }  // namespace baracuda

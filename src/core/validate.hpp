@@ -58,4 +58,9 @@ Status check_no_internal_overlap(std::string_view op, std::string_view field, co
 // Byte ranges of two operands intersect (used where no aliasing is allowed).
 bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data);
 
+// Whether two views can address a common byte. Exact for two views of identical layout whose
+// strides nest (no internal overlap), e.g. the two halves of a split axis; otherwise the
+// byte-range test (conservative).
+bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data);
+
 }  // namespace baracuda

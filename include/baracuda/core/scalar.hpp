@@ -9,7 +9,7 @@
 namespace baracuda {
 
 struct Scalar {
-  enum class Kind : uint8_t { kFloat, kInt };
+  enum class Kind : uint8_t { kFloat, kInt, kBool };
   Kind kind = Kind::kFloat;
   double f = 0.0;
   int64_t i = 0;
@@ -19,9 +19,10 @@ struct Scalar {
   constexpr Scalar(float v) : kind(Kind::kFloat), f(v) {}                         // NOLINT
   constexpr Scalar(int v) : kind(Kind::kInt), f(static_cast<double>(v)), i(v) {}  // NOLINT
   constexpr Scalar(int64_t v) : kind(Kind::kInt), f(static_cast<double>(v)), i(v) {}  // NOLINT
-  constexpr Scalar(bool v) : kind(Kind::kInt), f(v ? 1.0 : 0.0), i(v ? 1 : 0) {}      // NOLINT
+  constexpr Scalar(bool v) : kind(Kind::kBool), f(v ? 1.0 : 0.0), i(v ? 1 : 0) {}      // NOLINT
 
-  constexpr bool is_int() const { return kind == Kind::kInt; }
+  constexpr bool is_int() const { return kind != Kind::kFloat; }  // int or bool (i holds the value)
+  constexpr bool is_bool() const { return kind == Kind::kBool; }
   constexpr double as_double() const { return is_int() ? static_cast<double>(i) : f; }
 
   friend constexpr bool operator==(const Scalar& a, const Scalar& b) {

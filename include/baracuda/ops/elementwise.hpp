@@ -1,0 +1,182 @@
+// baracuda/ops/elementwise.hpp — every pointwise op (torch.* / torch.nn.functional / jax.lax
+// elementwise), forward and backward, through one engine.
+//
+// Math: out[i] = f(in0[i], in1[i], in2[i]; param) for the op f listed in elementwise_ops.hpp,
+//   over the broadcast of the operand shapes (numpy/PyTorch rules: shapes right-aligned, an
+//   extent of 1 stretches). Backward: grad_in_k = sum over the broadcast of g * df/din_k,
+//   reduced to operand k's shape (ReduceToShapePlan) when operand k was broadcast.
+// Shapes: rank 0..8 per operand; out has the broadcast shape. An operand may be a Scalar (a
+//   Python number in PyTorch terms): it broadcasts and takes part in type promotion as a wrapped
+//   number; rank-0 tensors take part as zero-dim tensors (PyTorch's three priority tiers).
+// Dtypes: PyTorch's result type (ew_result_dtype; EwKind per op). f16/bf16 are computed in f32,
+//   f32 in f32, f64 in f64, integers and bool in i64 then narrowed (which reproduces PyTorch's
+//   wrap-around, shift and overflow results). Mixed input dtypes are allowed (converted on load).
+//   out_dtype may differ from the result type when PyTorch's can_cast allows it (no float ->
+//   integral, no numeric -> bool): the result is computed in the result type, then cast.
+//   Backward: floating dtypes (f32, f16, bf16, f64) only.
+// Numerics: the scalar functions match PyTorch's CUDA kernels' formulas (NaN/signed zero rules,
+//   integer division by zero gives -1 in every width [PyTorch's CUDA i8/i16/i32 result], the
+//   Python-style floor division/remainder, half-to-even round, lerp's two-branch formula, no
+//   FMA contraction where PyTorch computes a separate multiply and add). f32 math uses CUDA's
+//   full-precision functions (no fast-math).
+// Strides: any, per operand (0 = broadcast, negative allowed for inputs); out must not
+//   self-overlap. Paths: contiguous/row-vectorized (16-byte accesses when every operand is
+//   aligned), and general strided (any layout, mixed dtypes). Index math is 32-bit inside a
+//   launch; problems whose offsets exceed 2^31 are split into several launches on the host.
+// Determinism: forward and backward are bitwise run-to-run deterministic (no atomics; the
+//   broadcast reductions use fixed-order partials).
+// Workspace: forward none; backward: a full-size f32/f64 buffer per broadcast operand plus the
+//   reduction's workspace (workspace_size()).
+// Aliasing: out may alias an input exactly (same data, same strides): in-place. Any other
+//   overlap between out and an input is an error. Backward: grad_in_k may alias grad_out
+//   exactly when operand k is not broadcast.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/scalar.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/elementwise_ops.hpp"
+
+namespace baracuda {
+
+inline constexpr int kEwMaxOperands = 3;
+inline constexpr int kEwMaxParams = 4;
+
+std::string_view ew_op_name(EwOp op);
+int ew_op_arity(EwOp op);
+EwKind ew_op_kind(EwOp op);
+// Bit i set: differentiable in operand i.
+unsigned ew_op_grad_mask(EwOp op);
+bool ew_parse_op(std::string_view name, EwOp* out);
+
+// PyTorch's promote_types (bool < integers < floating; u8+i8 -> i16, f16+bf16 -> f32 ...).
+// Fails for fp8 and complex pairs, which PyTorch does not promote either.
+Result<DType> promote_types(DType a, DType b);
+
+// One operand of an elementwise op: a tensor (dtype + shape) or a Scalar.
+struct EwOperand {
+  bool is_scalar = false;
+  Scalar value;  // when is_scalar
+  DType dtype = DType::f32;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+
+  static EwOperand tensor(DType dtype, std::span<const int64_t> shape);
+  static EwOperand tensor(DType dtype, std::initializer_list<int64_t> shape) {
+    return tensor(dtype, std::span<const int64_t>(shape.begin(), shape.size()));
+  }
+  static EwOperand tensor(const TensorLayout& l) { return tensor(l.dtype, std::span<const int64_t>(l.shape, l.rank < 0 ? 0 : l.rank)); }
+  static EwOperand scalar(Scalar v) {
+    EwOperand o;
+    o.is_scalar = true;
+    o.value = v;
+    return o;
+  }
+  bool operator==(const EwOperand&) const = default;
+};
+
+struct ElementwiseDescriptor {
+  EwOp op = EwOp::add;
+  int num_operands = 0;  // must equal ew_op_arity(op)
+  EwOperand operand[kEwMaxOperands];
+  Scalar param[kEwMaxParams];     // op parameters (elementwise_ops.hpp); make() fills defaults
+  std::optional<DType> out_dtype;  // nullopt: PyTorch's result type. Required for EwOp::to
+  bool saturate_fp8 = false;       // casts to fp8 clamp to the finite range (else PyTorch: NaN/inf)
+  // Backward only: bit k set = run() writes operand k's gradient (only differentiable operands).
+  unsigned needs_grad = 0x7;
+
+  // The descriptor with PyTorch's default parameters for op; num_operands set from the list.
+  static ElementwiseDescriptor make(EwOp op, std::initializer_list<EwOperand> operands,
+                                    std::initializer_list<Scalar> params = {});
+
+  bool operator==(const ElementwiseDescriptor&) const = default;
+  size_t hash() const;
+};
+
+// PyTorch's default parameters of op (p0..p3), e.g. leaky_relu {0.01}, softplus {1, 20}.
+void ew_default_params(EwOp op, Scalar out[kEwMaxParams]);
+
+// The result dtype PyTorch gives op on these operands (dimensioned tensors > zero-dim tensors >
+// wrapped scalars, combined by category); errors name the operand and the rule.
+Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc);
+// The broadcast output shape; error when the operand shapes do not broadcast.
+Status ew_broadcast_shape(const ElementwiseDescriptor& desc, int* rank, int64_t shape[kMaxRank]);
+
+struct ElementwiseArgs {
+  TensorRef in[kEwMaxOperands];  // in[k] ignored for scalar operands
+  TensorMut out;                 // broadcast shape, dtype out_dtype (or the result type)
+};
+
+struct ElementwiseBackwardArgs {
+  TensorRef grad_out;                     // broadcast shape, dtype of the forward output
+  TensorRef in[kEwMaxOperands];           // the forward operands (scalars ignored)
+  TensorMut grad_in[kEwMaxOperands];      // operand k's shape and dtype, for k in needs_grad
+};
+
+namespace detail {
+struct EwResolved;  // dtypes, compute type and launchers fixed at select (src/ops/elementwise)
+}
+
+class ElementwisePlan {
+ public:
+  static Result<ElementwisePlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const ElementwiseArgs& args) const;
+  size_t workspace_size() const { return 0; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  Status run(cudaStream_t stream, Workspace ws, const ElementwiseArgs& args) const;
+  const ElementwiseDescriptor& descriptor() const { return desc_; }
+  DType out_dtype() const { return out_dtype_; }
+
+  ElementwisePlan();
+  ~ElementwisePlan();
+  ElementwisePlan(const ElementwisePlan&);
+  ElementwisePlan& operator=(const ElementwisePlan&);
+
+ private:
+  ElementwiseDescriptor desc_;
+  KernelSku sku_;
+  DType out_dtype_ = DType::f32;
+  detail::EwResolved* r_ = nullptr;  // owned
+};
+
+class ElementwiseBackwardPlan {
+ public:
+  static Result<ElementwiseBackwardPlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const ElementwiseBackwardArgs& args) const;
+  size_t workspace_size() const { return workspace_; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  Status run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& args) const;
+  const ElementwiseDescriptor& descriptor() const { return desc_; }
+
+  ElementwiseBackwardPlan();
+  ~ElementwiseBackwardPlan();
+  ElementwiseBackwardPlan(const ElementwiseBackwardPlan&);
+  ElementwiseBackwardPlan& operator=(const ElementwiseBackwardPlan&);
+
+ private:
+  ElementwiseDescriptor desc_;
+  KernelSku sku_;
+  size_t workspace_ = 0;
+  detail::EwResolved* r_ = nullptr;  // owned
+};
+
+// The two halves of axis `dim` of x (the value/gate split of GLU-style ops): a = x[..., :n/2],
+// b = x[..., n/2:] as views (no copy). Fails when the extent is odd.
+Status split_halves(const TensorRef& x, int dim, TensorRef* a, TensorRef* b);
+Status split_halves(const TensorMut& x, int dim, TensorMut* a, TensorMut* b);
+
+}  // namespace baracuda
+
+template <>
+struct std::hash<baracuda::ElementwiseDescriptor> {
+  size_t operator()(const baracuda::ElementwiseDescriptor& d) const { return d.hash(); }
+};

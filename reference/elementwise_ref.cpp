@@ -1,0 +1,137 @@
+#include "elementwise_ref.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "baracuda/core/half_bits.hpp"
+#include "ops/elementwise/ew_ops.hpp"
+
+namespace baracuda::ref {
+
+namespace {
+template <class Op, int Ar, class C>
+C eval(const C* x, const C* pv) {
+  ew::P<C> p;
+  for (int k = 0; k < 4; ++k) p.v[k] = pv[k];
+  C out[1];
+  ew::Fwd<Op, Ar>::apply(x, out, p);
+  return out[0];
+}
+template <class Op, int Ar, unsigned G>
+void deriv(const double* x, double g, const double* pv, double* dx) {
+  for (int k = 0; k < 3; ++k) dx[k] = 0.0;
+  if constexpr (G != 0) {
+    ew::P<double> p;
+    for (int k = 0; k < 4; ++k) p.v[k] = pv[k];
+    double in[4] = {g, x[0], Ar > 1 ? x[1] : 0.0, Ar > 2 ? x[2] : 0.0};
+    ew::Bwd<Op, Ar>::apply(in, dx, p);
+  }
+}
+
+// fp8 rounding: nearest-even on the format's grid; overflow -> NaN (e4m3) / inf (e5m2), or
+// the largest finite value when saturating.
+double round_fp8(double v, bool e4m3, bool sat) {
+  if (std::isnan(v)) return v;
+  const int mant = e4m3 ? 3 : 2;
+  const int emin = e4m3 ? -6 : -14;
+  const double maxv = e4m3 ? 448.0 : 57344.0;
+  const double a = std::fabs(v);
+  if (std::isinf(v)) return sat ? std::copysign(maxv, v) : (e4m3 ? std::numeric_limits<double>::quiet_NaN() : v);
+  int e = a == 0 ? emin : std::max(emin, static_cast<int>(std::floor(std::log2(a))));
+  double q = std::ldexp(1.0, e - mant);
+  double r = std::nearbyint(a / q) * q;
+  if (r > maxv) {
+    // beyond the midpoint between max and the next (non-existent) step
+    const double next = maxv + std::ldexp(1.0, static_cast<int>(std::floor(std::log2(maxv))) - mant);
+    if (sat) r = maxv;
+    else if (a < (maxv + next) / 2) r = maxv;
+    else return e4m3 ? std::numeric_limits<double>::quiet_NaN() : std::copysign(std::numeric_limits<double>::infinity(), v);
+  }
+  return std::copysign(r, v);
+}
+
+int64_t f2i_sat(double v, int64_t lo, int64_t hi, int64_t nan_value) {
+  if (std::isnan(v)) return nan_value;
+  const double t = std::trunc(v);
+  if (t <= static_cast<double>(lo)) return lo;
+  if (t >= static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(t);
+}
+}  // namespace
+
+double ew_forward(EwOp op, const double* x, const double* p) {
+  switch (op) {
+#define BARACUDA_X(name, arity, kind, grad, group) \
+  case EwOp::name:                                                 \
+    if constexpr (ew_kind_has_floats(EwKind::kind)) return eval<ew::op_##name, arity, double>(x, p); \
+    else return std::numeric_limits<double>::quiet_NaN();
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+int64_t ew_forward_int(EwOp op, const int64_t* x, const int64_t* p) {
+  switch (op) {
+#define BARACUDA_X(name, arity, kind, grad, group) \
+  case EwOp::name:                                                 \
+    if constexpr (ew_kind_has_ints(EwKind::kind)) return eval<ew::op_##name, arity, int64_t>(x, p); \
+    else return 0;
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  }
+  return 0;
+}
+
+float ew_forward_f32(EwOp op, const float* x, const float* p) {
+  switch (op) {
+#define BARACUDA_X(name, arity, kind, grad, group) \
+  case EwOp::name:                                                 \
+    if constexpr (ew_kind_has_floats(EwKind::kind)) return eval<ew::op_##name, arity, float>(x, p); \
+    else return std::numeric_limits<float>::quiet_NaN();
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  }
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+void ew_backward(EwOp op, const double* x, double g, const double* p, double* dx) {
+  switch (op) {
+#define BARACUDA_X(name, arity, kind, grad, group) \
+  case EwOp::name: deriv<ew::op_##name, arity, grad>(x, g, p, dx); return;
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  }
+}
+
+double store_as(DType t, double v, bool sat) {
+  switch (t) {
+    case DType::f64: return v;
+    case DType::f32: return static_cast<double>(static_cast<float>(v));
+    case DType::f16: return f16_bits_to_float(float_to_f16_bits(static_cast<float>(v)));
+    case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
+    case DType::f8e4m3: return round_fp8(static_cast<float>(v), true, sat);
+    case DType::f8e5m2: return round_fp8(static_cast<float>(v), false, sat);
+    case DType::boolean: return v != 0.0 ? 1.0 : 0.0;  // NaN -> true
+    case DType::i64: return static_cast<double>(f2i_sat(v, INT64_MIN, INT64_MAX, INT64_MIN));
+    case DType::i32: return static_cast<double>(f2i_sat(v, INT32_MIN, INT32_MAX, 0));
+    case DType::i16: return static_cast<double>(static_cast<int16_t>(f2i_sat(v, INT32_MIN, INT32_MAX, 0)));
+    case DType::i8: return static_cast<double>(static_cast<int8_t>(f2i_sat(v, INT32_MIN, INT32_MAX, 0)));
+    case DType::u8: return static_cast<double>(static_cast<uint8_t>(f2i_sat(v, INT64_MIN, INT64_MAX, INT64_MIN)));
+    default: return v;
+  }
+}
+
+int64_t store_int(DType t, int64_t v) {
+  switch (t) {
+    case DType::i8: return static_cast<int8_t>(v);
+    case DType::u8: return static_cast<uint8_t>(v);
+    case DType::i16: return static_cast<int16_t>(v);
+    case DType::i32: return static_cast<int32_t>(v);
+    case DType::boolean: return v != 0;
+    default: return v;
+  }
+}
+
+}  // namespace baracuda::ref

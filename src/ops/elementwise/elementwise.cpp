@@ -1,0 +1,777 @@
+// Elementwise plans: op metadata, PyTorch's type promotion, descriptor validation, parameter
+// preparation, and the forward/backward plans on top of the engine (ew_iter.cpp).
+#include "baracuda/ops/elementwise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "baracuda/ops/reduce_to_shape.hpp"
+#include "core/arch.hpp"
+#include "core/validate.hpp"
+#include "ops/elementwise/ew_geometry.hpp"
+#include "ops/elementwise/ew_iter.hpp"
+#include "ops/elementwise/ew_params.hpp"
+
+namespace baracuda {
+
+namespace ew {
+#define BARACUDA_X(name, arity, kind, grad, group) EwKernels ew_kernels_##name(bool, DType, DType, EwCompute);
+BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+
+EwKernels ew_find_kernels(int op, bool backward, DType ri, DType ro, EwCompute c) {
+  switch (static_cast<EwOp>(op)) {
+#define BARACUDA_X(name, arity, kind, grad, group) \
+  case EwOp::name: return ew_kernels_##name(backward, ri, ro, c);
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  }
+  return {};
+}
+}  // namespace ew
+
+namespace {
+
+struct OpInfo {
+  std::string_view name;
+  int arity;
+  EwKind kind;
+  unsigned grad;
+};
+constexpr OpInfo kOps[] = {
+#define BARACUDA_X(name, arity, kind, grad, group) {#name, arity, EwKind::kind, grad},
+    BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+};
+const OpInfo* info(EwOp op) {
+  const int i = static_cast<int>(op);
+  return i >= 0 && i < kNumEwOps ? &kOps[i] : nullptr;
+}
+
+constexpr std::string_view kFwd = "elementwise";
+constexpr std::string_view kBwd = "elementwise_backward";
+
+bool is_float_t(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
+bool is_int_t(DType t) { return is_integral(t); }
+bool is_exotic(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2 || is_complex(t); }
+
+// Integer rank for promotion: u8 is special (u8 + i8 -> i16).
+int int_bits(DType t) {
+  switch (t) {
+    case DType::i8: case DType::u8: return 8;
+    case DType::i16: return 16;
+    case DType::i32: return 32;
+    default: return 64;
+  }
+}
+int float_rank(DType t) {
+  switch (t) {
+    case DType::f16: case DType::bf16: return 1;
+    case DType::f32: return 2;
+    default: return 3;
+  }
+}
+
+// Undefined is modelled by std::nullopt.
+using Opt = std::optional<DType>;
+
+Opt promote_opt(Opt a, Opt b, bool* ok) {
+  if (!a) return b;
+  if (!b) return a;
+  auto r = promote_types(*a, *b);
+  if (!r) {
+    *ok = false;
+    return a;
+  }
+  return *r;
+}
+
+Opt combine_categories(Opt higher, Opt lower, bool* ok) {
+  if (higher && is_float_t(*higher)) return higher;
+  if ((higher && *higher == DType::boolean) || (lower && is_float_t(*lower))) return promote_opt(higher, lower, ok);
+  if (higher) return higher;
+  return lower;
+}
+
+DType wrapped_dtype(const Scalar& s) {
+  if (s.is_bool()) return DType::boolean;
+  if (s.is_int()) return DType::i64;
+  return DType::f32;
+}
+
+std::string operand_desc(const EwOperand& o) {
+  return o.is_scalar ? std::string("scalar") : cat(dtype_name(o.dtype), " tensor");
+}
+
+// PyTorch's result_type over a subset of the operands (bit k of `which`).
+Result<DType> promote_operands(std::string_view opn, const ElementwiseDescriptor& d, unsigned which) {
+  Opt dim, zero, wrapped;
+  bool ok = true;
+  for (int k = 0; k < d.num_operands; ++k) {
+    if (!(which >> k & 1u)) continue;
+    const EwOperand& o = d.operand[k];
+    if (o.is_scalar) wrapped = promote_opt(wrapped, wrapped_dtype(o.value), &ok);
+    else if (o.rank == 0) zero = promote_opt(zero, o.dtype, &ok);
+    else dim = promote_opt(dim, o.dtype, &ok);
+    if (!ok) break;
+    if (!o.is_scalar && is_exotic(o.dtype))
+      return error(StatusCode::kUnsupported, opn, ": operand ", k, " dtype ", dtype_name(o.dtype),
+                   " takes part in no type promotion (only `to` accepts fp8 and complex is not supported)");
+  }
+  if (!ok) return error(StatusCode::kUnsupported, opn, ": operand dtypes do not promote");
+  Opt r = combine_categories(dim, combine_categories(zero, wrapped, &ok), &ok);
+  if (!ok || !r) return error(StatusCode::kUnsupported, opn, ": operand dtypes do not promote");
+  return *r;
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_float_t(from) && (is_int_t(to) || to == DType::boolean)) return false;
+  if (from != DType::boolean && to == DType::boolean) return false;
+  return true;
+}
+
+// Result type and compute ("common") type of a validated descriptor.
+struct Typing {
+  DType result;
+  DType common;  // what the kernel computes in (before the bool result of comparisons)
+};
+
+Result<Typing> typing(std::string_view opn, const ElementwiseDescriptor& d) {
+  const OpInfo* oi = info(d.op);
+  const std::string_view name = oi->name;
+  const unsigned all = (1u << d.num_operands) - 1;
+  auto need_bool = [&](int k) -> Status {
+    const EwOperand& o = d.operand[k];
+    if (o.is_scalar ? !o.value.is_bool() : o.dtype != DType::boolean)
+      return error(StatusCode::kInvalidProblem, opn, ": ", name, " operand ", k, " must be a bool tensor (it is ",
+                   operand_desc(o), ")");
+    return {};
+  };
+  switch (oi->kind) {
+    case EwKind::kCast: {
+      if (!d.out_dtype) return error(StatusCode::kInvalidProblem, opn, ": to needs out_dtype");
+      const EwOperand& o = d.operand[0];
+      if (o.is_scalar) return error(StatusCode::kInvalidProblem, opn, ": to needs a tensor operand");
+      if (is_complex(o.dtype) || is_complex(*d.out_dtype))
+        return error(StatusCode::kUnsupported, opn, ": complex casts are not supported");
+      return Typing{*d.out_dtype, o.dtype};
+    }
+    case EwKind::kSelect: {
+      if (Status s = need_bool(0); !s.ok()) return s;
+      auto r = promote_operands(opn, d, 6u);
+      if (!r) return r.status();
+      return Typing{*r, *r};
+    }
+    case EwKind::kMasked: {
+      if (Status s = need_bool(1); !s.ok()) return s;
+      if (d.operand[0].is_scalar) return error(StatusCode::kInvalidProblem, opn, ": masked_fill operand 0 must be a tensor");
+      if (is_exotic(d.operand[0].dtype)) return error(StatusCode::kUnsupported, opn, ": masked_fill of ", dtype_name(d.operand[0].dtype));
+      return Typing{d.operand[0].dtype, d.operand[0].dtype};
+    }
+    default: break;
+  }
+  auto pr = promote_operands(opn, d, all);
+  if (!pr) return pr.status();
+  DType r = *pr;
+  auto reject = [&](std::string_view what) {
+    return error(StatusCode::kUnsupported, opn, ": ", name, " is not defined for ", dtype_name(r), " (", what, ")");
+  };
+  switch (oi->kind) {
+    case EwKind::kFloat:
+      if (!is_float_t(r)) r = DType::f32;
+      return Typing{r, r};
+    case EwKind::kFloatOnly:
+      if (!is_float_t(r)) return reject("floating dtypes only");
+      return Typing{r, r};
+    case EwKind::kNum:
+      if (r == DType::boolean) return reject("numeric dtypes only, not bool");
+      return Typing{r, r};
+    case EwKind::kNumBool: return Typing{r, r};
+    case EwKind::kNumBoolToInt:
+      if (r == DType::boolean) r = DType::i64;
+      return Typing{r, r};
+    case EwKind::kBitwise:
+      if (is_float_t(r)) return reject("integer and bool dtypes only");
+      return Typing{r, r};
+    case EwKind::kInt:
+      if (!is_int_t(r)) return reject("integer dtypes only");
+      return Typing{r, r};
+    case EwKind::kCompare:
+    case EwKind::kPredicate:
+    case EwKind::kLogical: return Typing{DType::boolean, r};
+    case EwKind::kFloatPower: return Typing{DType::f64, DType::f64};
+    default: return error(StatusCode::kInternal, opn, ": unhandled kind");
+  }
+}
+
+ew::EwCompute compute_of(DType common) {
+  if (common == DType::f64) return ew::EwCompute::kF64;
+  if (is_float_t(common) || common == DType::f8e4m3 || common == DType::f8e5m2) return ew::EwCompute::kF32;
+  return ew::EwCompute::kI64;
+}
+
+// Bitwise ops on bool are the logical ops (their i64 form would not give bool results).
+EwOp kernel_op(EwOp op, DType result) {
+  if (result != DType::boolean) return op;
+  switch (op) {
+    case EwOp::bitwise_not: return EwOp::logical_not;
+    case EwOp::bitwise_and: return EwOp::logical_and;
+    case EwOp::bitwise_or: return EwOp::logical_or;
+    case EwOp::bitwise_xor: return EwOp::logical_xor;
+    default: return op;
+  }
+}
+
+void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d, int literal_shift, ew::EwScalars* s) {
+  for (int k = 0; k < 4; ++k) {
+    s->d[k] = p[k];
+    s->f[k] = static_cast<float>(p[k]);
+    // integer parameters keep their exact value
+    s->i[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>(std::isfinite(p[k]) ? p[k] : 0.0);
+  }
+  if (d.op == EwOp::round || d.op == EwOp::clamp) {
+    for (int k = 0; k < 4; ++k) s->i[k] = static_cast<int64_t>(p[k]);
+    if (d.op == EwOp::clamp) {
+      s->i[0] = d.param[0].is_int() ? d.param[0].i : 0;
+      s->i[1] = d.param[1].is_int() ? d.param[1].i : 0;
+    }
+  }
+  for (int k = 0; k < d.num_operands; ++k) {
+    const EwOperand& o = d.operand[k];
+    if (!o.is_scalar) continue;
+    const int slot = ew::kLiteralSlot + k + literal_shift;
+    s->d[slot] = o.value.as_double();
+    s->f[slot] = static_cast<float>(o.value.as_double());
+    s->i[slot] = o.value.is_int() ? o.value.i : static_cast<int64_t>(o.value.f);
+  }
+}
+
+Status validate(std::string_view opn, const ElementwiseDescriptor& d) {
+  const OpInfo* oi = info(d.op);
+  if (!oi) return error(StatusCode::kInvalidProblem, opn, ": op = ", static_cast<int>(d.op), " is not an EwOp");
+  if (d.num_operands != oi->arity)
+    return error(StatusCode::kInvalidProblem, opn, ": ", oi->name, " takes ", oi->arity, " operands (num_operands = ", d.num_operands, ")");
+  bool any_tensor = false;
+  for (int k = 0; k < d.num_operands; ++k) {
+    const EwOperand& o = d.operand[k];
+    if (o.is_scalar) continue;
+    any_tensor = true;
+    if (o.rank < 0 || o.rank > kMaxRank)
+      return error(StatusCode::kInvalidProblem, opn, ": operand ", k, " rank = ", o.rank, " must be in [0, ", kMaxRank, "]");
+    for (int a = 0; a < o.rank; ++a)
+      if (o.shape[a] < 0) return error(StatusCode::kInvalidProblem, opn, ": operand ", k, " shape[", a, "] = ", o.shape[a], " must be >= 0");
+  }
+  if (!any_tensor) return error(StatusCode::kInvalidProblem, opn, ": ", oi->name, " needs at least one tensor operand");
+  int r = 0;
+  int64_t shape[kMaxRank];
+  return ew_broadcast_shape(d, &r, shape);
+}
+
+std::span<const int64_t> span_of(const EwOperand& o) { return {o.shape, static_cast<size_t>(o.rank)}; }
+
+// Strides of view t aligned to the iteration shape (rank r, right-aligned; 0 where broadcast).
+void aligned_strides(const TensorLayout& t, int r, const int64_t* shape, int64_t* out) {
+  const int off = r - t.rank;
+  for (int a = 0; a < r; ++a) {
+    const int s = a - off;
+    out[a] = (s < 0 || t.shape[s] == 1) && shape[a] != 1 ? 0 : (s < 0 ? 0 : t.stride[s]);
+  }
+}
+
+bool same_shape(const EwOperand& o, int r, const int64_t* shape) {
+  return o.rank == r && std::equal(o.shape, o.shape + r, shape);
+}
+
+// Checks out/grad views against the operands: exact aliasing allowed, other overlap not.
+Status check_alias(std::string_view opn, const char* oname, const TensorMut& out, const char* iname, const TensorRef& in) {
+  if (out.numel() == 0 || in.numel() == 0 || in.data == nullptr) return {};
+  if (out.data == in.data && out.identical(in)) return {};
+  if (views_may_overlap(out, out.data, in, in.data))
+    return error(StatusCode::kInvalidProblem, opn, ": ", oname, " partially overlaps ", iname,
+                 " (only exact aliasing, the in-place form, is allowed)");
+  return {};
+}
+
+struct Resolved {
+  EwOp kop;
+  DType result, out, common;
+  ew::EwCompute compute;
+  ew::EwKernels k;
+  ew::EwScalars s;
+  int mask_operand = -1;
+};
+
+}  // namespace
+
+namespace detail {
+struct EwResolved {
+  Resolved r;
+  int out_rank = 0;
+  int64_t out_shape[kMaxRank] = {};
+  // backward: per operand, whether its gradient goes through workspace + reduction
+  bool reduce[kEwMaxOperands] = {};
+  size_t ws_offset[kEwMaxOperands] = {};
+  std::optional<ReduceToShapePlan> reducer[kEwMaxOperands];
+  size_t reduce_ws_offset = 0;
+};
+}  // namespace detail
+
+// ------------------------------------------------------------------ public metadata
+std::string_view ew_op_name(EwOp op) { return info(op) ? info(op)->name : "?"; }
+int ew_op_arity(EwOp op) { return info(op) ? info(op)->arity : 0; }
+EwKind ew_op_kind(EwOp op) { return info(op) ? info(op)->kind : EwKind::kFloat; }
+unsigned ew_op_grad_mask(EwOp op) { return info(op) ? info(op)->grad : 0; }
+bool ew_parse_op(std::string_view name, EwOp* out) {
+  for (int i = 0; i < kNumEwOps; ++i)
+    if (kOps[i].name == name) {
+      *out = static_cast<EwOp>(i);
+      return true;
+    }
+  return false;
+}
+
+Result<DType> promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (is_exotic(a) || is_exotic(b))
+    return error(StatusCode::kUnsupported, "promote_types: ", dtype_name(a), " and ", dtype_name(b), " do not promote");
+  if (a == DType::boolean) return b;
+  if (b == DType::boolean) return a;
+  const bool fa = is_float_t(a), fb = is_float_t(b);
+  if (fa && fb) {
+    if ((a == DType::f16 && b == DType::bf16) || (a == DType::bf16 && b == DType::f16)) return DType::f32;
+    return float_rank(a) >= float_rank(b) ? a : b;
+  }
+  if (fa) return a;
+  if (fb) return b;
+  // both integers
+  if (a == DType::u8 || b == DType::u8) {
+    const DType o = a == DType::u8 ? b : a;
+    if (o == DType::i8) return DType::i16;
+    return o;
+  }
+  return int_bits(a) >= int_bits(b) ? a : b;
+}
+
+EwOperand EwOperand::tensor(DType dtype, std::span<const int64_t> shape) {
+  EwOperand o;
+  o.dtype = dtype;
+  o.rank = shape.size() > static_cast<size_t>(kMaxRank) ? -1 : static_cast<int>(shape.size());
+  if (o.rank > 0) std::copy(shape.begin(), shape.end(), o.shape);
+  return o;
+}
+
+void ew_default_params(EwOp op, Scalar out[kEwMaxParams]) {
+  for (int k = 0; k < kEwMaxParams; ++k) out[k] = Scalar(0.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  switch (op) {
+    case EwOp::round: out[0] = Scalar(int64_t{0}); break;
+    case EwOp::nan_to_num: out[0] = 0.0; out[1] = nan; out[2] = nan; break;
+    case EwOp::logit: out[0] = -1.0; break;
+    case EwOp::clamp: out[0] = nan; out[1] = nan; break;
+    case EwOp::leaky_relu: out[0] = 0.01; break;
+    case EwOp::rrelu: out[0] = 1.0 / 8.0; out[1] = 1.0 / 3.0; break;
+    case EwOp::elu: out[0] = 1.0; out[1] = 1.0; out[2] = 1.0; break;
+    case EwOp::celu: out[0] = 1.0; break;
+    case EwOp::hardtanh: out[0] = -1.0; out[1] = 1.0; break;
+    case EwOp::hardshrink: case EwOp::softshrink: out[0] = 0.5; break;
+    case EwOp::softplus: out[0] = 1.0; out[1] = 20.0; break;
+    case EwOp::add: case EwOp::sub: case EwOp::rsub: out[0] = Scalar(int64_t{1}); break;
+    case EwOp::lerp_scalar: out[0] = 0.5; break;
+    case EwOp::isclose: out[0] = 1e-5; out[1] = 1e-8; out[2] = 0.0; break;
+    case EwOp::addcmul: case EwOp::addcdiv: out[0] = Scalar(int64_t{1}); break;
+    default: break;
+  }
+}
+
+ElementwiseDescriptor ElementwiseDescriptor::make(EwOp op, std::initializer_list<EwOperand> operands,
+                                                  std::initializer_list<Scalar> params) {
+  ElementwiseDescriptor d;
+  d.op = op;
+  ew_default_params(op, d.param);
+  int k = 0;
+  for (const EwOperand& o : operands)
+    if (k < kEwMaxOperands) d.operand[k++] = o;
+  d.num_operands = static_cast<int>(operands.size());
+  k = 0;
+  for (const Scalar& s : params)
+    if (k < kEwMaxParams) d.param[k++] = s;
+  return d;
+}
+
+size_t ElementwiseDescriptor::hash() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(op));
+  mix(static_cast<uint64_t>(num_operands));
+  for (int k = 0; k < num_operands && k < kEwMaxOperands; ++k) {
+    const EwOperand& o = operand[k];
+    mix(o.is_scalar);
+    mix(static_cast<uint64_t>(o.dtype));
+    mix(static_cast<uint64_t>(o.rank));
+    for (int a = 0; a < o.rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(o.shape[a]));
+    mix(static_cast<uint64_t>(o.value.i));
+  }
+  for (const Scalar& p : param) mix(static_cast<uint64_t>(p.i) ^ static_cast<uint64_t>(p.f * 1e6));
+  mix(out_dtype ? static_cast<uint64_t>(*out_dtype) + 1 : 0);
+  mix(saturate_fp8);
+  mix(needs_grad);
+  return static_cast<size_t>(h);
+}
+
+Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc) {
+  if (Status s = validate(kFwd, desc); !s.ok()) return s;
+  auto t = typing(kFwd, desc);
+  if (!t) return t.status();
+  return t->result;
+}
+
+Status ew_broadcast_shape(const ElementwiseDescriptor& d, int* rank, int64_t shape[kMaxRank]) {
+  int r = 0;
+  for (int k = 0; k < d.num_operands; ++k)
+    if (!d.operand[k].is_scalar) r = std::max(r, d.operand[k].rank);
+  for (int a = 0; a < r; ++a) shape[a] = 1;
+  for (int k = 0; k < d.num_operands; ++k) {
+    const EwOperand& o = d.operand[k];
+    if (o.is_scalar) continue;
+    const int off = r - o.rank;
+    for (int a = 0; a < o.rank; ++a) {
+      int64_t& s = shape[a + off];
+      const int64_t e = o.shape[a];
+      if (e == s || e == 1) continue;
+      if (s == 1) {
+        s = e;
+        continue;
+      }
+      return error(StatusCode::kInvalidProblem, "elementwise: operand shapes do not broadcast: operand ", k, " extent ", e,
+                   " against ", s, " at output axis ", a + off);
+    }
+  }
+  *rank = r;
+  return {};
+}
+
+Status split_halves(const TensorRef& x, int dim, TensorRef* a, TensorRef* b) {
+  if (dim < 0) dim += x.rank;
+  if (dim < 0 || dim >= x.rank) return error(StatusCode::kInvalidProblem, "split_halves: dim ", dim, " out of range for rank ", x.rank);
+  if (x.shape[dim] % 2 != 0) return error(StatusCode::kInvalidProblem, "split_halves: extent ", x.shape[dim], " of dim ", dim, " is odd");
+  *a = x;
+  *b = x;
+  a->shape[dim] = b->shape[dim] = x.shape[dim] / 2;
+  b->data = x.data ? static_cast<const char*>(x.data) + x.stride[dim] * (x.shape[dim] / 2) * static_cast<int64_t>(dtype_size(x.dtype)) : nullptr;
+  return {};
+}
+Status split_halves(const TensorMut& x, int dim, TensorMut* a, TensorMut* b) {
+  TensorRef ra, rb;
+  if (Status s = split_halves(x.as_ref(), dim, &ra, &rb); !s.ok()) return s;
+  static_cast<TensorLayout&>(*a) = ra;
+  static_cast<TensorLayout&>(*b) = rb;
+  a->data = const_cast<void*>(ra.data);
+  b->data = const_cast<void*>(rb.data);
+  return {};
+}
+
+// ------------------------------------------------------------------ shared select
+namespace {
+
+Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, const PlanPreference& pref,
+                         bool backward, KernelSku* sku, int* out_rank, int64_t* out_shape) {
+  if (Status s = validate(opn, d); !s.ok()) return s;
+  if (Status s = ew_broadcast_shape(d, out_rank, out_shape); !s.ok()) return s;
+  auto t = typing(opn, d);
+  if (!t) return t.status();
+  const OpInfo* oi = info(d.op);
+  Resolved r;
+  r.result = t->result;
+  r.common = t->common;
+  r.out = d.out_dtype.value_or(t->result);
+  if (oi->kind != EwKind::kCast && r.out != r.result && !can_cast(r.result, r.out))
+    return error(StatusCode::kInvalidProblem, opn, ": result dtype ", dtype_name(r.result), " of ", oi->name,
+                 " cannot be cast to out_dtype ", dtype_name(r.out));
+  if (is_complex(r.out)) return error(StatusCode::kUnsupported, opn, ": complex outputs are not supported");
+  r.kop = kernel_op(d.op, r.result);
+  r.compute = compute_of(r.common);
+  if (oi->kind == EwKind::kCast) r.compute = is_float_t(r.common) || r.common == DType::f8e4m3 || r.common == DType::f8e5m2 ? ew::EwCompute::kF64 : ew::EwCompute::kI64;
+  r.mask_operand = oi->kind == EwKind::kSelect ? 0 : (oi->kind == EwKind::kMasked ? 1 : -1);
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
+    return error(StatusCode::kUnsupported, opn, ": forced backend ", backend_name(pref.forced_backend),
+                 " has no elementwise implementation (candidates: bespoke)");
+  auto arch = resolve_arch(opn, pref);
+  if (!arch) return arch.status();
+  auto kp = ew::kernel_params(opn, d, r.result, compute_of(r.common) == ew::EwCompute::kI64);
+  if (!kp) return kp.status();
+  fill_scalars(*kp, d, backward ? 1 : 0, &r.s);
+
+  if (backward) {
+    if (oi->grad == 0) return error(StatusCode::kUnsupported, opn, ": ", oi->name, " is not differentiable (no backward)");
+    if (!is_float_t(r.out) || !is_float_t(r.result))
+      return error(StatusCode::kUnsupported, opn, ": backward needs a floating result (", oi->name, " gives ", dtype_name(r.result), ")");
+    r.compute = (r.common == DType::f64 || r.out == DType::f64) ? ew::EwCompute::kF64 : ew::EwCompute::kF32;
+    for (int k = 0; k < d.num_operands; ++k) {
+      const EwOperand& o = d.operand[k];
+      if (!(d.needs_grad >> k & 1u) || !(oi->grad >> k & 1u) || o.is_scalar) continue;
+      if (!is_float_t(o.dtype))
+        return error(StatusCode::kUnsupported, opn, ": gradient of operand ", k, " (", dtype_name(o.dtype),
+                     ") requested; only floating operands have one (clear bit ", k, " of needs_grad)");
+      if (o.dtype == DType::f64) r.compute = ew::EwCompute::kF64;
+    }
+  }
+  // rows path only when every tensor operand (the mask aside) shares one dtype
+  DType ri = DType::c128;
+  bool uniform = true;
+  auto take = [&](DType t) {
+    if (ri == DType::c128) ri = t;
+    else if (ri != t) uniform = false;
+  };
+  if (backward) take(r.out);
+  for (int k = 0; k < d.num_operands; ++k)
+    if (!d.operand[k].is_scalar && k != r.mask_operand) take(d.operand[k].dtype);
+  DType ro = r.out;
+  if (backward) {
+    for (int k = 0; k < d.num_operands; ++k)
+      if (!d.operand[k].is_scalar && k != r.mask_operand && d.operand[k].dtype != ri) uniform = false;
+    ro = ri;
+  }
+  if (!uniform) ri = DType::c128;
+  r.k = ew::ew_find_kernels(static_cast<int>(r.kop), backward, ri, ro, r.compute);
+  r.k.rows_in = ri;
+  r.k.rows_out = ro;
+  if (!r.k.strided)
+    return error(StatusCode::kInternal, opn, ": no ", backward ? "backward" : "forward", " kernel for ", oi->name,
+                 " computing in ", r.compute == ew::EwCompute::kF64 ? "f64" : r.compute == ew::EwCompute::kF32 ? "f32" : "i64");
+  sku->op = cat("ew.", oi->name);
+  sku->direction = backward ? Direction::kBackward : Direction::kForward;
+  sku->dtype = r.out;
+  sku->backend = Backend::kBespoke;
+  sku->arch = *arch;
+  sku->variant = r.k.rows ? cat("rows", r.k.rows_vec, "+strided") : "strided";
+  return r;
+}
+
+PrecisionGuarantee guarantee(const Resolved& r) {
+  PrecisionGuarantee g;
+  const DType c = r.compute == ew::EwCompute::kF64 ? DType::f64 : r.compute == ew::EwCompute::kF32 ? DType::f32 : DType::i64;
+  g.accumulator = c;
+  g.math = c;
+  g.bit_exact = r.kop == EwOp::to;
+  g.determinism = Determinism::kRunToRun;
+  return g;
+}
+
+Status check_operands(std::string_view opn, const ElementwiseDescriptor& d, const TensorRef* in) {
+  for (int k = 0; k < d.num_operands; ++k) {
+    const EwOperand& o = d.operand[k];
+    if (o.is_scalar) continue;
+    const std::string f = cat("in[", k, "]");
+    if (Status s = check_view(opn, f, in[k], in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
+  }
+  return {};
+}
+
+void fill_operand(const ElementwiseDescriptor& d, int k, const TensorRef& t, int r, const int64_t* shape, ew::IterOperand* io) {
+  const EwOperand& o = d.operand[k];
+  if (o.is_scalar) {
+    io->literal = true;
+    io->dtype = DType::f32;
+    return;
+  }
+  io->data = t.data;
+  io->dtype = o.dtype;
+  aligned_strides(t, r, shape, io->stride);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ ElementwisePlan
+ElementwisePlan::ElementwisePlan() = default;
+ElementwisePlan::~ElementwisePlan() { delete r_; }
+ElementwisePlan::ElementwisePlan(const ElementwisePlan& o)
+    : desc_(o.desc_), sku_(o.sku_), out_dtype_(o.out_dtype_), r_(o.r_ ? new detail::EwResolved(*o.r_) : nullptr) {}
+ElementwisePlan& ElementwisePlan::operator=(const ElementwisePlan& o) {
+  if (this != &o) {
+    desc_ = o.desc_;
+    sku_ = o.sku_;
+    out_dtype_ = o.out_dtype_;
+    delete r_;
+    r_ = o.r_ ? new detail::EwResolved(*o.r_) : nullptr;
+  }
+  return *this;
+}
+
+Result<ElementwisePlan> ElementwisePlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
+  ElementwisePlan p;
+  auto* res = new detail::EwResolved;
+  p.r_ = res;
+  auto r = resolve(kFwd, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
+  if (!r) return r.status();
+  res->r = *r;
+  p.desc_ = desc;
+  p.out_dtype_ = r->out;
+  return p;
+}
+
+PrecisionGuarantee ElementwisePlan::precision_guarantee() const { return guarantee(r_->r); }
+
+Status ElementwisePlan::can_implement(const ElementwiseArgs& a) const {
+  if (!r_) return error(StatusCode::kInvalidProblem, kFwd, ": plan was not selected");
+  if (Status s = check_operands(kFwd, desc_, a.in); !s.ok()) return s;
+  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
+  if (Status s = check_view(kFwd, "out", a.out, a.out.data, out_dtype_, os); !s.ok()) return s;
+  if (Status s = check_no_internal_overlap(kFwd, "out", a.out); !s.ok()) return s;
+  for (int k = 0; k < desc_.num_operands; ++k) {
+    if (desc_.operand[k].is_scalar) continue;
+    const std::string f = cat("in[", k, "]");
+    if (Status s = check_alias(kFwd, "out", a.out, f.c_str(), a.in[k]); !s.ok()) return s;
+  }
+  return {};
+}
+
+Status ElementwisePlan::run(cudaStream_t stream, Workspace, const ElementwiseArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  ew::Iter it;
+  it.rank = r_->out_rank;
+  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
+  it.ni = desc_.num_operands;
+  it.no = 1;
+  for (int k = 0; k < it.ni; ++k) fill_operand(desc_, k, a.in[k], it.rank, it.size, &it.in[k]);
+  it.out[0].data = a.out.data;
+  it.out[0].dtype = out_dtype_;
+  aligned_strides(a.out, it.rank, it.size, it.out[0].stride);
+  it.out_on[0] = true;
+  it.mask_operand = r_->r.mask_operand;
+  return ew::run_iter(kFwd, it, r_->r.k, r_->r.s, desc_.saturate_fp8, stream);
+}
+
+// ------------------------------------------------------------------ ElementwiseBackwardPlan
+ElementwiseBackwardPlan::ElementwiseBackwardPlan() = default;
+ElementwiseBackwardPlan::~ElementwiseBackwardPlan() { delete r_; }
+ElementwiseBackwardPlan::ElementwiseBackwardPlan(const ElementwiseBackwardPlan& o)
+    : desc_(o.desc_), sku_(o.sku_), workspace_(o.workspace_), r_(o.r_ ? new detail::EwResolved(*o.r_) : nullptr) {}
+ElementwiseBackwardPlan& ElementwiseBackwardPlan::operator=(const ElementwiseBackwardPlan& o) {
+  if (this != &o) {
+    desc_ = o.desc_;
+    sku_ = o.sku_;
+    workspace_ = o.workspace_;
+    delete r_;
+    r_ = o.r_ ? new detail::EwResolved(*o.r_) : nullptr;
+  }
+  return *this;
+}
+
+Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
+  ElementwiseBackwardPlan p;
+  auto* res = new detail::EwResolved;
+  p.r_ = res;
+  auto r = resolve(kBwd, desc, pref, true, &p.sku_, &res->out_rank, res->out_shape);
+  if (!r) return r.status();
+  res->r = *r;
+  p.desc_ = desc;
+  const unsigned gm = ew_op_grad_mask(desc.op);
+  int64_t out_numel = 1;
+  for (int a = 0; a < res->out_rank; ++a) out_numel *= res->out_shape[a];
+  const size_t csize = r->compute == ew::EwCompute::kF64 ? 8 : 4;
+  const DType cdt = r->compute == ew::EwCompute::kF64 ? DType::f64 : DType::f32;
+  size_t off = 0, reduce_ws = 0;
+  for (int k = 0; k < desc.num_operands; ++k) {
+    const EwOperand& o = desc.operand[k];
+    if (o.is_scalar || !(desc.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
+    if (same_shape(o, res->out_rank, res->out_shape)) continue;
+    res->reduce[k] = true;
+    res->ws_offset[k] = off;
+    off += (static_cast<size_t>(out_numel) * csize + 255) / 256 * 256;
+    auto rp = ReduceToShapePlan::select(
+        ReduceToShapeDescriptor::make(ReduceOp::kSum, cdt, std::span<const int64_t>(res->out_shape, res->out_rank), o.dtype, span_of(o)),
+        pref);
+    if (!rp) return rp.status();
+    reduce_ws = std::max(reduce_ws, rp->workspace_size());
+    res->reducer[k] = *rp;
+  }
+  res->reduce_ws_offset = off;
+  p.workspace_ = off + reduce_ws;
+  if (p.workspace_ > pref.max_workspace_bytes)
+    return error(StatusCode::kUnsupported, kBwd, ": needs ", p.workspace_, " workspace bytes for the broadcast operands' reductions (max_workspace_bytes = ",
+                 pref.max_workspace_bytes, ")");
+  return p;
+}
+
+PrecisionGuarantee ElementwiseBackwardPlan::precision_guarantee() const { return guarantee(r_->r); }
+
+Status ElementwiseBackwardPlan::can_implement(const ElementwiseBackwardArgs& a) const {
+  if (!r_) return error(StatusCode::kInvalidProblem, kBwd, ": plan was not selected");
+  if (Status s = check_operands(kBwd, desc_, a.in); !s.ok()) return s;
+  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
+  if (Status s = check_view(kBwd, "grad_out", a.grad_out, a.grad_out.data, r_->r.out, os); !s.ok()) return s;
+  const unsigned gm = ew_op_grad_mask(desc_.op);
+  for (int k = 0; k < desc_.num_operands; ++k) {
+    const EwOperand& o = desc_.operand[k];
+    if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
+    const std::string f = cat("grad_in[", k, "]");
+    if (Status s = check_view(kBwd, f, a.grad_in[k], a.grad_in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
+    if (Status s = check_no_internal_overlap(kBwd, f, a.grad_in[k]); !s.ok()) return s;
+    if (r_->reduce[k]) {
+      if (ranges_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_out, a.grad_out.data))
+        return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_out (operand ", k, " is broadcast)");
+    } else if (Status s = check_alias(kBwd, f.c_str(), a.grad_in[k], "grad_out", a.grad_out); !s.ok()) {
+      return s;
+    }
+    for (int j = 0; j < desc_.num_operands; ++j) {
+      if (desc_.operand[j].is_scalar) continue;
+      const std::string fj = cat("in[", j, "]");
+      if (Status s = check_alias(kBwd, f.c_str(), a.grad_in[k], fj.c_str(), a.in[j]); !s.ok()) return s;
+    }
+    for (int j = 0; j < k; ++j) {
+      const EwOperand& oj = desc_.operand[j];
+      if (oj.is_scalar || !(desc_.needs_grad >> j & 1u) || !(gm >> j & 1u)) continue;
+      if (views_may_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_in[j], a.grad_in[j].data))
+        return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_in[", j, "]");
+    }
+  }
+  return {};
+}
+
+Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  if (workspace_ > 0 && (ws.ptr == nullptr || ws.bytes < workspace_))
+    return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes (ptr ", ws.ptr, "); needs ", workspace_);
+  const unsigned gm = ew_op_grad_mask(desc_.op);
+  const DType cdt = r_->r.compute == ew::EwCompute::kF64 ? DType::f64 : DType::f32;
+  ew::Iter it;
+  it.rank = r_->out_rank;
+  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
+  it.ni = desc_.num_operands + 1;
+  it.no = desc_.num_operands;
+  it.in[0].data = a.grad_out.data;
+  it.in[0].dtype = r_->r.out;
+  aligned_strides(a.grad_out, it.rank, it.size, it.in[0].stride);
+  for (int k = 0; k < desc_.num_operands; ++k) fill_operand(desc_, k, a.in[k], it.rank, it.size, &it.in[k + 1]);
+  it.mask_operand = r_->r.mask_operand < 0 ? -1 : r_->r.mask_operand + 1;
+  for (int k = 0; k < desc_.num_operands; ++k) {
+    const EwOperand& o = desc_.operand[k];
+    if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
+    it.out_on[k] = true;
+    if (r_->reduce[k]) {
+      it.out[k].data = static_cast<char*>(ws.ptr) + r_->ws_offset[k];
+      it.out[k].dtype = cdt;
+      TensorLayout full = TensorLayout::make(cdt, std::span<const int64_t>(it.size, it.rank));
+      std::copy(full.stride, full.stride + it.rank, it.out[k].stride);
+    } else {
+      it.out[k].data = a.grad_in[k].data;
+      it.out[k].dtype = o.dtype;
+      aligned_strides(a.grad_in[k], it.rank, it.size, it.out[k].stride);
+    }
+  }
+  if (Status s = ew::run_iter(kBwd, it, r_->r.k, r_->r.s, false, stream); !s.ok()) return s;
+  for (int k = 0; k < desc_.num_operands; ++k) {
+    if (!r_->reduce[k] || !it.out_on[k]) continue;
+    ReduceToShapeArgs ra;
+    ra.x = TensorRef::make(it.out[k].data, cdt, std::span<const int64_t>(it.size, it.rank));
+    ra.y = a.grad_in[k];
+    Workspace rws{static_cast<char*>(ws.ptr) + r_->reduce_ws_offset, ws.bytes - r_->reduce_ws_offset};
+    if (Status s = r_->reducer[k]->run(stream, rws, ra); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace baracuda

@@ -1,0 +1,98 @@
+// What the host hands the elementwise kernels (no CUDA headers: included by g++ host code).
+//
+// Two paths:
+//   rows     [rows, cols] where every tensor operand has unit stride along cols (or stride 0:
+//            one value per row) and 16-byte aligned rows; vectorized along cols. Serves the
+//            contiguous case (rows = 1) and row-strided views (GLU halves, bias broadcast).
+//   strided  any coalesced layout up to rank 8, per-operand dtypes converted on load/store.
+// Both use 32-bit index math; the host splits problems whose offsets do not fit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda::ew {
+
+inline constexpr int kMaxIn = 4;   // forward: 3 operands; backward: g + 3 operands
+inline constexpr int kMaxOut = 3;  // backward of a ternary op
+inline constexpr int kLiteralSlot = 4;  // EwScalars slots 4..7 hold literal scalar operands
+
+// n / d for n < 2^31 by multiply-high (Granlund-Montgomery): q = (umulhi(n, mul) + n) >> shift.
+struct FastDiv {
+  uint32_t d = 1, mul = 0, shift = 0;
+  static FastDiv make(uint32_t d) {
+    FastDiv f;
+    f.d = d;
+    uint32_t s = 0;
+    while ((uint64_t{1} << s) < d) ++s;
+    f.shift = s;
+    f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1);
+    return f;
+  }
+};
+
+// Parameters and literal scalars in every compute type (the kernel reads the one it uses).
+struct EwScalars {
+  double d[8] = {};
+  float f[8] = {};
+  int64_t i[8] = {};
+};
+
+enum OperandKind : uint8_t { kVector = 0, kRowScalar = 1, kLiteral = 2 };
+
+struct EwRows {
+  uint32_t cols = 0;          // logical columns per row
+  uint32_t vecs_per_row = 0;  // ceil(cols / VEC)
+  FastDiv vpr;                // divides by vecs_per_row
+  uint32_t total = 0;         // rows * vecs_per_row (< 2^31)
+  const void* in[kMaxIn] = {};
+  int64_t in_rs[kMaxIn] = {};  // row stride in elements
+  uint8_t in_kind[kMaxIn] = {};
+  void* out[kMaxOut] = {};
+  int64_t out_rs[kMaxOut] = {};
+  uint8_t out_on[kMaxOut] = {};  // 0: output not wanted (backward)
+  uint8_t sat_fp8 = 0;
+  EwScalars s;
+};
+
+struct EwStrided {
+  int rank = 1;            // coalesced, innermost first
+  uint32_t numel = 0;      // < 2^31
+  uint32_t size[kMaxRank] = {};
+  FastDiv div[kMaxRank];
+  int32_t in_st[kMaxIn][kMaxRank] = {};
+  int32_t out_st[kMaxOut][kMaxRank] = {};
+  const void* in[kMaxIn] = {};
+  uint8_t in_dt[kMaxIn] = {};
+  uint8_t in_kind[kMaxIn] = {};  // kVector or kLiteral
+  void* out[kMaxOut] = {};
+  uint8_t out_dt[kMaxOut] = {};
+  uint8_t out_on[kMaxOut] = {};
+  uint8_t sat_fp8 = 0;
+  EwScalars s;
+};
+
+using EwRowsFn = int (*)(const EwRows&, cudaStream_t);
+using EwStridedFn = int (*)(const EwStrided&, cudaStream_t);
+
+// Compute type of the strided path.
+enum class EwCompute : uint8_t { kF32, kF64, kI64 };
+
+// The kernels of one (op, direction): rows kernel for one storage dtype pair (null when that
+// pair has none) and the strided kernel for one compute type.
+struct EwKernels {
+  EwRowsFn rows = nullptr;
+  int rows_vec = 0;  // elements per vector of the rows kernel
+  EwStridedFn strided = nullptr;
+  DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes
+};
+
+// Defined by the instantiation units (ew_inst_<group>.cu). rows_in/rows_out: the storage dtypes
+// of a uniform-dtype problem (rows == null if the op has no kernel for them).
+EwKernels ew_find_kernels(int op, bool backward, DType rows_in, DType rows_out, EwCompute c);
+
+}  // namespace baracuda::ew

@@ -1,0 +1,265 @@
+#include "ops/elementwise/ew_iter.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/cuda_check.hpp"
+#include "core/validate.hpp"
+
+namespace baracuda::ew {
+
+namespace {
+
+constexpr int64_t kLimit32 = (int64_t{1} << 31) - 1;
+
+struct Op {  // one operand, uniform over inputs and outputs
+  const void* data;
+  size_t esize;
+  int64_t* stride;
+  bool active;
+};
+
+// Collects the active operands of it (non-literal inputs, wanted outputs).
+int operands_of(Iter& it, Op* ops) {
+  int n = 0;
+  for (int i = 0; i < it.ni; ++i)
+    ops[n++] = Op{it.in[i].data, dtype_size(it.in[i].dtype), it.in[i].stride, !it.in[i].literal};
+  for (int o = 0; o < it.no; ++o)
+    ops[n++] = Op{it.out[o].data, dtype_size(it.out[o].dtype), it.out[o].stride, it.out_on[o]};
+  return n;
+}
+
+// Drops extent-1 axes, orders axes by the first output's stride (outermost first) and merges
+// axes that are contiguous in every operand.
+void coalesce(Iter& it) {
+  Op ops[kMaxIn + kMaxOut];
+  const int n = operands_of(it, ops);
+  int keep[kMaxRank], r = 0;
+  for (int d = 0; d < it.rank; ++d)
+    if (it.size[d] != 1) keep[r++] = d;
+  int first_out = 0;
+  while (first_out < it.no && !it.out_on[first_out]) ++first_out;
+  if (first_out < it.no) {
+    const int64_t* os = it.out[first_out].stride;
+    std::stable_sort(keep, keep + r, [&](int a, int b) { return std::llabs(os[a]) > std::llabs(os[b]); });
+  }
+  int64_t size[kMaxRank];
+  int64_t st[kMaxIn + kMaxOut][kMaxRank];
+  for (int a = 0; a < r; ++a) {
+    size[a] = it.size[keep[a]];
+    for (int k = 0; k < n; ++k) st[k][a] = ops[k].stride[keep[a]];
+  }
+  int m = 0;  // merged rank
+  for (int a = 0; a < r; ++a) {
+    if (m > 0) {
+      bool ok = true;
+      for (int k = 0; k < n && ok; ++k)
+        if (ops[k].active && st[k][m - 1] != st[k][a] * size[a]) ok = false;
+      if (ok) {
+        size[m - 1] *= size[a];
+        for (int k = 0; k < n; ++k) st[k][m - 1] = st[k][a];
+        continue;
+      }
+    }
+    size[m] = size[a];
+    for (int k = 0; k < n; ++k) st[k][m] = st[k][a];
+    ++m;
+  }
+  it.rank = m;
+  for (int a = 0; a < m; ++a) {
+    it.size[a] = size[a];
+    for (int k = 0; k < n; ++k) ops[k].stride[a] = st[k][a];
+  }
+}
+
+const void* advance(const void* p, int64_t elems, size_t esize) {
+  return p ? static_cast<const char*>(p) + elems * static_cast<int64_t>(esize) : p;
+}
+
+// ---------------------------------------------------------------- rows path
+bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8, cudaStream_t stream,
+              Status* st) {
+  if (!k.rows || it.rank > 2) return false;
+  const int64_t cols = it.rank == 0 ? 1 : it.size[it.rank - 1];
+  const int64_t rows = it.rank == 2 ? it.size[0] : 1;
+  const int last = it.rank - 1;
+  const int64_t vec = k.rows_vec;
+  const int64_t vpr = (cols + vec - 1) / vec;
+  if (cols > kLimit32 || vpr > kLimit32) return false;
+  EwRows g;
+  g.cols = static_cast<uint32_t>(cols);
+  g.vecs_per_row = static_cast<uint32_t>(vpr);
+  g.vpr = FastDiv::make(g.vecs_per_row);
+  g.s = s;
+  g.sat_fp8 = sat_fp8;
+  auto aligned = [&](const void* p, int64_t row_stride, size_t esize) {
+    const uint64_t vbytes = static_cast<uint64_t>(vec) * esize;
+    if (reinterpret_cast<uintptr_t>(p) % vbytes != 0) return false;
+    return rows == 1 || (static_cast<uint64_t>(std::llabs(row_stride)) * esize) % vbytes == 0;
+  };
+  for (int i = 0; i < it.ni; ++i) {
+    const IterOperand& o = it.in[i];
+    g.in[i] = o.data;
+    if (o.literal) {
+      g.in_kind[i] = kLiteral;
+      continue;
+    }
+    if (o.dtype != (i == it.mask_operand ? DType::boolean : k.rows_in)) return false;
+    const int64_t inner = it.rank == 0 ? 1 : o.stride[last];
+    g.in_rs[i] = it.rank == 2 ? o.stride[0] : 0;
+    if (inner == 0 || cols == 1) {
+      g.in_kind[i] = kRowScalar;
+    } else if (inner == 1) {
+      g.in_kind[i] = kVector;
+      if (!aligned(o.data, g.in_rs[i], dtype_size(o.dtype))) return false;
+    } else {
+      return false;
+    }
+  }
+  for (int o = 0; o < it.no; ++o) {
+    g.out_on[o] = it.out_on[o];
+    if (!it.out_on[o]) continue;
+    const IterOperand& x = it.out[o];
+    if (x.dtype != k.rows_out) return false;
+    const int64_t inner = it.rank == 0 ? 1 : x.stride[last];
+    if (inner != 1 && cols != 1) return false;
+    g.out[o] = const_cast<void*>(x.data);
+    g.out_rs[o] = it.rank == 2 ? x.stride[0] : 0;
+    if (!aligned(x.data, g.out_rs[o], dtype_size(x.dtype))) return false;
+  }
+  // rows per launch so that rows * vecs_per_row < 2^31
+  const int64_t chunk = std::max<int64_t>(1, kLimit32 / vpr);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t nr = std::min(chunk, rows - r0);
+    EwRows c = g;
+    c.total = static_cast<uint32_t>(nr * vpr);
+    for (int i = 0; i < it.ni; ++i)
+      if (g.in_kind[i] != kLiteral) c.in[i] = advance(g.in[i], r0 * g.in_rs[i], dtype_size(it.in[i].dtype));
+    for (int o = 0; o < it.no; ++o)
+      if (g.out_on[o]) c.out[o] = const_cast<void*>(advance(g.out[o], r0 * g.out_rs[o], dtype_size(it.out[o].dtype)));
+    if (Status e = cuda_status(static_cast<cudaError_t>(k.rows(c, stream)), op); !e.ok()) {
+      *st = e;
+      return true;
+    }
+  }
+  *st = {};
+  return true;
+}
+
+// ---------------------------------------------------------------- strided path
+struct StridedCtx {
+  std::string_view op;
+  const Iter* it;
+  const EwKernels* k;
+  const EwScalars* s;
+  bool sat;
+  cudaStream_t stream;
+};
+
+// Largest |offset| an operand reaches over axes [from, rank) with the given extents.
+int64_t reach(const Iter& it, const int64_t* stride, int from, const int64_t* size) {
+  int64_t r = 0;
+  for (int a = from; a < it.rank; ++a) r += (size[a] - 1) * std::llabs(stride[a]);
+  return r;
+}
+
+bool fits(const Iter& it, int from, const int64_t* size) {
+  int64_t n = 1;
+  for (int a = from; a < it.rank; ++a) n *= size[a];
+  if (n > kLimit32) return false;
+  for (int i = 0; i < it.ni; ++i)
+    if (!it.in[i].literal && reach(it, it.in[i].stride, from, size) > kLimit32) return false;
+  for (int o = 0; o < it.no; ++o)
+    if (it.out_on[o] && reach(it, it.out[o].stride, from, size) > kLimit32) return false;
+  return true;
+}
+
+Status launch_strided(const StridedCtx& c, int from, const int64_t* size, const void* const* in_ptr,
+                      void* const* out_ptr) {
+  const Iter& it = *c.it;
+  EwStrided g;
+  g.s = *c.s;
+  g.sat_fp8 = c.sat;
+  int64_t n = 1;
+  int r = 0;
+  for (int a = it.rank - 1; a >= from; --a, ++r) {  // innermost first
+    g.size[r] = static_cast<uint32_t>(size[a]);
+    g.div[r] = FastDiv::make(g.size[r]);
+    n *= size[a];
+    for (int i = 0; i < it.ni; ++i) g.in_st[i][r] = static_cast<int32_t>(it.in[i].stride[a]);
+    for (int o = 0; o < it.no; ++o) g.out_st[o][r] = static_cast<int32_t>(it.out[o].stride[a]);
+  }
+  if (r == 0) {
+    g.size[0] = 1;
+    g.div[0] = FastDiv::make(1);
+    r = 1;
+  }
+  g.rank = r;
+  g.numel = static_cast<uint32_t>(n);
+  for (int i = 0; i < it.ni; ++i) {
+    g.in[i] = in_ptr[i];
+    g.in_dt[i] = static_cast<uint8_t>(it.in[i].dtype);
+    g.in_kind[i] = it.in[i].literal ? kLiteral : kVector;
+  }
+  for (int o = 0; o < it.no; ++o) {
+    g.out[o] = out_ptr[o];
+    g.out_dt[o] = static_cast<uint8_t>(it.out[o].dtype);
+    g.out_on[o] = it.out_on[o];
+  }
+  return cuda_status(static_cast<cudaError_t>(c.k->strided(g, c.stream)), c.op);
+}
+
+// Splits axis `from` until every launch fits 32-bit offsets.
+Status strided_rec(const StridedCtx& c, int from, const void* const* in_ptr, void* const* out_ptr) {
+  const Iter& it = *c.it;
+  int64_t size[kMaxRank];
+  std::copy(it.size, it.size + it.rank, size);
+  if (from >= it.rank || fits(it, from, size)) return launch_strided(c, from, size, in_ptr, out_ptr);
+  const void* ip[kMaxIn];
+  void* op[kMaxOut];
+  const int64_t n0 = it.size[from];
+  if (fits(it, from + 1, size)) {
+    // the largest block of axis `from` that still fits
+    int64_t lo = 1, hi = n0;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      size[from] = mid;
+      if (fits(it, from, size)) lo = mid;
+      else hi = mid - 1;
+    }
+    for (int64_t i0 = 0; i0 < n0; i0 += lo) {
+      size[from] = std::min(lo, n0 - i0);
+      for (int i = 0; i < it.ni; ++i) ip[i] = it.in[i].literal ? nullptr : advance(in_ptr[i], i0 * it.in[i].stride[from], dtype_size(it.in[i].dtype));
+      for (int o = 0; o < it.no; ++o) op[o] = it.out_on[o] ? const_cast<void*>(advance(out_ptr[o], i0 * it.out[o].stride[from], dtype_size(it.out[o].dtype))) : nullptr;
+      if (Status s = launch_strided(c, from, size, ip, op); !s.ok()) return s;
+    }
+    return {};
+  }
+  for (int64_t i0 = 0; i0 < n0; ++i0) {
+    for (int i = 0; i < it.ni; ++i) ip[i] = it.in[i].literal ? nullptr : advance(in_ptr[i], i0 * it.in[i].stride[from], dtype_size(it.in[i].dtype));
+    for (int o = 0; o < it.no; ++o) op[o] = it.out_on[o] ? const_cast<void*>(advance(out_ptr[o], i0 * it.out[o].stride[from], dtype_size(it.out[o].dtype))) : nullptr;
+    if (Status s = strided_rec(c, from + 1, ip, op); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace
+
+Status run_iter(std::string_view op, const Iter& in_it, const EwKernels& k, const EwScalars& s, bool sat_fp8,
+                cudaStream_t stream) {
+  Iter it = in_it;
+  for (int d = 0; d < it.rank; ++d)
+    if (it.size[d] == 0) return {};
+  coalesce(it);
+  Status st;
+  if (try_rows(op, it, k, s, sat_fp8, stream, &st)) return st;
+  if (!k.strided) return error(StatusCode::kInternal, op, ": no strided kernel");
+  const void* ip[kMaxIn];
+  void* opp[kMaxOut];
+  for (int i = 0; i < it.ni; ++i) ip[i] = it.in[i].data;
+  for (int o = 0; o < it.no; ++o) opp[o] = const_cast<void*>(it.out[o].data);
+  StridedCtx c{op, &it, &k, &s, sat_fp8, stream};
+  return strided_rec(c, 0, ip, opp);
+}
+
+}  // namespace baracuda::ew

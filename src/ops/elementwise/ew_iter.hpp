@@ -1,0 +1,35 @@
+// Host side of the elementwise engine: turns strided views into coalesced launches.
+#pragma once
+
+#include <cstdint>
+
+#include "baracuda/core/status.hpp"
+#include "ops/elementwise/ew_geometry.hpp"
+
+namespace baracuda::ew {
+
+struct IterOperand {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  bool literal = false;            // scalar operand: value in EwScalars slot kLiteralSlot + index
+  int64_t stride[kMaxRank] = {};   // element strides aligned to the iteration shape (0: broadcast)
+};
+
+// One launch problem: ni inputs and no outputs over `size` (outer axis first).
+struct Iter {
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  int ni = 0, no = 0;
+  IterOperand in[kMaxIn];
+  IterOperand out[kMaxOut];
+  bool out_on[kMaxOut] = {};
+  int mask_operand = -1;  // input whose storage is bool in the rows kernel
+};
+
+// Coalesces the problem, picks the rows path when kernels.rows accepts it (dtypes uniform,
+// inner axis unit-stride, 16-byte alignment), otherwise the strided path; splits into launches
+// whose offsets fit 32-bit index math.
+Status run_iter(std::string_view op, const Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8,
+                cudaStream_t stream);
+
+}  // namespace baracuda::ew

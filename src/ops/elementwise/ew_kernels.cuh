@@ -1,0 +1,384 @@
+// The elementwise engine's kernels (device code; included only by the ew_inst_<group>.cu units).
+//
+//   rows_kernel<A, T, TO, MI>   [rows, cols] vectorized along cols: 16-byte accesses, UNR vectors
+//                               in flight per thread; operand MI (if >= 0) is a bool mask.
+//   strided_kernel<A, C>        any coalesced layout; each operand loaded from its own dtype.
+// A is an adapter (Fwd/Bwd in ew_ops.hpp) with NI inputs and NO outputs computed in C.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "baracuda/ops/elementwise_ops.hpp"
+#include "core/launch.cuh"
+#include "ops/elementwise/ew_geometry.hpp"
+#include "ops/elementwise/ew_ops.hpp"
+
+namespace baracuda::ew {
+
+inline constexpr int kThreads = 256;
+
+__device__ __forceinline__ uint32_t fdiv(uint32_t n, const FastDiv& f) {
+  return (__umulhi(n, f.mul) + n) >> f.shift;
+}
+
+template <class C> __device__ __forceinline__ C scalar_of(const EwScalars& s, int k);
+template <> __device__ __forceinline__ float scalar_of<float>(const EwScalars& s, int k) { return s.f[k]; }
+template <> __device__ __forceinline__ double scalar_of<double>(const EwScalars& s, int k) { return s.d[k]; }
+template <> __device__ __forceinline__ int64_t scalar_of<int64_t>(const EwScalars& s, int k) { return s.i[k]; }
+
+// Compute type of a storage type: f32 for 16-bit and 8-bit floats, f64 for f64, i64 for integers/bool.
+template <class T> struct ComputeOf { using type = int64_t; };
+template <> struct ComputeOf<float> { using type = float; };
+template <> struct ComputeOf<__half> { using type = float; };
+template <> struct ComputeOf<__nv_bfloat16> { using type = float; };
+template <> struct ComputeOf<__nv_fp8_e4m3> { using type = float; };
+template <> struct ComputeOf<__nv_fp8_e5m2> { using type = float; };
+template <> struct ComputeOf<double> { using type = double; };
+template <class T> using compute_t = typename ComputeOf<T>::type;
+
+// ---- storage -> compute
+template <class C, class T>
+__device__ __forceinline__ C to_c(T v) {
+  if constexpr (std::is_same_v<T, __half>) return static_cast<C>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<C>(__bfloat162float(v));
+  else if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>) return static_cast<C>(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, bool>) return static_cast<C>(v ? 1 : 0);
+  else return static_cast<C>(v);
+}
+
+// ---- compute -> storage, with PyTorch's conversions: floats to i8/i16/i32 through a
+// saturating i32 conversion, to u8/i64 through i64; floats to 16/8-bit floats through f32.
+template <class T, class C>
+__device__ __forceinline__ T from_c(C v, bool sat_fp8) {
+  (void)sat_fp8;
+  if constexpr (std::is_same_v<T, bool>) return v != C(0);
+  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>) {
+    T r;
+    r.__x = __nv_cvt_float_to_fp8(static_cast<float>(v), sat_fp8 ? __NV_SATFINITE : __NV_NOSAT,
+                                  std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2);
+    return r;
+  } else if constexpr (std::is_integral_v<T> && !std::is_integral_v<C>) {
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<int64_t>(v));
+    else return static_cast<T>(static_cast<int32_t>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+#define EW_STORAGE_CASES(X)                 \
+  X(f32, float)                             \
+  X(f16, __half)                            \
+  X(bf16, __nv_bfloat16)                    \
+  X(f64, double)                            \
+  X(f8e4m3, __nv_fp8_e4m3)                  \
+  X(f8e5m2, __nv_fp8_e5m2)                  \
+  X(i8, int8_t)                             \
+  X(u8, uint8_t)                            \
+  X(i16, int16_t)                           \
+  X(i32, int32_t)                           \
+  X(i64, int64_t)                           \
+  X(boolean, bool)
+
+template <class C>
+__device__ __forceinline__ C load_dyn(const void* base, int32_t off, uint8_t dt) {
+  switch (static_cast<DType>(dt)) {
+#define EW_X(e, T) \
+  case DType::e: return to_c<C>(static_cast<const T*>(base)[off]);
+    EW_STORAGE_CASES(EW_X)
+#undef EW_X
+    default: return C(0);
+  }
+}
+template <class C>
+__device__ __forceinline__ void store_dyn(void* base, int32_t off, uint8_t dt, C v, bool sat) {
+  switch (static_cast<DType>(dt)) {
+#define EW_X(e, T) \
+  case DType::e: static_cast<T*>(base)[off] = from_c<T>(v, sat); return;
+    EW_STORAGE_CASES(EW_X)
+#undef EW_X
+    default: return;
+  }
+}
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+template <class C>
+__device__ __forceinline__ P<C> load_params(const EwScalars& s) {
+  P<C> p;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) p.v[k] = scalar_of<C>(s, k);
+  return p;
+}
+
+// ---------------------------------------------------------------- rows path
+template <class A, class T, class TO, int MI, int VEC, int UNR>
+__global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
+  using C = compute_t<T>;
+  constexpr int NI = A::NI, NO = A::NO;
+  const P<C> p = load_params<C>(g.s);
+  const uint32_t base = blockIdx.x * (kThreads * UNR) + threadIdx.x;
+  C x[UNR][NI][VEC];
+  uint32_t row[UNR], col[UNR];
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    const uint32_t v = base + u * kThreads;
+    row[u] = 0;
+    col[u] = 0xffffffffu;  // inactive
+    if (v >= g.total) continue;
+    const uint32_t r = fdiv(v, g.vpr);
+    const uint32_t c0 = (v - r * g.vecs_per_row) * VEC;
+    row[u] = r;
+    col[u] = c0;
+    const bool full = c0 + VEC <= g.cols;
+#pragma unroll
+    for (int i = 0; i < NI; ++i) {
+      if (g.in_kind[i] == kLiteral) {
+        const C s = scalar_of<C>(g.s, kLiteralSlot + i);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[u][i][e] = s;
+        continue;
+      }
+      const int64_t roff = static_cast<int64_t>(r) * g.in_rs[i];
+      if (i == MI) {
+        const bool* src = static_cast<const bool*>(g.in[i]) + roff;
+        if (g.in_kind[i] == kRowScalar) {
+          const C s = to_c<C>(src[0]);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = s;
+        } else if (full) {
+          const Vec<bool, VEC> w = *reinterpret_cast<const Vec<bool, VEC>*>(src + c0);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = to_c<C>(w.v[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = c0 + e < g.cols ? to_c<C>(src[c0 + e]) : C(0);
+        }
+      } else {
+        const T* src = static_cast<const T*>(g.in[i]) + roff;
+        if (g.in_kind[i] == kRowScalar) {
+          const C s = to_c<C>(src[0]);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = s;
+        } else if (full) {
+          const Vec<T, VEC> w = *reinterpret_cast<const Vec<T, VEC>*>(src + c0);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = to_c<C>(w.v[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][i][e] = c0 + e < g.cols ? to_c<C>(src[c0 + e]) : C(0);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    if (col[u] == 0xffffffffu) continue;
+    C y[NO][VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      C in[NI], out[NO];
+#pragma unroll
+      for (int i = 0; i < NI; ++i) in[i] = x[u][i][e];
+      A::apply(in, out, p);
+#pragma unroll
+      for (int o = 0; o < NO; ++o) y[o][e] = out[o];
+    }
+    const uint32_t c0 = col[u];
+    const bool full = c0 + VEC <= g.cols;
+#pragma unroll
+    for (int o = 0; o < NO; ++o) {
+      if (!g.out_on[o]) continue;
+      TO* dst = static_cast<TO*>(g.out[o]) + static_cast<int64_t>(row[u]) * g.out_rs[o];
+      if (full) {
+        Vec<TO, VEC> w;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) w.v[e] = from_c<TO>(y[o][e], g.sat_fp8 != 0);
+        *reinterpret_cast<Vec<TO, VEC>*>(dst + c0) = w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (c0 + e < g.cols) dst[c0 + e] = from_c<TO>(y[o][e], g.sat_fp8 != 0);
+      }
+    }
+  }
+}
+
+template <class T, class TO, int NI>
+struct RowsShape {
+  static constexpr int kBytes = sizeof(T) > sizeof(TO) ? sizeof(T) : sizeof(TO);
+  static constexpr int VEC = 16 / kBytes > 0 ? 16 / kBytes : 1;
+  static constexpr int UNR = NI >= 2 ? 1 : 2;
+};
+
+template <class A, class T, class TO, int MI>
+int launch_rows(const EwRows& g, cudaStream_t stream) {
+  using S = RowsShape<T, TO, A::NI>;
+  const uint32_t per_block = kThreads * S::UNR;
+  const uint32_t blocks = (g.total + per_block - 1) / per_block;
+  if (blocks == 0) return 0;
+  return static_cast<int>(launch_kernel(rows_kernel<A, T, TO, MI, S::VEC, S::UNR>, dim3(blocks), dim3(kThreads), 0, stream, g));
+}
+
+// ---------------------------------------------------------------- strided path
+template <class A, class C, int UNR>
+__global__ void __launch_bounds__(kThreads) strided_kernel(const EwStrided g) {
+  constexpr int NI = A::NI, NO = A::NO;
+  const P<C> p = load_params<C>(g.s);
+  const uint32_t base = blockIdx.x * (kThreads * UNR) + threadIdx.x;
+  C x[UNR][NI];
+  int32_t ooff[UNR][NO];
+  bool live[UNR];
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    const uint32_t idx = base + u * kThreads;
+    live[u] = idx < g.numel;
+    if (!live[u]) continue;
+    int32_t ioff[NI];
+#pragma unroll
+    for (int i = 0; i < NI; ++i) ioff[i] = 0;
+#pragma unroll
+    for (int o = 0; o < NO; ++o) ooff[u][o] = 0;
+    uint32_t rem = idx;
+#pragma unroll
+    for (int d = 0; d < kMaxRank; ++d) {
+      if (d == g.rank) break;
+      const uint32_t q = fdiv(rem, g.div[d]);
+      const int32_t c = static_cast<int32_t>(rem - q * g.size[d]);
+      rem = q;
+#pragma unroll
+      for (int i = 0; i < NI; ++i) ioff[i] += c * g.in_st[i][d];
+#pragma unroll
+      for (int o = 0; o < NO; ++o) ooff[u][o] += c * g.out_st[o][d];
+    }
+#pragma unroll
+    for (int i = 0; i < NI; ++i)
+      x[u][i] = g.in_kind[i] == kLiteral ? scalar_of<C>(g.s, kLiteralSlot + i) : load_dyn<C>(g.in[i], ioff[i], g.in_dt[i]);
+  }
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    if (!live[u]) continue;
+    C out[NO];
+    A::apply(x[u], out, p);
+#pragma unroll
+    for (int o = 0; o < NO; ++o)
+      if (g.out_on[o]) store_dyn<C>(g.out[o], ooff[u][o], g.out_dt[o], out[o], g.sat_fp8 != 0);
+  }
+}
+
+template <class A, class C>
+int launch_strided(const EwStrided& g, cudaStream_t stream) {
+  constexpr int UNR = 1;
+  const uint32_t per_block = kThreads * UNR;
+  const uint32_t blocks = (g.numel + per_block - 1) / per_block;
+  if (blocks == 0) return 0;
+  return static_cast<int>(launch_kernel(strided_kernel<A, C, UNR>, dim3(blocks), dim3(kThreads), 0, stream, g));
+}
+
+// ---------------------------------------------------------------- per-op kernel lookup
+// Calls f.template operator()<T>() for the storage type of t among the enabled families
+// (compile-time, so disabled families are never instantiated). All: also fp8, i8 and i16
+// (casts); other ops run those through the strided path.
+template <bool Floats, bool Ints, bool All = false, class F>
+bool dispatch_storage(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: if constexpr (Floats) { f.template operator()<float>(); return true; } return false;
+    case DType::f16: if constexpr (Floats) { f.template operator()<__half>(); return true; } return false;
+    case DType::bf16: if constexpr (Floats) { f.template operator()<__nv_bfloat16>(); return true; } return false;
+    case DType::f64: if constexpr (Floats) { f.template operator()<double>(); return true; } return false;
+    case DType::f8e4m3: if constexpr (All) { f.template operator()<__nv_fp8_e4m3>(); return true; } return false;
+    case DType::f8e5m2: if constexpr (All) { f.template operator()<__nv_fp8_e5m2>(); return true; } return false;
+    case DType::i8: if constexpr (All) { f.template operator()<int8_t>(); return true; } return false;
+    case DType::i16: if constexpr (All) { f.template operator()<int16_t>(); return true; } return false;
+    case DType::u8: if constexpr (Ints) { f.template operator()<uint8_t>(); return true; } return false;
+    case DType::i32: if constexpr (Ints) { f.template operator()<int32_t>(); return true; } return false;
+    case DType::i64: if constexpr (Ints) { f.template operator()<int64_t>(); return true; } return false;
+    case DType::boolean: if constexpr (Ints) { f.template operator()<bool>(); return true; } return false;
+    default: return false;
+  }
+}
+
+constexpr int kind_mask_operand(EwKind k) {
+  return k == EwKind::kSelect ? 0 : (k == EwKind::kMasked ? 1 : -1);
+}
+
+template <class Op, int Ar, EwKind K, unsigned G>
+EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
+  EwKernels k;
+  if (backward) {
+    if constexpr (G != 0) {
+      using A = Bwd<Op, Ar>;
+      constexpr int MI = kind_mask_operand(K) < 0 ? -1 : kind_mask_operand(K) + 1;
+      if (ri == ro && K != EwKind::kFloatPower)
+        dispatch_storage<true, false>(ri, [&]<class T>() {
+          k.rows = &launch_rows<A, T, T, MI>;
+          k.rows_vec = RowsShape<T, T, A::NI>::VEC;
+        });
+      if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
+      if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
+    }
+    return k;
+  }
+  using A = Fwd<Op, Ar>;
+  constexpr int MI = kind_mask_operand(K);
+  if constexpr (K == EwKind::kCast) {
+    dispatch_storage<true, true, true>(ri, [&]<class T>() {
+      dispatch_storage<true, true, true>(ro, [&]<class TO>() {
+        k.rows = &launch_rows<A, T, TO, -1>;
+        k.rows_vec = RowsShape<T, TO, 1>::VEC;
+      });
+    });
+    if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
+    if (c == EwCompute::kI64) k.strided = &launch_strided<A, int64_t>;
+    return k;
+  } else if constexpr (K == EwKind::kFloatPower) {
+    if (ri == DType::f64 && ro == DType::f64) {
+      k.rows = &launch_rows<A, double, double, -1>;
+      k.rows_vec = 2;
+    }
+    if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
+    return k;
+  } else {
+    constexpr bool fl = ew_kind_has_floats(K), in = ew_kind_has_ints(K);
+    if constexpr (ew_kind_bool_result(K)) {
+      if (ro == DType::boolean)
+        dispatch_storage<fl, in>(ri, [&]<class T>() {
+          k.rows = &launch_rows<A, T, bool, MI>;
+          k.rows_vec = RowsShape<T, bool, A::NI>::VEC;
+        });
+    } else {
+      if (ri == ro)
+        dispatch_storage<fl, in>(ri, [&]<class T>() {
+          k.rows = &launch_rows<A, T, T, MI>;
+          k.rows_vec = RowsShape<T, T, A::NI>::VEC;
+        });
+    }
+    if constexpr (fl) {
+      if (c == EwCompute::kF32) k.strided = &launch_strided<A, float>;
+      if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
+    }
+    if constexpr (in) {
+      if (c == EwCompute::kI64) k.strided = &launch_strided<A, int64_t>;
+    }
+    return k;
+  }
+}
+
+}  // namespace baracuda::ew
+
+// One definition per op of the group this unit instantiates.
+#define BARACUDA_EW_DEFINE(name, arity, kind, grad)                                                      \
+  namespace baracuda::ew {                                                                                \
+  EwKernels ew_kernels_##name(bool bwd, DType ri, DType ro, EwCompute c) {                                 \
+    return find_kernels<op_##name, arity, EwKind::kind, grad>(bwd, ri, ro, c);                             \
+  }                                                                                                       \
+  }
+#define BARACUDA_EW_SKIP(name, arity, kind, grad)

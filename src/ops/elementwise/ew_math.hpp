@@ -1,0 +1,278 @@
+// Scalar math for the elementwise ops, usable from device code (nvcc) and from plain host C++
+// (the float64 reference, compiled by g++). Overloaded for float and double; on the device the
+// CUDA full-precision functions are called, on the host the C library's (and a few own
+// implementations where the C library has none: erfinv, erfcx, digamma, trigamma).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define EW_HD __host__ __device__ __forceinline__
+#else
+#define EW_HD inline
+#endif
+
+namespace baracuda::ew::m {
+
+#define EW_UNARY_FN(name, fname, dname)                   \
+  EW_HD float name(float x) { return ::fname(x); }       \
+  EW_HD double name(double x) { return ::dname(x); }
+EW_UNARY_FN(exp, expf, exp)
+EW_UNARY_FN(exp2, exp2f, exp2)
+EW_UNARY_FN(expm1, expm1f, expm1)
+EW_UNARY_FN(log, logf, log)
+EW_UNARY_FN(log2, log2f, log2)
+EW_UNARY_FN(log10, log10f, log10)
+EW_UNARY_FN(log1p, log1pf, log1p)
+EW_UNARY_FN(sqrt, sqrtf, sqrt)
+EW_UNARY_FN(cbrt, cbrtf, cbrt)
+EW_UNARY_FN(sin, sinf, sin)
+EW_UNARY_FN(cos, cosf, cos)
+EW_UNARY_FN(tan, tanf, tan)
+EW_UNARY_FN(asin, asinf, asin)
+EW_UNARY_FN(acos, acosf, acos)
+EW_UNARY_FN(atan, atanf, atan)
+EW_UNARY_FN(sinh, sinhf, sinh)
+EW_UNARY_FN(cosh, coshf, cosh)
+EW_UNARY_FN(tanh, tanhf, tanh)
+EW_UNARY_FN(asinh, asinhf, asinh)
+EW_UNARY_FN(acosh, acoshf, acosh)
+EW_UNARY_FN(atanh, atanhf, atanh)
+EW_UNARY_FN(erf, erff, erf)
+EW_UNARY_FN(erfc, erfcf, erfc)
+EW_UNARY_FN(lgamma, lgammaf, lgamma)
+EW_UNARY_FN(fabs, fabsf, fabs)
+EW_UNARY_FN(floor, floorf, floor)
+EW_UNARY_FN(ceil, ceilf, ceil)
+EW_UNARY_FN(trunc, truncf, trunc)
+EW_UNARY_FN(rint, rintf, rint)  // half-to-even under the default rounding mode
+#undef EW_UNARY_FN
+
+#define EW_BINARY_FN(name, fname, dname)                            \
+  EW_HD float name(float x, float y) { return ::fname(x, y); }     \
+  EW_HD double name(double x, double y) { return ::dname(x, y); }
+EW_BINARY_FN(fmod, fmodf, fmod)
+EW_BINARY_FN(pow, powf, pow)
+EW_BINARY_FN(atan2, atan2f, atan2)
+EW_BINARY_FN(hypot, hypotf, hypot)
+EW_BINARY_FN(copysign, copysignf, copysign)
+EW_BINARY_FN(nextafter, nextafterf, nextafter)
+#undef EW_BINARY_FN
+
+// NaN-ignoring max/min ordering -0 below +0 (what the GPU's fmax/fmin do; the C library may
+// return either zero).
+template <class T> EW_HD T fmax_host(T a, T b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a > b) return a;
+  if (b > a) return b;
+  return std::signbit(a) ? b : a;
+}
+template <class T> EW_HD T fmin_host(T a, T b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a < b) return a;
+  if (b < a) return b;
+  return std::signbit(a) ? a : b;
+}
+EW_HD float fmax(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return ::fmaxf(a, b);
+#else
+  return fmax_host(a, b);
+#endif
+}
+EW_HD double fmax(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return ::fmax(a, b);
+#else
+  return fmax_host(a, b);
+#endif
+}
+EW_HD float fmin(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return ::fminf(a, b);
+#else
+  return fmin_host(a, b);
+#endif
+}
+EW_HD double fmin(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return ::fmin(a, b);
+#else
+  return fmin_host(a, b);
+#endif
+}
+
+EW_HD float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+EW_HD double fma(double a, double b, double c) { return ::fma(a, b, c); }
+
+template <class T> EW_HD bool isnan(T x) { return x != x; }
+template <class T> EW_HD bool isinf(T x) { return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity(); }
+template <class T> EW_HD bool isfinite(T x) { return !isnan(x) && !isinf(x); }
+EW_HD bool signbit(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x) >> 31;
+#else
+  return std::signbit(x);
+#endif
+}
+EW_HD bool signbit(double x) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned long long>(__double_as_longlong(x)) >> 63;
+#else
+  return std::signbit(x);
+#endif
+}
+
+EW_HD float rsqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrtf(x);
+#else
+  return 1.0f / std::sqrt(x);
+#endif
+}
+EW_HD double rsqrt(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrt(x);
+#else
+  return 1.0 / std::sqrt(x);
+#endif
+}
+
+// ---- host implementations where the C library has none (double; float goes through double)
+namespace host {
+// erfinv: a rational first guess refined by Newton steps on erf (quadratic convergence).
+inline double erfinv(double y) {
+  if (y != y || y < -1.0 || y > 1.0) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1.0) return std::numeric_limits<double>::infinity();
+  if (y == -1.0) return -std::numeric_limits<double>::infinity();
+  if (y == 0.0) return y;  // keeps -0
+  // Giles' single-precision approximation as the starting point.
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    double p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    x = p * y;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    double p = -0.000200214257;
+    p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    x = p * y;
+  }
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  for (int it = 0; it < 4; ++it) {
+    const double d = two_over_sqrt_pi * std::exp(-x * x);
+    if (!(d > 0.0)) break;
+    x -= (std::erf(x) - y) / d;
+  }
+  return x;
+}
+// erfcx(x) = exp(x^2) erfc(x): direct below 25, asymptotic series above, exp(x^2)*2 - ... for x < 0.
+inline double erfcx(double x) {
+  if (x != x) return x;
+  if (x < 0.0) {
+    if (x < -26.7) return std::numeric_limits<double>::infinity();
+    return 2.0 * std::exp(x * x) - std::exp(x * x) * std::erfc(-x);
+  }
+  if (x < 25.0) return std::exp(x * x) * std::erfc(x);
+  if (x == std::numeric_limits<double>::infinity()) return 0.0;
+  const double inv2x2 = 1.0 / (2.0 * x * x);
+  double term = 1.0, sum = 1.0;
+  for (int n = 1; n <= 10; ++n) {
+    term *= -(2.0 * n - 1.0) * inv2x2;
+    sum += term;
+  }
+  return sum / (x * 1.7724538509055160273);
+}
+}  // namespace host
+
+EW_HD float erfinv(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::erfinvf(x);
+#else
+  return static_cast<float>(host::erfinv(x));
+#endif
+}
+EW_HD double erfinv(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::erfinv(x);
+#else
+  return host::erfinv(x);
+#endif
+}
+EW_HD float erfcx(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::erfcxf(x);
+#else
+  return static_cast<float>(host::erfcx(x));
+#endif
+}
+EW_HD double erfcx(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::erfcx(x);
+#else
+  return host::erfcx(x);
+#endif
+}
+
+// digamma (psi): reflection below 0, recurrence up to 10, then the asymptotic series
+// (the standard Cephes scheme, as PyTorch's calc_digamma). psi(+-0) = -+inf, psi(-n) = NaN.
+template <class T>
+EW_HD T digamma(T x) {
+  const T inf = std::numeric_limits<T>::infinity();
+  if (x == T(0)) return signbit(x) ? inf : -inf;
+  if (x != x || x == -inf) return std::numeric_limits<T>::quiet_NaN();
+  if (x == inf) return inf;
+  T result = 0;
+  if (x < T(0)) {
+    if (x == trunc(x)) return std::numeric_limits<T>::quiet_NaN();
+    // psi(1 - x) - psi(x) = pi / tan(pi x); reduce the argument of tan to keep accuracy.
+    const T pi = T(3.14159265358979323846);
+    T r = x - floor(x);  // in (0, 1)
+    result = -pi / tan(pi * r);
+    x = T(1) - x;
+  }
+  while (x < T(10)) {
+    result -= T(1) / x;
+    x += T(1);
+  }
+  if (x == T(10)) return result + T(2.25175258906672110764);
+  const T z = T(1) / (x * x);
+  const T poly = z * (T(8.33333333333333333333E-2) +
+                      z * (T(-8.33333333333333333333E-3) +
+                           z * (T(3.96825396825396825397E-3) +
+                                z * (T(-4.16666666666666666667E-3) +
+                                     z * (T(7.57575757575757575758E-3) +
+                                          z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
+  return result + log(x) - T(0.5) / x - poly;
+}
+// trigamma (psi'): reflection below 1/2, recurrence up to 6, asymptotic series.
+template <class T>
+EW_HD T trigamma(T x) {
+  const T pi = T(3.14159265358979323846);
+  T sign = 1, result = 0;
+  if (x < T(0.5)) {
+    sign = -1;
+    const T s = sin(pi * x);
+    result -= pi * pi / (s * s);
+    x = T(1) - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += T(1) / (x * x);
+    x += T(1);
+  }
+  const T ixx = T(1) / (x * x);
+  result += (T(1) + T(1) / (T(2) * x) + ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42))))) / x;
+  return sign * result;
+}
+
+}  // namespace baracuda::ew::m

@@ -1,0 +1,874 @@
+// The scalar function of every elementwise op and its derivative, written once.
+//
+// Included by the kernels (nvcc, C = float / double / int64_t) and by the float64 reference
+// (g++, C = double / int64_t). Each op is a struct op_<name> with
+//   unary:   static C f(C x, const P<C>& p);            static C df(C x, C g, const P<C>& p);
+//   binary:  static C f(C a, C b, const P<C>& p);       static void df(C a, C b, C g, const P<C>& p, C& da, C& db);
+//   ternary: static C f(C a, C b, C c, const P<C>& p);  static void df(C a, C b, C c, C g, const P<C>& p, C& da, C& db, C& dc);
+// (df only for ops with a nonzero grad_mask). p holds the op's parameters after
+// ew::kernel_params() (ew_params.hpp) turned the descriptor's Scalars into the form used here.
+// Formulas follow PyTorch's CUDA kernels, including their NaN and signed-zero behaviour
+// (docs/notes/torch-pointwise-probe.txt holds what PyTorch 2.11 returns on special values).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ops/elementwise/ew_math.hpp"
+
+namespace baracuda::ew {
+
+template <class C>
+struct P {
+  C v[4];
+};
+
+template <class C> inline constexpr bool kIsInt = std::is_integral_v<C>;
+
+// Integer helpers: wrap-around arithmetic in 64 bits (narrowing on store reproduces PyTorch's
+// wrap-around in every integer width), and CUDA's i8/i16/i32 division-by-zero result (-1).
+EW_HD int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+EW_HD int64_t wsub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+EW_HD int64_t wmul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+EW_HD int64_t wneg(int64_t a) { return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a)); }
+EW_HD int64_t idiv(int64_t a, int64_t b) { return b == 0 ? -1 : (b == -1 ? wneg(a) : a / b); }
+EW_HD int64_t imod(int64_t a, int64_t b) { return b == 0 ? -1 : (b == -1 ? 0 : a % b); }
+EW_HD int64_t iabs(int64_t a) { return a < 0 ? wneg(a) : a; }
+
+template <class C> EW_HD C sgn(C x) { return static_cast<C>((C(0) < x) - (x < C(0))); }
+template <class C> EW_HD C cinf() { return std::numeric_limits<C>::infinity(); }
+template <class C> EW_HD C cnan() { return std::numeric_limits<C>::quiet_NaN(); }
+template <class C> EW_HD C sigmoid(C x) { return C(1) / (C(1) + m::exp(-x)); }
+// max/min that propagate NaN and order -0 < +0 (fmax/fmin after the NaN check), as PyTorch's
+// maximum/minimum/clamp on CUDA.
+template <class C> EW_HD C nan_max(C a, C b) {
+  if constexpr (kIsInt<C>) return a > b ? a : b;
+  else return (a != a) ? a : ((b != b) ? b : m::fmax(a, b));
+}
+template <class C> EW_HD C nan_min(C a, C b) {
+  if constexpr (kIsInt<C>) return a < b ? a : b;
+  else return (a != a) ? a : ((b != b) ? b : m::fmin(a, b));
+}
+// Python floor division of floats (c10's div_floor_floating).
+template <class C> EW_HD C div_floor_f(C a, C b) {
+  if (b == C(0)) return a / b;
+  const C mod = m::fmod(a, b);
+  C div = (a - mod) / b;
+  if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
+  C fl;
+  if (div != C(0)) {
+    fl = m::floor(div);
+    if (div - fl > C(0.5)) fl += C(1);
+  } else {
+    fl = m::copysign(C(0), a / b);
+  }
+  return fl;
+}
+template <class C> EW_HD C div_floor_any(C a, C b) {
+  if constexpr (kIsInt<C>) {
+    const int64_t q = idiv(a, b);
+    if ((a < 0) != (b < 0) && imod(a, b) != 0) return q - 1;
+    return q;
+  } else {
+    return div_floor_f(a, b);
+  }
+}
+template <class C> EW_HD C gelu_erf(C x) { return C(0.5) * x * (C(1) + m::erf(x * C(0.70710678118654752440))); }
+template <class C> EW_HD C gelu_erf_d(C x) {
+  const C cdf = C(0.5) * (C(1) + m::erf(x * C(0.70710678118654752440)));
+  const C pdf = m::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
+  return cdf + x * pdf;
+}
+template <class C> inline constexpr C kGeluBeta = C(0.79788456080286535588);  // sqrt(2/pi)
+template <class C> inline constexpr C kGeluKappa = C(0.044715);
+template <class C> EW_HD C gelu_tanh_f(C x) {
+  const C inner = kGeluBeta<C> * (x + kGeluKappa<C> * x * x * x);
+  return C(0.5) * x * (C(1) + m::tanh(inner));
+}
+template <class C> EW_HD C gelu_tanh_d(C x) {
+  const C x_sq = x * x;
+  const C inner = kGeluBeta<C> * (x + kGeluKappa<C> * x_sq * x);
+  const C t = m::tanh(inner);
+  const C left = C(0.5) * x, right = C(1) + t;
+  const C left_d = C(0.5) * right;
+  const C right_d = left * (C(1) - t * t) * kGeluBeta<C> * (C(1) + C(3) * kGeluKappa<C> * x_sq);
+  return left_d + right_d;
+}
+template <class C> EW_HD C silu_f(C x) { return x / (C(1) + m::exp(-x)); }
+template <class C> EW_HD C silu_d(C x) {
+  const C s = sigmoid(x);
+  return s * (C(1) + x * (C(1) - s));
+}
+// Integer power by squaring with PyTorch's negative-exponent rule.
+EW_HD int64_t ipow(int64_t a, int64_t b) {
+  if (b < 0) {
+    if (a == 1) return 1;
+    if (a == -1) return (b & 1) ? -1 : 1;
+    return 0;
+  }
+  int64_t r = 1;
+  while (b) {
+    if (b & 1) r = wmul(r, a);
+    b >>= 1;
+    a = wmul(a, a);
+  }
+  return r;
+}
+EW_HD int64_t igcd(int64_t a, int64_t b) {
+  a = iabs(a);
+  b = iabs(b);
+  while (b != 0) {
+    const int64_t t = static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+#define EW_UN(name) struct op_##name
+#define F1 template <class C> EW_HD static C f(C x, const P<C>& p)
+#define D1 template <class C> EW_HD static C df(C x, C g, const P<C>& p)
+#define F2 template <class C> EW_HD static C f(C a, C b, const P<C>& p)
+#define D2 template <class C> EW_HD static void df(C a, C b, C g, const P<C>& p, C& da, C& db)
+#define F3 template <class C> EW_HD static C f(C a, C b, C c, const P<C>& p)
+#define D3 template <class C> EW_HD static void df(C a, C b, C c, C g, const P<C>& p, C& da, C& db, C& dc)
+#define UNUSED_P (void)p
+
+// ------------------------------------------------------------------ unary math
+EW_UN(abs) {
+  F1 { UNUSED_P; if constexpr (kIsInt<C>) return iabs(x); else return m::fabs(x); }
+  D1 { UNUSED_P; return g * sgn(x); }
+};
+EW_UN(neg) {
+  F1 { UNUSED_P; if constexpr (kIsInt<C>) return wneg(x); else return -x; }
+  D1 { UNUSED_P; (void)x; return -g; }
+};
+EW_UN(sign) {
+  F1 { UNUSED_P; return sgn(x); }
+  D1 { UNUSED_P; (void)x; (void)g; return C(0); }
+};
+EW_UN(square) {
+  F1 { UNUSED_P; if constexpr (kIsInt<C>) return wmul(x, x); else return x * x; }
+  D1 { UNUSED_P; return g * C(2) * x; }
+};
+#define EW_ROUNDING(name, fn)                                              \
+  EW_UN(name) {                                                            \
+    F1 { UNUSED_P; if constexpr (kIsInt<C>) return x; else return m::fn(x); } \
+    D1 { UNUSED_P; (void)x; (void)g; return C(0); }                        \
+  };
+EW_ROUNDING(ceil, ceil)
+EW_ROUNDING(floor, floor)
+EW_ROUNDING(trunc, trunc)
+#undef EW_ROUNDING
+// p0 = 10^|decimals|, p1 = decimals < 0, p2 = decimals != 0
+EW_UN(round) {
+  F1 {
+    if constexpr (kIsInt<C>) { UNUSED_P; return x; }
+    else {
+      if (p.v[2] == C(0)) return m::rint(x);
+      return p.v[1] != C(0) ? m::rint(x / p.v[0]) * p.v[0] : m::rint(x * p.v[0]) / p.v[0];
+    }
+  }
+  D1 { UNUSED_P; (void)x; (void)g; return C(0); }
+};
+EW_UN(frac) {
+  F1 { UNUSED_P; return x - m::trunc(x); }
+  D1 { UNUSED_P; (void)x; return g; }
+};
+EW_UN(exp) {
+  F1 { UNUSED_P; return m::exp(x); }
+  D1 { UNUSED_P; return g * m::exp(x); }
+};
+EW_UN(exp2) {
+  F1 { UNUSED_P; return m::exp2(x); }
+  D1 { UNUSED_P; return g * m::exp2(x) * C(0.69314718055994530942); }
+};
+EW_UN(expm1) {
+  F1 { UNUSED_P; return m::expm1(x); }
+  D1 { UNUSED_P; return g * (m::expm1(x) + C(1)); }
+};
+EW_UN(log) {
+  F1 { UNUSED_P; return m::log(x); }
+  D1 { UNUSED_P; return g / x; }
+};
+EW_UN(log2) {
+  F1 { UNUSED_P; return m::log2(x); }
+  D1 { UNUSED_P; return g / (x * C(0.69314718055994530942)); }
+};
+EW_UN(log10) {
+  F1 { UNUSED_P; return m::log10(x); }
+  D1 { UNUSED_P; return g / (x * C(2.30258509299404568402)); }
+};
+EW_UN(log1p) {
+  F1 { UNUSED_P; return m::log1p(x); }
+  D1 { UNUSED_P; return g / (x + C(1)); }
+};
+EW_UN(sqrt) {
+  F1 { UNUSED_P; return m::sqrt(x); }
+  D1 { UNUSED_P; return g / (C(2) * m::sqrt(x)); }
+};
+EW_UN(rsqrt) {
+  F1 { UNUSED_P; return m::rsqrt(x); }
+  D1 { UNUSED_P; const C y = m::rsqrt(x); return C(-0.5) * g * y * y * y; }
+};
+EW_UN(cbrt) {
+  F1 { UNUSED_P; return m::cbrt(x); }
+  D1 { UNUSED_P; const C y = m::cbrt(x); return g / (C(3) * y * y); }
+};
+EW_UN(reciprocal) {
+  F1 { UNUSED_P; return C(1) / x; }
+  D1 { UNUSED_P; const C y = C(1) / x; return -g * y * y; }
+};
+EW_UN(sin) {
+  F1 { UNUSED_P; return m::sin(x); }
+  D1 { UNUSED_P; return g * m::cos(x); }
+};
+EW_UN(cos) {
+  F1 { UNUSED_P; return m::cos(x); }
+  D1 { UNUSED_P; return -g * m::sin(x); }
+};
+EW_UN(tan) {
+  F1 { UNUSED_P; return m::tan(x); }
+  D1 { UNUSED_P; const C y = m::tan(x); return g * (C(1) + y * y); }
+};
+EW_UN(asin) {
+  F1 { UNUSED_P; return m::asin(x); }
+  D1 { UNUSED_P; return g / m::sqrt(C(1) - x * x); }
+};
+EW_UN(acos) {
+  F1 { UNUSED_P; return m::acos(x); }
+  D1 { UNUSED_P; return -g / m::sqrt(C(1) - x * x); }
+};
+EW_UN(atan) {
+  F1 { UNUSED_P; return m::atan(x); }
+  D1 { UNUSED_P; return g / (x * x + C(1)); }
+};
+EW_UN(sinh) {
+  F1 { UNUSED_P; return m::sinh(x); }
+  D1 { UNUSED_P; return g * m::cosh(x); }
+};
+EW_UN(cosh) {
+  F1 { UNUSED_P; return m::cosh(x); }
+  D1 { UNUSED_P; return g * m::sinh(x); }
+};
+EW_UN(tanh) {
+  F1 { UNUSED_P; return m::tanh(x); }
+  D1 { UNUSED_P; const C y = m::tanh(x); return g * (C(1) - y * y); }
+};
+EW_UN(asinh) {
+  F1 { UNUSED_P; return m::asinh(x); }
+  D1 { UNUSED_P; return g / m::sqrt(x * x + C(1)); }
+};
+EW_UN(acosh) {
+  F1 { UNUSED_P; return m::acosh(x); }
+  D1 { UNUSED_P; return g / m::sqrt(x * x - C(1)); }
+};
+EW_UN(atanh) {
+  F1 { UNUSED_P; return m::atanh(x); }
+  D1 { UNUSED_P; return g / (C(1) - x * x); }
+};
+EW_UN(sinc) {
+  F1 {
+    UNUSED_P;
+    if (x == C(0)) return C(1);
+    const C px = C(3.14159265358979323846) * x;
+    return m::sin(px) / px;
+  }
+  D1 {
+    UNUSED_P;
+    if (x == C(0)) return C(0);
+    const C px = C(3.14159265358979323846) * x;
+    return g * (px * m::cos(px) - m::sin(px)) / (px * x);
+  }
+};
+EW_UN(deg2rad) {
+  F1 { UNUSED_P; return x * C(0.017453292519943295769); }
+  D1 { UNUSED_P; (void)x; return g * C(0.017453292519943295769); }
+};
+EW_UN(rad2deg) {
+  F1 { UNUSED_P; return x * C(57.295779513082320877); }
+  D1 { UNUSED_P; (void)x; return g * C(57.295779513082320877); }
+};
+// p0 nan replacement, p1 +inf replacement, p2 -inf replacement (resolved on the host)
+EW_UN(nan_to_num) {
+  F1 {
+    if constexpr (kIsInt<C>) { UNUSED_P; return x; }
+    else return x != x ? p.v[0] : (x == cinf<C>() ? p.v[1] : (x == -cinf<C>() ? p.v[2] : x));
+  }
+  D1 { UNUSED_P; return m::isfinite(x) ? g : C(0); }
+};
+// p0 eps (< 0: none)
+EW_UN(logit) {
+  F1 {
+    C z = x;
+    if (p.v[0] >= C(0)) {
+      const C lo = p.v[0], hi = C(1) - p.v[0];
+      z = x < lo ? lo : (x > hi ? hi : x);
+    }
+    return m::log(z / (C(1) - z));
+  }
+  D1 {
+    if (p.v[0] < C(0)) return (x < C(0) || x > C(1)) ? cnan<C>() : g / (x * (C(1) - x));
+    const C lo = p.v[0], hi = C(1) - p.v[0];
+    return (x < lo || x > hi) ? C(0) : g / (x * (C(1) - x));
+  }
+};
+#define EW_PRED(name, float_expr, int_expr)                                      \
+  EW_UN(name) {                                                                  \
+    F1 { UNUSED_P; if constexpr (kIsInt<C>) return C(int_expr); else return C(float_expr); } \
+  };
+EW_PRED(isfinite, m::isfinite(x), true)
+EW_PRED(isinf, m::isinf(x), false)
+EW_PRED(isnan, x != x, false)
+EW_PRED(isposinf, x == cinf<C>(), false)
+EW_PRED(isneginf, x == -cinf<C>(), false)
+EW_PRED(signbit, m::signbit(x), x < 0)
+#undef EW_PRED
+EW_UN(bitwise_not) {
+  F1 { UNUSED_P; if constexpr (kIsInt<C>) return ~x; else return C(0); }
+};
+EW_UN(logical_not) {
+  F1 { UNUSED_P; return C(x == C(0)); }
+};
+// p0 min, p1 max, p2 has_min, p3 has_max
+EW_UN(clamp) {
+  F1 {
+    if constexpr (!kIsInt<C>) if (x != x) return x;
+    C y = x;
+    if (p.v[2] != C(0)) y = nan_max(y, p.v[0]);
+    if (p.v[3] != C(0)) y = nan_min(y, p.v[1]);
+    return y;
+  }
+  D1 {
+    const bool ok = (p.v[2] == C(0) || x >= p.v[0]) && (p.v[3] == C(0) || x <= p.v[1]);
+    return ok ? g : C(0);
+  }
+};
+EW_UN(to) {
+  F1 { UNUSED_P; return x; }
+  D1 { UNUSED_P; (void)x; return g; }
+};
+
+// ------------------------------------------------------------------ special functions
+EW_UN(erf) {
+  F1 { UNUSED_P; return m::erf(x); }
+  D1 { UNUSED_P; return g * C(1.12837916709551257390) * m::exp(-x * x); }
+};
+EW_UN(erfc) {
+  F1 { UNUSED_P; return m::erfc(x); }
+  D1 { UNUSED_P; return -g * C(1.12837916709551257390) * m::exp(-x * x); }
+};
+EW_UN(erfinv) {
+  F1 { UNUSED_P; return m::erfinv(x); }
+  D1 { UNUSED_P; const C y = m::erfinv(x); return g * C(0.88622692545275801365) * m::exp(y * y); }
+};
+EW_UN(lgamma) {
+  F1 { UNUSED_P; return m::lgamma(x); }
+  D1 { UNUSED_P; return g * m::digamma(x); }
+};
+EW_UN(sigmoid) {
+  F1 { UNUSED_P; return sigmoid(x); }
+  D1 { UNUSED_P; const C y = sigmoid(x); return g * (C(1) - y) * y; }
+};
+EW_UN(ndtr) {
+  F1 { UNUSED_P; return C(0.5) * m::erfc(-x * C(0.70710678118654752440)); }
+  D1 { UNUSED_P; return g * m::exp(C(-0.5) * x * x) * C(0.39894228040143267794); }
+};
+EW_UN(log_ndtr) {
+  F1 {
+    UNUSED_P;
+    const C t = x * C(0.70710678118654752440);
+    if (x < C(-1)) return m::log(m::erfcx(-t) / C(2)) - t * t;
+    return m::log1p(-m::erfc(t) / C(2));
+  }
+  D1 { const C y = f(x, p); return g / (C(2.50662827463100050242) * m::exp(y + x * x / C(2))); }
+};
+EW_UN(entr) {
+  F1 {
+    UNUSED_P;
+    if (x != x) return x;
+    if (x > C(0)) return -x * m::log(x);
+    if (x == C(0)) return C(0);
+    return -cinf<C>();
+  }
+  D1 { UNUSED_P; return g * -(C(1) + m::log(x)); }
+};
+EW_UN(xlogy) {
+  F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log(b); }
+  D2 {
+    UNUSED_P;
+    da = g * ((b != b) ? b : (a == C(0) ? C(0) : m::log(b)));
+    db = g * a / b;
+  }
+};
+EW_UN(xlog1py) {
+  F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log1p(b); }
+  D2 {
+    UNUSED_P;
+    da = g * ((b != b) ? b : (a == C(0) ? C(0) : m::log1p(b)));
+    db = g * a / (C(1) + b);
+  }
+};
+
+// ------------------------------------------------------------------ activations
+EW_UN(relu) {
+  F1 { UNUSED_P; return x <= C(0) ? C(0) : x; }
+  D1 { UNUSED_P; return x <= C(0) ? C(0) : g; }
+};
+EW_UN(relu6) {
+  F1 { UNUSED_P; if constexpr (!kIsInt<C>) if (x != x) return x; return nan_min(nan_max(x, C(0)), C(6)); }
+  D1 { UNUSED_P; return (x <= C(0) || x >= C(6)) ? C(0) : g; }
+};
+// p0 negative slope (rrelu: (lower + upper) / 2, resolved on the host)
+EW_UN(leaky_relu) {
+  F1 { return x > C(0) ? x : x * p.v[0]; }
+  D1 { return x > C(0) ? g : g * p.v[0]; }
+};
+struct op_rrelu : op_leaky_relu {};
+// p0 negcoef = alpha * scale, p1 poscoef = scale, p2 negiptcoef = input_scale (selu, celu alike)
+EW_UN(elu) {
+  F1 { return x > C(0) ? x * p.v[1] : m::expm1(x * p.v[2]) * p.v[0]; }
+  D1 { return x <= C(0) ? g * p.v[2] * p.v[0] * m::exp(x * p.v[2]) : g * p.v[1]; }
+};
+struct op_selu : op_elu {};
+struct op_celu : op_elu {};
+EW_UN(gelu) {
+  F1 { UNUSED_P; return gelu_erf(x); }
+  D1 { UNUSED_P; return g * gelu_erf_d(x); }
+};
+EW_UN(gelu_tanh) {
+  F1 { UNUSED_P; return gelu_tanh_f(x); }
+  D1 { UNUSED_P; return g * gelu_tanh_d(x); }
+};
+EW_UN(silu) {
+  F1 { UNUSED_P; return silu_f(x); }
+  D1 { UNUSED_P; return g * silu_d(x); }
+};
+EW_UN(mish) {
+  F1 { UNUSED_P; return x * m::tanh(m::log1p(m::exp(x))); }
+  D1 {
+    UNUSED_P;
+    const C s = sigmoid(x);
+    const C t = m::tanh(m::log1p(m::exp(x)));
+    return g * (t + x * s * (C(1) - t * t));
+  }
+};
+EW_UN(logsigmoid) {
+  F1 { UNUSED_P; const C mn = x < C(0) ? x : C(0); return mn - m::log1p(m::exp(-m::fabs(x))); }
+  D1 {
+    UNUSED_P;
+    const bool neg = x < C(0);
+    const C z = m::exp(-m::fabs(x));
+    return g * ((neg ? C(1) : C(0)) - (neg ? C(1) : C(-1)) * (z / (C(1) + z)));
+  }
+};
+EW_UN(hardsigmoid) {
+  F1 {
+    UNUSED_P;
+    C t = x + C(3);
+    t = t < C(0) ? C(0) : t;
+    t = t > C(6) ? C(6) : t;
+    return t / C(6);
+  }
+  D1 { UNUSED_P; return (x > C(-3) && x < C(3)) ? g / C(6) : C(0); }
+};
+EW_UN(hardswish) {
+  F1 {
+    UNUSED_P;
+    C t = x + C(3);
+    t = t < C(0) ? C(0) : t;
+    t = t > C(6) ? C(6) : t;
+    return x * t / C(6);
+  }
+  D1 {
+    UNUSED_P;
+    if (x <= C(-3)) return C(0);
+    if (x < C(3)) return g * (x / C(3) + C(0.5));
+    return g;
+  }
+};
+// p0 min_val, p1 max_val
+EW_UN(hardtanh) {
+  F1 { if (x != x) return x; return m::fmin(m::fmax(x, p.v[0]), p.v[1]); }
+  D1 { return (x <= p.v[0] || x >= p.v[1]) ? C(0) : g; }
+};
+// p0 lambd
+EW_UN(hardshrink) {
+  F1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : x; }
+  D1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : g; }
+};
+EW_UN(softshrink) {
+  F1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : (x > C(0) ? x - p.v[0] : x + p.v[0]); }
+  D1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : g; }
+};
+EW_UN(tanhshrink) {
+  F1 { UNUSED_P; return x - m::tanh(x); }
+  D1 { UNUSED_P; const C t = m::tanh(x); return g * t * t; }
+};
+// p0 beta, p1 threshold
+EW_UN(softplus) {
+  F1 { return (x * p.v[0]) > p.v[1] ? x : m::log1p(m::exp(x * p.v[0])) / p.v[0]; }
+  D1 {
+    const C z = m::exp(x * p.v[0]);
+    return (x * p.v[0]) > p.v[1] ? g : g * z / (z + C(1));
+  }
+};
+EW_UN(softsign) {
+  F1 { UNUSED_P; return x / (C(1) + m::fabs(x)); }
+  D1 { UNUSED_P; const C d = C(1) + m::fabs(x); return g / (d * d); }
+};
+// p0 threshold, p1 value
+EW_UN(threshold) {
+  F1 { return x <= p.v[0] ? p.v[1] : x; }
+  D1 { return x <= p.v[0] ? C(0) : g; }
+};
+EW_UN(prelu) {
+  F2 { UNUSED_P; return a > C(0) ? a : b * a; }
+  D2 {
+    UNUSED_P;
+    da = a > C(0) ? g : b * g;
+    db = a > C(0) ? C(0) : a * g;
+  }
+};
+EW_UN(glu) {
+  F2 { UNUSED_P; return a * sigmoid(b); }
+  D2 {
+    UNUSED_P;
+    const C s = sigmoid(b);
+    da = g * s;
+    db = g * a * s * (C(1) - s);
+  }
+};
+EW_UN(swiglu) {
+  F2 { UNUSED_P; return silu_f(a) * b; }
+  D2 {
+    UNUSED_P;
+    da = g * b * silu_d(a);
+    db = g * silu_f(a);
+  }
+};
+// p0 = 1: tanh approximation
+EW_UN(geglu) {
+  F2 { return (p.v[0] != C(0) ? gelu_tanh_f(a) : gelu_erf(a)) * b; }
+  D2 {
+    const bool t = p.v[0] != C(0);
+    da = g * b * (t ? gelu_tanh_d(a) : gelu_erf_d(a));
+    db = g * (t ? gelu_tanh_f(a) : gelu_erf(a));
+  }
+};
+EW_UN(reglu) {
+  F2 { UNUSED_P; return (a <= C(0) ? C(0) : a) * b; }
+  D2 {
+    UNUSED_P;
+    da = a <= C(0) ? C(0) : g * b;
+    db = g * (a <= C(0) ? C(0) : a);
+  }
+};
+
+// ------------------------------------------------------------------ binary arithmetic
+// p0 alpha
+EW_UN(add) {
+  F2 { if constexpr (kIsInt<C>) return wadd(a, wmul(p.v[0], b)); else return a + p.v[0] * b; }
+  D2 { (void)a; (void)b; da = g; db = p.v[0] * g; }
+};
+EW_UN(sub) {
+  F2 { if constexpr (kIsInt<C>) return wsub(a, wmul(p.v[0], b)); else return a - p.v[0] * b; }
+  D2 { (void)a; (void)b; da = g; db = -(p.v[0] * g); }
+};
+EW_UN(rsub) {
+  F2 { if constexpr (kIsInt<C>) return wsub(b, wmul(p.v[0], a)); else return b - p.v[0] * a; }
+  D2 { (void)a; (void)b; da = -(p.v[0] * g); db = g; }
+};
+EW_UN(mul) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return wmul(a, b); else return a * b; }
+  D2 { UNUSED_P; da = g * b; db = g * a; }
+};
+EW_UN(div) {
+  F2 { UNUSED_P; return a / b; }
+  D2 { UNUSED_P; da = g / b; db = -g * a / (b * b); }
+};
+EW_UN(div_trunc) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return idiv(a, b); else return m::trunc(a / b); }
+  D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
+};
+EW_UN(div_floor) {
+  F2 { UNUSED_P; return div_floor_any(a, b); }
+  D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
+};
+EW_UN(remainder) {
+  F2 {
+    UNUSED_P;
+    if constexpr (kIsInt<C>) {
+      int64_t r = imod(a, b);
+      if (r != 0 && (r < 0) != (b < 0)) r = wadd(r, b);
+      return r;
+    } else {
+      C r = m::fmod(a, b);
+      if (r != C(0) && (b < C(0)) != (r < C(0))) r += b;
+      return r;
+    }
+  }
+  D2 { UNUSED_P; da = g; db = -g * div_floor_any(a, b); }
+};
+EW_UN(fmod) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return imod(a, b); else return m::fmod(a, b); }
+  D2 { UNUSED_P; da = g; db = -g * m::trunc(a / b); }
+};
+EW_UN(pow) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return ipow(a, b); else return m::pow(a, b); }
+  D2 {
+    UNUSED_P;
+    da = b == C(0) ? C(0) : g * b * m::pow(a, b - C(1));
+    db = (a == C(0) && b >= C(0)) ? C(0) : g * m::pow(a, b) * m::log(a);
+  }
+};
+struct op_float_power : op_pow {};
+EW_UN(atan2) {
+  F2 { UNUSED_P; return m::atan2(a, b); }
+  D2 {
+    UNUSED_P;
+    const C den = a * a + b * b;
+    const C recip = den == C(0) ? C(0) : C(1) / den;
+    da = g * b * recip;
+    db = g * -a * recip;
+  }
+};
+EW_UN(hypot) {
+  F2 { UNUSED_P; return m::hypot(a, b); }
+  D2 {
+    UNUSED_P;
+    const C h = m::hypot(a, b);
+    da = g * a / h;
+    db = g * b / h;
+  }
+};
+EW_UN(copysign) {
+  F2 { UNUSED_P; return m::copysign(a, b); }
+  D2 {
+    UNUSED_P;
+    da = a == C(0) ? C(0) : g * (m::copysign(a, b) / a);
+    db = C(0);
+  }
+};
+EW_UN(ldexp) {
+  F2 { UNUSED_P; return a * m::pow(C(2), b); }
+  D2 { UNUSED_P; da = g * m::pow(C(2), b); db = C(0); }
+};
+EW_UN(logaddexp) {
+  F2 {
+    UNUSED_P;
+    if (m::isinf(a) && a == b) return a;
+    const C mx = a > b ? a : b;
+    return mx + m::log1p(m::exp(-m::fabs(a - b)));
+  }
+  D2 {
+    UNUSED_P;
+    da = g / (C(1) + m::exp(b - a));
+    db = g / (C(1) + m::exp(a - b));
+  }
+};
+EW_UN(logaddexp2) {
+  F2 {
+    UNUSED_P;
+    if (m::isinf(a) && a == b) return a;
+    const C mx = a > b ? a : b;
+    return mx + m::log1p(m::exp2(-m::fabs(a - b))) * C(1.44269504088896340736);
+  }
+  D2 {
+    UNUSED_P;
+    da = g / (C(1) + m::exp2(b - a));
+    db = g / (C(1) + m::exp2(a - b));
+  }
+};
+EW_UN(maximum) {
+  F2 { UNUSED_P; return nan_max(a, b); }
+  D2 {
+    UNUSED_P;
+    da = a == b ? g / C(2) : (a < b ? C(0) : g);
+    db = a == b ? g / C(2) : (a > b ? C(0) : g);
+  }
+};
+EW_UN(minimum) {
+  F2 { UNUSED_P; return nan_min(a, b); }
+  D2 {
+    UNUSED_P;
+    da = a == b ? g / C(2) : (a > b ? C(0) : g);
+    db = a == b ? g / C(2) : (a < b ? C(0) : g);
+  }
+};
+EW_UN(fmax) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return a > b ? a : b; else return m::fmax(a, b); }
+  D2 {
+    UNUSED_P;
+    const bool to_a = a >= b || b != b;
+    da = to_a ? g : C(0);
+    db = to_a ? C(0) : g;
+  }
+};
+EW_UN(fmin) {
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return a < b ? a : b; else return m::fmin(a, b); }
+  D2 {
+    UNUSED_P;
+    const bool to_a = a <= b || b != b;
+    da = to_a ? g : C(0);
+    db = to_a ? C(0) : g;
+  }
+};
+EW_UN(nextafter) {
+  F2 { UNUSED_P; return m::nextafter(a, b); }
+};
+EW_UN(heaviside) {
+  F2 { UNUSED_P; return a == C(0) ? b : C(a > C(0)); }
+};
+EW_UN(gcd) {
+  F2 { UNUSED_P; return igcd(a, b); }
+};
+EW_UN(lcm) {
+  F2 {
+    UNUSED_P;
+    const int64_t g = igcd(a, b);
+    return g == 0 ? 0 : iabs(wmul(a / g, b));
+  }
+};
+// PyTorch's lerp: the endpoint-exact two-branch formula.
+template <class C> EW_HD C lerp_f(C a, C b, C w) {
+  return m::fabs(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
+}
+// p0 weight
+EW_UN(lerp_scalar) {
+  F2 { return lerp_f(a, b, p.v[0]); }
+  D2 { (void)a; (void)b; da = g * (C(1) - p.v[0]); db = g * p.v[0]; }
+};
+// (x, mask) -> mask ? p0 : x
+EW_UN(masked_fill) {
+  F2 { return b != C(0) ? p.v[0] : a; }
+  D2 { UNUSED_P; (void)a; da = b != C(0) ? C(0) : g; db = C(0); }
+};
+
+// ------------------------------------------------------------------ comparison and logic
+#define EW_CMP(name, expr) \
+  EW_UN(name) { F2 { UNUSED_P; return C(expr); } };
+EW_CMP(eq, a == b)
+EW_CMP(ne, a != b)
+EW_CMP(lt, a < b)
+EW_CMP(le, a <= b)
+EW_CMP(gt, a > b)
+EW_CMP(ge, a >= b)
+EW_CMP(logical_and, a != C(0) && b != C(0))
+EW_CMP(logical_or, a != C(0) || b != C(0))
+EW_CMP(logical_xor, (a != C(0)) != (b != C(0)))
+#undef EW_CMP
+// p0 rtol, p1 atol, p2 equal_nan
+EW_UN(isclose) {
+  F2 {
+    if (a == b) return C(1);
+    if constexpr (kIsInt<C>) {
+      const double diff = static_cast<double>(a) - static_cast<double>(b);
+      const double allowed = static_cast<double>(p.v[1]) + static_cast<double>(p.v[0]) * (b < 0 ? -static_cast<double>(b) : static_cast<double>(b));
+      return C((diff < 0 ? -diff : diff) <= allowed);
+    } else {
+      if (p.v[2] != C(0) && a != a && b != b) return C(1);
+      const C actual = m::fabs(a - b);
+      const C allowed = p.v[1] + p.v[0] * m::fabs(b);
+      return C(m::isfinite(actual) && actual <= allowed);
+    }
+  }
+};
+#define EW_BITWISE(name, op) \
+  EW_UN(name) { F2 { UNUSED_P; if constexpr (kIsInt<C>) return a op b; else return C(0); } };
+EW_BITWISE(bitwise_and, &)
+EW_BITWISE(bitwise_or, |)
+EW_BITWISE(bitwise_xor, ^)
+#undef EW_BITWISE
+EW_UN(bitwise_left_shift) {
+  F2 {
+    UNUSED_P;
+    if constexpr (kIsInt<C>) return (b < 0 || b >= 64) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+    else return C(0);
+  }
+};
+EW_UN(bitwise_right_shift) {
+  F2 {
+    UNUSED_P;
+    if constexpr (kIsInt<C>) return (b < 0 || b >= 64) ? (a < 0 ? -1 : 0) : (a >> b);
+    else return C(0);
+  }
+};
+
+// ------------------------------------------------------------------ ternary
+EW_UN(where) {
+  F3 { UNUSED_P; return a != C(0) ? b : c; }
+  D3 {
+    UNUSED_P;
+    da = C(0);
+    db = a != C(0) ? g : C(0);
+    dc = a != C(0) ? C(0) : g;
+    (void)b; (void)c;
+  }
+};
+EW_UN(clamp_tensor) {
+  F3 { UNUSED_P; return nan_min(nan_max(a, b), c); }
+  D3 {  // PyTorch: when max < min everything goes to max
+    UNUSED_P;
+    const bool inverted = c < b;
+    da = (!inverted && a >= b && a <= c) ? g : C(0);
+    db = (!inverted && a < b) ? g : C(0);
+    dc = (inverted || a > c) ? g : C(0);
+  }
+};
+// p0 value
+EW_UN(addcmul) {
+  F3 { if constexpr (kIsInt<C>) return wadd(a, wmul(wmul(p.v[0], b), c)); else return a + p.v[0] * b * c; }
+  D3 { (void)a; da = g; db = g * p.v[0] * c; dc = g * p.v[0] * b; }
+};
+EW_UN(addcdiv) {
+  F3 { return a + p.v[0] * b / c; }
+  D3 { (void)a; da = g; db = g * p.v[0] / c; dc = -g * p.v[0] * b / (c * c); }
+};
+EW_UN(lerp) {
+  F3 { UNUSED_P; return lerp_f(a, b, c); }
+  D3 {
+    UNUSED_P;
+    da = g * (C(1) - c);
+    db = g * c;
+    dc = g * (b - a);
+  }
+};
+EW_UN(fma) {
+  F3 { UNUSED_P; return m::fma(a, b, c); }
+  D3 { UNUSED_P; (void)c; da = g * b; db = g * a; dc = g; }
+};
+
+#undef EW_UN
+#undef F1
+#undef D1
+#undef F2
+#undef D2
+#undef F3
+#undef D3
+#undef UNUSED_P
+
+// Uniform adapters: the engine calls apply(in[], out[], p) with NI inputs and NO outputs.
+// Forward: in = operands, out = {result}. Backward: in = {g, operands...}, out = {d operand...}.
+template <class Op, int Arity>
+struct Fwd {
+  static constexpr int NI = Arity, NO = 1;
+  template <class C>
+  EW_HD static void apply(const C* in, C* out, const P<C>& p) {
+    if constexpr (Arity == 1) out[0] = Op::f(in[0], p);
+    else if constexpr (Arity == 2) out[0] = Op::f(in[0], in[1], p);
+    else out[0] = Op::f(in[0], in[1], in[2], p);
+  }
+};
+template <class Op, int Arity>
+struct Bwd {
+  static constexpr int NI = Arity + 1, NO = Arity;
+  template <class C>
+  EW_HD static void apply(const C* in, C* out, const P<C>& p) {
+    if constexpr (Arity == 1) out[0] = Op::df(in[1], in[0], p);
+    else if constexpr (Arity == 2) Op::df(in[1], in[2], in[0], p, out[0], out[1]);
+    else Op::df(in[1], in[2], in[3], in[0], p, out[0], out[1], out[2]);
+  }
+};
+
+}  // namespace baracuda::ew

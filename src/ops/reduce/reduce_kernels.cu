@@ -1,0 +1,159 @@
+// Reduce-to-shape kernels: fixed-order (deterministic) sum / prod / max / min.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/launch.cuh"
+#include "ops/elementwise/ew_kernels.cuh"
+#include "ops/reduce/reduce_geometry.hpp"
+
+namespace baracuda::red {
+
+namespace {
+
+template <class Acc, int OP>
+struct Combine {
+  __device__ static Acc identity() {
+    if constexpr (OP == 0) return Acc(0);
+    else if constexpr (OP == 1) return Acc(1);
+    else if constexpr (std::is_integral_v<Acc>) return OP == 2 ? INT64_MIN : INT64_MAX;
+    else return OP == 2 ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
+  }
+  __device__ static Acc apply(Acc a, Acc b) {
+    if constexpr (OP == 0) {
+      if constexpr (std::is_integral_v<Acc>) return ew::wadd(a, b);
+      else return a + b;
+    } else if constexpr (OP == 1) {
+      if constexpr (std::is_integral_v<Acc>) return ew::wmul(a, b);
+      else return a * b;
+    } else if constexpr (OP == 2) {
+      return ew::nan_max(a, b);
+    } else {
+      return ew::nan_min(a, b);
+    }
+  }
+};
+
+__device__ __forceinline__ int64_t kept_offset(const ReduceGeom& g, int64_t k, bool y) {
+  int64_t off = 0;
+  for (int a = g.kk - 1; a >= 0; --a) {
+    const int64_t c = k % g.ksize[a];
+    k /= g.ksize[a];
+    off += c * (y ? g.kys[a] : g.kxs[a]);
+  }
+  return off;
+}
+__device__ __forceinline__ int64_t red_offset(const ReduceGeom& g, int64_t r) {
+  if (g.kr == 1) return r * g.rxs[0];
+  int64_t off = 0;
+  for (int a = g.kr - 1; a >= 0; --a) {
+    const int64_t c = r % g.rsize[a];
+    r /= g.rsize[a];
+    off += c * g.rxs[a];
+  }
+  return off;
+}
+
+template <class Acc>
+__device__ __forceinline__ void store_y(const ReduceGeom& g, int64_t k, Acc v) {
+  char* base = static_cast<char*>(g.y) + kept_offset(g, k, true) * static_cast<int64_t>(dtype_size(static_cast<DType>(g.y_dtype)));
+  ew::store_dyn<Acc>(base, 0, g.y_dtype, v, false);
+}
+
+// One warp per (k, split): lanes stride the split's reduced range; shuffle tree in fixed order.
+template <class T, class Acc, int OP>
+__global__ void __launch_bounds__(256) row_kernel(const ReduceGeom g) {
+  using Cb = Combine<Acc, OP>;
+  const int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (w >= g.K * g.splits) return;
+  const int64_t k = w / g.splits, s = w % g.splits;
+  const T* x = static_cast<const T*>(g.x) + kept_offset(g, k, false);
+  const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
+  Acc acc = Cb::identity();
+  for (int64_t r = r0 + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) acc = Cb::apply(acc, __shfl_xor_sync(0xffffffffu, acc, d));
+  if (lane != 0) return;
+  if (g.splits == 1) store_y(g, k, acc);
+  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+}
+
+// One thread per (k, split), walking the split's reduced range in order.
+template <class T, class Acc, int OP>
+__global__ void __launch_bounds__(256) col_kernel(const ReduceGeom g) {
+  using Cb = Combine<Acc, OP>;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  const int64_t s = blockIdx.y;
+  if (k >= g.K) return;
+  const T* x = static_cast<const T*>(g.x) + kept_offset(g, k, false);
+  const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
+  Acc acc = Cb::identity();
+  if (g.kr == 1) {
+    const int64_t st = g.rxs[0];
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
+      const Acc a0 = ew::to_c<Acc>(x[r * st]), a1 = ew::to_c<Acc>(x[(r + 1) * st]);
+      const Acc a2 = ew::to_c<Acc>(x[(r + 2) * st]), a3 = ew::to_c<Acc>(x[(r + 3) * st]);
+      acc = Cb::apply(Cb::apply(Cb::apply(Cb::apply(acc, a0), a1), a2), a3);
+    }
+    for (; r < r1; ++r) acc = Cb::apply(acc, ew::to_c<Acc>(x[r * st]));
+  } else {
+    for (int64_t r = r0; r < r1; ++r) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+  }
+  if (g.splits == 1) store_y(g, k, acc);
+  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+}
+
+template <class Acc, int OP>
+__global__ void __launch_bounds__(256) combine_kernel(const ReduceGeom g) {
+  using Cb = Combine<Acc, OP>;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  if (k >= g.K) return;
+  const Acc* p = static_cast<const Acc*>(g.partials);
+  Acc acc = Cb::identity();
+  for (int64_t s = 0; s < g.splits; ++s) acc = Cb::apply(acc, p[s * g.K + k]);
+  store_y(g, k, acc);
+}
+
+template <class T, class Acc, int OP>
+int launch(const ReduceGeom& g, cudaStream_t stream) {
+  if (g.K == 0) return 0;
+  cudaError_t e;
+  if (g.row_mode) {
+    const int64_t warps = g.K * g.splits;
+    e = launch_kernel(row_kernel<T, Acc, OP>, dim3(static_cast<unsigned>((warps + 7) / 8)), dim3(256), 0, stream, g);
+  } else {
+    e = launch_kernel(col_kernel<T, Acc, OP>, dim3(static_cast<unsigned>((g.K + 255) / 256), static_cast<unsigned>(g.splits)), dim3(256), 0,
+                      stream, g);
+  }
+  if (e != cudaSuccess || g.splits == 1) return static_cast<int>(e);
+  return static_cast<int>(launch_kernel(combine_kernel<Acc, OP>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g));
+}
+
+template <class T, bool F64>
+ReduceLaunchFn pick(int op) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, std::conditional_t<F64, double, float>>;
+  switch (op) {
+    case 0: return &launch<T, Acc, 0>;
+    case 1: return &launch<T, Acc, 1>;
+    case 2: return &launch<T, Acc, 2>;
+    default: return &launch<T, Acc, 3>;
+  }
+}
+
+}  // namespace
+
+ReduceLaunchFn reduce_find_kernel(DType in, int op, bool f64_acc) {
+  ReduceLaunchFn fn = nullptr;
+  ew::dispatch_storage<true, true, true>(in, [&]<class T>() {
+    if constexpr (std::is_same_v<T, double>) fn = pick<T, true>(op);
+    else if constexpr (std::is_integral_v<T>) fn = pick<T, false>(op);
+    else fn = f64_acc ? pick<T, true>(op) : pick<T, false>(op);
+  });
+  return fn;
+}
+
+}  // namespace baracuda::red

@@ -1,0 +1,246 @@
+// ReduceToShapePlan: validation, axis classification/coalescing, split choice, launch.
+#include "baracuda/ops/reduce_to_shape.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/arch.hpp"
+#include "core/cuda_check.hpp"
+#include "core/validate.hpp"
+#include "ops/reduce/reduce_geometry.hpp"
+
+namespace baracuda {
+
+namespace {
+
+constexpr std::string_view kOp = "reduce_to_shape";
+
+bool supported(DType t) {
+  switch (t) {
+    case DType::f32: case DType::f16: case DType::bf16: case DType::f64:
+    case DType::i8: case DType::u8: case DType::i16: case DType::i32: case DType::i64: case DType::boolean: return true;
+    default: return false;
+  }
+}
+
+bool f64_acc(const ReduceToShapeDescriptor& d) { return d.in_dtype == DType::f64 || d.out_dtype == DType::f64; }
+
+// Splits chosen from the shape only (so workspace_size() is fixed at select).
+void choose_splits(red::ReduceGeom* g) {
+  g->splits = 1;
+  if (g->R == 0 || g->K == 0) {
+    g->r_per_split = g->R;
+    return;
+  }
+  constexpr int64_t kTargetWarps = 132 * 64, kTargetThreads = 132 * 2048;
+  if (g->row_mode) {
+    if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>((g->R + 2047) / 2048, (kTargetWarps + g->K - 1) / g->K);
+  } else {
+    if (g->K < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>((g->R + 31) / 32, (kTargetThreads + g->K - 1) / g->K);
+    g->splits = std::min<int64_t>(g->splits, 65535);
+  }
+  g->r_per_split = (g->R + g->splits - 1) / g->splits;
+  g->splits = (g->R + g->r_per_split - 1) / g->r_per_split;
+}
+
+// Shape-only classification (strides filled at run).
+struct Axes {
+  int n = 0;
+  int64_t size[kMaxRank];
+  bool reduced[kMaxRank];
+  int src[kMaxRank];  // x axis
+};
+
+Axes classify(const ReduceToShapeDescriptor& d) {
+  Axes ax;
+  const int off = d.in_rank - d.out_rank;
+  for (int a = 0; a < d.in_rank; ++a) {
+    const int64_t n = d.in_shape[a];
+    const int64_t o = a < off ? 1 : d.out_shape[a - off];
+    if (n == 1) continue;
+    ax.size[ax.n] = n;
+    ax.reduced[ax.n] = o == 1 && n != 1;
+    ax.src[ax.n] = a;
+    ++ax.n;
+  }
+  return ax;
+}
+
+Status build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const TensorLayout* y, red::ReduceGeom* g) {
+  const Axes ax = classify(d);
+  const int off = d.in_rank - d.out_rank;
+  g->kk = g->kr = 0;
+  g->K = g->R = 1;
+  // merge runs of same-class axes that are contiguous in x (and y for kept)
+  for (int i = 0; i < ax.n; ++i) {
+    const int a = ax.src[i];
+    const int64_t xs = x ? x->stride[a] : 0, ys = (y && !ax.reduced[i]) ? y->stride[a - off] : 0;
+    if (ax.reduced[i]) {
+      if (g->kr > 0 && i > 0 && ax.reduced[i - 1] && g->rxs[g->kr - 1] == xs * ax.size[i]) {
+        g->rsize[g->kr - 1] *= ax.size[i];
+        g->rxs[g->kr - 1] = xs;
+      } else {
+        g->rsize[g->kr] = ax.size[i];
+        g->rxs[g->kr] = xs;
+        ++g->kr;
+      }
+      g->R *= ax.size[i];
+    } else {
+      if (g->kk > 0 && i > 0 && !ax.reduced[i - 1] && g->kxs[g->kk - 1] == xs * ax.size[i] && g->kys[g->kk - 1] == ys * ax.size[i]) {
+        g->ksize[g->kk - 1] *= ax.size[i];
+        g->kxs[g->kk - 1] = xs;
+        g->kys[g->kk - 1] = ys;
+      } else {
+        g->ksize[g->kk] = ax.size[i];
+        g->kxs[g->kk] = xs;
+        g->kys[g->kk] = ys;
+        ++g->kk;
+      }
+      g->K *= ax.size[i];
+    }
+  }
+  // zero-extent reduced axes reduce nothing (identity); zero-extent kept axes: nothing to write
+  for (int a = 0; a < d.in_rank; ++a) {
+    const int64_t o = a < off ? 1 : d.out_shape[a - off];
+    if (d.in_shape[a] == 0 && o == 1) g->R = 0;
+    if (d.in_shape[a] == 0 && o == 0) g->K = 0;
+  }
+  if (g->kr == 0) {
+    g->rsize[0] = 1;
+    g->rxs[0] = 0;
+    g->kr = 1;
+  }
+  // row mode when the smallest-|stride| axis of x is reduced (or nothing is kept)
+  int64_t best = INT64_MAX;
+  bool inner_reduced = g->kk == 0;
+  for (int i = 0; i < g->kr; ++i)
+    if (g->rsize[i] > 1 && std::llabs(g->rxs[i]) < best) best = std::llabs(g->rxs[i]), inner_reduced = true;
+  for (int i = 0; i < g->kk; ++i)
+    if (g->ksize[i] > 1 && std::llabs(g->kxs[i]) < best) best = std::llabs(g->kxs[i]), inner_reduced = false;
+  if (!x) inner_reduced = ax.n > 0 ? ax.reduced[ax.n - 1] : true;  // shape-only: last axis
+  g->row_mode = inner_reduced;
+  choose_splits(g);
+  return {};
+}
+
+}  // namespace
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kProd: return "prod";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "?";
+}
+
+ReduceToShapeDescriptor ReduceToShapeDescriptor::make(ReduceOp op, DType in_dtype, std::span<const int64_t> in_shape,
+                                                      DType out_dtype, std::span<const int64_t> out_shape) {
+  ReduceToShapeDescriptor d;
+  d.op = op;
+  d.in_dtype = in_dtype;
+  d.out_dtype = out_dtype;
+  d.in_rank = in_shape.size() > static_cast<size_t>(kMaxRank) ? -1 : static_cast<int>(in_shape.size());
+  d.out_rank = out_shape.size() > static_cast<size_t>(kMaxRank) ? -1 : static_cast<int>(out_shape.size());
+  if (d.in_rank > 0) std::copy(in_shape.begin(), in_shape.end(), d.in_shape);
+  if (d.out_rank > 0) std::copy(out_shape.begin(), out_shape.end(), d.out_shape);
+  return d;
+}
+
+size_t ReduceToShapeDescriptor::hash() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(op));
+  mix(static_cast<uint64_t>(in_dtype));
+  mix(static_cast<uint64_t>(out_dtype));
+  mix(static_cast<uint64_t>(in_rank));
+  for (int a = 0; a < in_rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(in_shape[a]));
+  mix(static_cast<uint64_t>(out_rank));
+  for (int a = 0; a < out_rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(out_shape[a]));
+  return static_cast<size_t>(h);
+}
+
+Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescriptor& d, const PlanPreference& pref) {
+  if (d.in_rank < 0 || d.in_rank > kMaxRank) return error(StatusCode::kInvalidProblem, kOp, ": in rank = ", d.in_rank, " must be in [0, 8]");
+  if (d.out_rank < 0 || d.out_rank > d.in_rank)
+    return error(StatusCode::kInvalidProblem, kOp, ": out rank = ", d.out_rank, " must be in [0, in rank = ", d.in_rank, "]");
+  if (static_cast<int>(d.op) > static_cast<int>(ReduceOp::kMin)) return error(StatusCode::kInvalidProblem, kOp, ": op is not a ReduceOp");
+  if (!supported(d.in_dtype) || !supported(d.out_dtype))
+    return error(StatusCode::kUnsupported, kOp, ": dtypes ", dtype_name(d.in_dtype), " -> ", dtype_name(d.out_dtype),
+                 " (supported: f32, f16, bf16, f64, i8, u8, i16, i32, i64, bool)");
+  const bool in_f = is_floating(d.in_dtype), out_f = is_floating(d.out_dtype);
+  if (in_f && !out_f) return error(StatusCode::kUnsupported, kOp, ": a floating input cannot reduce into ", dtype_name(d.out_dtype));
+  const int off = d.in_rank - d.out_rank;
+  for (int a = 0; a < d.in_rank; ++a) {
+    if (d.in_shape[a] < 0) return error(StatusCode::kInvalidProblem, kOp, ": in_shape[", a, "] = ", d.in_shape[a], " must be >= 0");
+    if (a < off) continue;
+    const int64_t o = d.out_shape[a - off];
+    if (o != 1 && o != d.in_shape[a])
+      return error(StatusCode::kInvalidProblem, kOp, ": out_shape[", a - off, "] = ", o, " must be 1 or in_shape[", a, "] = ", d.in_shape[a]);
+  }
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
+    return error(StatusCode::kUnsupported, kOp, ": forced backend ", backend_name(pref.forced_backend), " has no implementation (candidates: bespoke)");
+  auto arch = resolve_arch(kOp, pref);
+  if (!arch) return arch.status();
+  if (!red::reduce_find_kernel(d.in_dtype, static_cast<int>(d.op), f64_acc(d)))
+    return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.in_dtype));
+  ReduceToShapePlan p;
+  p.desc_ = d;
+  red::ReduceGeom g;
+  build(d, nullptr, nullptr, &g);
+  const size_t acc = (is_integral(d.in_dtype) || d.in_dtype == DType::boolean || f64_acc(d)) ? 8 : 4;
+  // the run-time classification may pick the other mode; reserve for the larger split count
+  red::ReduceGeom g2 = g;
+  g2.row_mode = !g.row_mode;
+  choose_splits(&g2);
+  const int64_t splits = std::max(g.splits, g2.splits);
+  p.workspace_ = splits > 1 ? static_cast<size_t>(splits * g.K) * acc : 0;
+  if (p.workspace_ > pref.max_workspace_bytes)
+    return error(StatusCode::kUnsupported, kOp, ": needs ", p.workspace_, " workspace bytes (max_workspace_bytes = ", pref.max_workspace_bytes, ")");
+  p.sku_.op = cat("reduce_to_shape.", reduce_op_name(d.op));
+  p.sku_.direction = Direction::kForward;
+  p.sku_.dtype = d.in_dtype;
+  p.sku_.backend = Backend::kBespoke;
+  p.sku_.arch = *arch;
+  p.sku_.variant = g.row_mode ? "rows" : "columns";
+  return p;
+}
+
+PrecisionGuarantee ReduceToShapePlan::precision_guarantee() const {
+  PrecisionGuarantee g;
+  g.accumulator = is_integral(desc_.in_dtype) || desc_.in_dtype == DType::boolean ? DType::i64 : (f64_acc(desc_) ? DType::f64 : DType::f32);
+  g.math = g.accumulator;
+  g.determinism = Determinism::kRunToRun;
+  return g;
+}
+
+Status ReduceToShapePlan::can_implement(const ReduceToShapeArgs& a) const {
+  if (Status s = check_view(kOp, "x", a.x, a.x.data, desc_.in_dtype, std::span<const int64_t>(desc_.in_shape, desc_.in_rank)); !s.ok()) return s;
+  if (Status s = check_view(kOp, "y", a.y, a.y.data, desc_.out_dtype, std::span<const int64_t>(desc_.out_shape, desc_.out_rank)); !s.ok())
+    return s;
+  if (Status s = check_no_internal_overlap(kOp, "y", a.y); !s.ok()) return s;
+  if (ranges_overlap(a.x, a.x.data, a.y, a.y.data)) return error(StatusCode::kInvalidProblem, kOp, ": y overlaps x");
+  return {};
+}
+
+Status ReduceToShapePlan::run(cudaStream_t stream, Workspace ws, const ReduceToShapeArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  red::ReduceGeom g;
+  build(desc_, &a.x, &a.y, &g);
+  const size_t acc = (is_integral(desc_.in_dtype) || desc_.in_dtype == DType::boolean || f64_acc(desc_)) ? 8 : 4;
+  if (g.splits > 1) {
+    const size_t need = static_cast<size_t>(g.splits * g.K) * acc;
+    if (ws.ptr == nullptr || ws.bytes < need)
+      return error(StatusCode::kWorkspaceTooSmall, kOp, ": workspace of ", ws.bytes, " bytes; needs ", need);
+    g.partials = ws.ptr;
+  }
+  g.x = a.x.data;
+  g.y = a.y.data;
+  g.y_dtype = static_cast<uint8_t>(desc_.out_dtype);
+  if (g.K == 0) return {};
+  auto fn = red::reduce_find_kernel(desc_.in_dtype, static_cast<int>(desc_.op), f64_acc(desc_));
+  return cuda_status(static_cast<cudaError_t>(fn(g, stream)), kOp);
+}
+
+}  // namespace baracuda

@@ -1,0 +1,669 @@
+// Device tier for the elementwise engine and reduce-to-shape: every op x dtype against the
+// float64 reference (special values included) over contiguous, misaligned, strided, permuted,
+// broadcast, scalar-operand and in-place layouts; every derivative (with broadcast reductions);
+// every cast pair; poisoned outputs; bitwise reruns; graph capture; > 2^31 elements.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "baracuda/baracuda.hpp"
+#include "baracuda/ops/elementwise.hpp"
+#include "baracuda/ops/reduce_to_shape.hpp"
+#include "device/device_harness.hpp"
+#include "elementwise_ref.hpp"
+#include "ops/elementwise/ew_params.hpp"
+
+using namespace baracuda;
+using namespace baracuda::test;
+
+namespace {
+
+struct Stats {
+  int64_t cases = 0, elements = 0, exact = 0, nonfinite = 0;
+  double worst = 0;  // max |err| / tol
+  std::string worst_at;
+};
+std::map<std::string, Stats> g_stats;  // per "fwd"/"bwd"/"cast"/"reduce"
+
+bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
+  return p.precision_guarantee().math == DType::i64;
+}
+
+// k (in units of the compute type's epsilon) per op; default 4.
+double op_k(EwOp op) {
+  switch (op) {
+    case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
+    case EwOp::sinc: case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
+    case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
+    case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
+    case EwOp::ldexp: case EwOp::hypot: case EwOp::softplus: case EwOp::logsigmoid:
+      return 64;
+    default: return 8;
+  }
+}
+
+double tol_for(DType out, double k, double ref) {
+  const double ce = out == DType::f64 ? 2.220446049250313e-16 : 1.1920929e-7;
+  double rtol = k * ce;
+  if (out == DType::f16 || out == DType::bf16) rtol += dtype_eps(out);
+  return rtol * (1.0 + std::fabs(ref));
+}
+
+// Integers drawn small (so shifts, pow and division are exercised), with a few extremes.
+void fill_operand(StridedBuffer& b, std::mt19937_64& rng, EwOp op, int k) {
+  fill_random(b, rng, true);
+  const int64_t n = b.numel();
+  if (is_integral(b.dtype)) {
+    std::uniform_int_distribution<int> u(-20, 20);
+    for (int64_t f = 0; f < n; ++f) {
+      int64_t v = u(rng);
+      if (b.dtype == DType::u8 && v < 0) v = -v;
+      if (rng() % 31 == 0) v = static_cast<int64_t>(rng());
+      b.set_bits(f, static_cast<uint64_t>(v));
+    }
+  }
+  (void)op;
+  (void)k;
+}
+
+std::vector<int64_t> strides_of(const TensorLayout& t) { return std::vector<int64_t>(t.stride, t.stride + t.rank); }
+
+// Flat row-major index of `out` coordinates mapped into an operand of shape `s` (right-aligned, broadcast).
+int64_t map_index(const std::vector<int64_t>& out_shape, int64_t f, const std::vector<int64_t>& s) {
+  const int r = static_cast<int>(out_shape.size()), off = r - static_cast<int>(s.size());
+  int64_t idx = 0, mul = 1;
+  for (int a = r - 1; a >= 0; --a) {
+    const int64_t c = f % out_shape[a];
+    f /= out_shape[a];
+    if (a >= off) {
+      const int64_t e = s[a - off];
+      idx += (e == 1 ? 0 : c) * mul;
+      mul *= e;
+    }
+  }
+  return idx;
+}
+
+struct OperandSpec {
+  bool scalar = false;
+  Scalar value;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  Layout layout = Layout::kContiguous;
+};
+
+// Ops whose float64 reference would flip an integer-valued result near a discontinuity;
+// their reference is evaluated in the kernel's own precision (IEEE-exact steps only).
+bool discontinuous(EwOp op) {
+  return op == EwOp::div_floor || op == EwOp::div_trunc || op == EwOp::remainder || op == EwOp::fmod;
+}
+
+double ref_fwd_in(EwOp op, const double* x, const double* p, DType compute_out) {
+  if (discontinuous(op) && compute_out != DType::f64) {
+    float xf[3] = {static_cast<float>(x[0]), static_cast<float>(x[1]), static_cast<float>(x[2])};
+    float pf[4] = {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2]), static_cast<float>(p[3])};
+    return ref::ew_forward_f32(op, xf, pf);
+  }
+  return ref::ew_forward(op, x, p);
+}
+
+// Runs one forward case and compares every element; returns false on a failure (reported).
+void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params = {},
+              std::optional<DType> out_dtype = {}, bool inplace = false, bool sat = false) {
+  ElementwiseDescriptor d;
+  d.op = op;
+  ew_default_params(op, d.param);
+  for (size_t k = 0; k < params.size(); ++k) d.param[k] = params[k];
+  d.num_operands = static_cast<int>(specs.size());
+  for (size_t k = 0; k < specs.size(); ++k)
+    d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
+  d.out_dtype = out_dtype;
+  d.saturate_fp8 = sat;
+  auto plan = ElementwisePlan::select(d);
+  ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
+  int orank = 0;
+  int64_t oshape[kMaxRank];
+  ASSERT_TRUE(ew_broadcast_shape(d, &orank, oshape).ok());
+  std::vector<int64_t> out_shape(oshape, oshape + orank);
+  std::mt19937_64 rng(seed);
+  std::vector<StridedBuffer> bufs(specs.size());
+  ElementwiseArgs args;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    if (specs[k].scalar) continue;
+    bufs[k] = StridedBuffer(specs[k].dtype, specs[k].shape, specs[k].layout);
+    fill_operand(bufs[k], rng, op, static_cast<int>(k));
+    if (op == EwOp::where && k == 0) for (int64_t f = 0; f < bufs[k].numel(); ++f) bufs[k].set_bits(f, rng() & 1);
+    bufs[k].upload();
+    args.in[k] = bufs[k].ref();
+  }
+  const DType odt = plan->out_dtype();
+  StridedBuffer out_buf;
+  std::vector<uint64_t> in0_copy;
+  if (inplace) {
+    ASSERT_EQ(specs[0].dtype, odt);
+    ASSERT_EQ(specs[0].shape, out_shape);
+    for (int64_t f = 0; f < bufs[0].numel(); ++f) in0_copy.push_back(bufs[0].get_bits(f));
+    args.out = bufs[0].mut();
+  } else {
+    out_buf = StridedBuffer(odt, out_shape, Layout::kContiguous);
+    out_buf.fill_storage(0xFF);
+    out_buf.upload();
+    args.out = out_buf.mut();
+  }
+  const Status st = plan->run(nullptr, {}, args);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  StridedBuffer& ob = inplace ? bufs[0] : out_buf;
+  ob.download();
+  auto pk = ew::kernel_params("test", d, plan->out_dtype(), int_compute(d, *plan));
+  ASSERT_TRUE(pk.ok());
+  std::array<int64_t, 4> pint{};
+  for (int k = 0; k < 4; ++k) pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>((*pk)[k]);
+  if (op == EwOp::round || op == EwOp::clamp)
+    for (int k = 0; k < 4; ++k) pint[k] = static_cast<int64_t>((*pk)[k]);
+  if (op == EwOp::clamp) pint[0] = d.param[0].is_int() ? d.param[0].i : 0, pint[1] = d.param[1].is_int() ? d.param[1].i : 0;
+  const bool imath = int_compute(d, *plan);
+  const DType cdt = plan->precision_guarantee().math;
+  Stats& S = g_stats["fwd"];
+  S.cases++;
+  const int64_t n = ob.numel();
+  int64_t nonzero = 0;
+  for (int64_t f = 0; f < n; ++f) {
+    double x[3] = {};
+    int64_t xi[3] = {};
+    for (size_t k = 0; k < specs.size(); ++k) {
+      if (specs[k].scalar) {
+        x[k] = specs[k].value.as_double();
+        xi[k] = specs[k].value.is_int() ? specs[k].value.i : static_cast<int64_t>(specs[k].value.f);
+        continue;
+      }
+      const int64_t fi = map_index(out_shape, f, specs[k].shape);
+      const uint64_t bits = inplace && k == 0 ? in0_copy[fi] : bufs[k].get_bits(fi);
+      x[k] = bits_to_double(specs[k].dtype, bits);
+      xi[k] = is_integral(specs[k].dtype) ? static_cast<int64_t>(bits_to_double(specs[k].dtype, bits)) : static_cast<int64_t>(x[k]);
+      if (specs[k].dtype == DType::i64) xi[k] = static_cast<int64_t>(bits);
+      if (specs[k].dtype == DType::boolean) xi[k] = (bits & 0xff) != 0;
+    }
+    double want;
+    const uint64_t gb = ob.get_bits(f);
+    const double got = bits_to_double(odt, gb);
+    if (imath && !is_floating(odt)) {
+      const int64_t wi = ref::store_int(odt, ref::ew_forward_int(op, xi, pint.data()));
+      int64_t gi = odt == DType::i64 ? static_cast<int64_t>(gb) : static_cast<int64_t>(got);
+      if (odt == DType::boolean) gi = (gb & 0xff) != 0;
+      S.elements++;
+      S.exact++;
+      nonzero += wi != 0;
+      if (gi != wi) {
+        ADD_FAILURE() << "repro: " << ew_op_name(op) << " out " << dtype_name(odt) << " shape " << shape_str(out_shape) << " seed " << seed
+                      << " elem " << f << " x=(" << xi[0] << ", " << xi[1] << ", " << xi[2] << ") got " << gi << " want " << wi;
+        return;
+      }
+      continue;
+    }
+    if (imath) want = static_cast<double>(ref::ew_forward_int(op, xi, pint.data()));
+    else want = ref_fwd_in(op, x, pk->data(), cdt);
+    want = ref::store_as(odt, want, sat);
+    S.elements++;
+    nonzero += want != 0;
+    if (std::isnan(want) || std::isinf(want)) {
+      S.nonfinite++;
+      const bool ok = std::isnan(want) ? std::isnan(got) : got == want;
+      if (!ok) {
+        ADD_FAILURE() << "repro: " << ew_op_name(op) << " out " << dtype_name(odt) << " shape " << shape_str(out_shape) << " seed " << seed
+                      << " elem " << f << " x=(" << x[0] << ", " << x[1] << ", " << x[2] << ") got " << got << " want " << want;
+        return;
+      }
+      continue;
+    }
+    const double tol = (odt == DType::boolean || !is_floating(odt)) ? 0.0 : tol_for(odt, op_k(op), want);
+    const double err = std::fabs(got - want);
+    if (err == 0) S.exact++;
+    else if (tol > 0) {
+      const double fr = err / tol;
+      if (fr > S.worst) S.worst = fr, S.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(odt));
+    }
+    if (!(err <= tol)) {
+      ADD_FAILURE() << "repro: " << ew_op_name(op) << " out " << dtype_name(odt) << " shape " << shape_str(out_shape) << " seed " << seed
+                    << " elem " << f << " x=(" << x[0] << ", " << x[1] << ", " << x[2] << ") got " << got << " want " << want
+                    << " tol " << tol;
+      return;
+    }
+  }
+  (void)nonzero;
+}
+
+
+std::vector<DType> dtypes_for(EwOp op) {
+  const EwKind k = ew_op_kind(op);
+  std::vector<DType> v;
+  if (ew_kind_has_floats(k)) v = {DType::f32, DType::f16, DType::bf16, DType::f64};
+  if (ew_kind_has_ints(k) && k != EwKind::kCast) {
+    v.insert(v.end(), {DType::i32, DType::i64, DType::u8, DType::i8, DType::i16});
+    if (k == EwKind::kNumBool || k == EwKind::kBitwise || k == EwKind::kCompare || k == EwKind::kPredicate || k == EwKind::kLogical)
+      v.push_back(DType::boolean);
+  }
+  if (k == EwKind::kFloat) v.push_back(DType::i32);  // int -> f32 promotion path
+  return v;
+}
+
+OperandSpec T(DType dt, std::vector<int64_t> shape, Layout l = Layout::kContiguous) {
+  OperandSpec s;
+  s.dtype = dt;
+  s.shape = std::move(shape);
+  s.layout = l;
+  return s;
+}
+OperandSpec S(Scalar v) {
+  OperandSpec s;
+  s.scalar = true;
+  s.value = v;
+  return s;
+}
+
+// The operand dtypes of op for data dtype dt (masks and conditions are bool).
+DType operand_dtype(EwOp op, int k, DType dt) {
+  if (op == EwOp::where && k == 0) return DType::boolean;
+  if (op == EwOp::masked_fill && k == 1) return DType::boolean;
+  return dt;
+}
+
+std::vector<Scalar> params_for(EwOp op, DType dt) {
+  switch (op) {
+    case EwOp::threshold: return {0.25, -1.5};
+    case EwOp::clamp: return is_integral(dt) ? std::vector<Scalar>{Scalar(int64_t{-5}), Scalar(int64_t{7})} : std::vector<Scalar>{-0.5, 1.25};
+    case EwOp::round: return {Scalar(int64_t{0})};
+    case EwOp::add: case EwOp::sub: case EwOp::rsub: return is_integral(dt) || dt == DType::boolean ? std::vector<Scalar>{Scalar(int64_t{1})} : std::vector<Scalar>{0.5};
+    case EwOp::lerp_scalar: return {0.3};
+    case EwOp::masked_fill: return {is_integral(dt) ? Scalar(int64_t{3}) : Scalar(2.5)};
+    case EwOp::addcmul: case EwOp::addcdiv: return {is_integral(dt) ? Scalar(int64_t{2}) : Scalar(0.7)};
+    case EwOp::leaky_relu: return {0.2};
+    case EwOp::elu: return {1.3, 1.1, 0.9};
+    case EwOp::nan_to_num: return {1.5, std::numeric_limits<double>::quiet_NaN(), -7.0};
+    case EwOp::logit: return {0.05};
+    default: return {};
+  }
+}
+
+TEST(ElementwiseDevice, EveryOpEveryDtypeEveryLayout) {
+  BARACUDA_REQUIRE_GPU();
+  uint64_t seed = 1;
+  for (int o = 0; o < kNumEwOps; ++o) {
+    const EwOp op = static_cast<EwOp>(o);
+    if (op == EwOp::to) continue;  // casts: their own test
+    const int ar = ew_op_arity(op);
+    for (DType dt : dtypes_for(op)) {
+      auto ps = params_for(op, dt);
+      auto mk = [&](std::vector<int64_t> shape, Layout l, int k) { return T(operand_dtype(op, k, dt), shape, l); };
+      std::vector<std::vector<OperandSpec>> cases;
+      // contiguous with a row tail; misaligned; strided; permuted
+      for (Layout l : {Layout::kContiguous, Layout::kOffset1, Layout::kStep2, Layout::kPermuted}) {
+        std::vector<OperandSpec> c;
+        for (int k = 0; k < ar; ++k) c.push_back(mk({37, 129}, k == 1 && l == Layout::kStep2 ? Layout::kContiguous : l, k));
+        cases.push_back(c);
+      }
+      // broadcast: [a, 1] x [b] x [1, b]
+      {
+        std::vector<OperandSpec> c;
+        const std::vector<int64_t> shp[3] = {{45, 1}, {67}, {1, 67}};
+        for (int k = 0; k < ar; ++k) c.push_back(mk(ar == 1 ? std::vector<int64_t>{3, 45, 67} : shp[k], Layout::kContiguous, k));
+        cases.push_back(c);
+        // row-broadcast bias on the rows path: [rows, cols] with [cols]
+        std::vector<OperandSpec> c2;
+        for (int k = 0; k < ar; ++k) c2.push_back(mk(k == 0 ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{256}, Layout::kContiguous, k));
+        cases.push_back(c2);
+      }
+      // a scalar operand (the last operand, unless it is a mask/condition)
+      if (ar >= 2 && op != EwOp::masked_fill) {
+        std::vector<OperandSpec> c;
+        for (int k = 0; k < ar - 1; ++k) c.push_back(mk({999}, Layout::kContiguous, k));
+        const bool ib = is_integral(dt) || dt == DType::boolean;
+        c.push_back(S(dt == DType::boolean ? Scalar(true) : (ib ? Scalar(int64_t{3}) : Scalar(1.75))));
+        cases.push_back(c);
+      }
+      // rank 0 and empty
+      {
+        std::vector<OperandSpec> c, e;
+        for (int k = 0; k < ar; ++k) c.push_back(mk({}, Layout::kContiguous, k)), e.push_back(mk({0, 5}, Layout::kContiguous, k));
+        cases.push_back(c);
+        cases.push_back(e);
+      }
+      for (auto& c : cases) {
+        fwd_case(op, c, seed++, ps);
+        if (HasFatalFailure() || HasFailure()) return;
+      }
+      // in-place: out aliases operand 0 (same dtype/shape as the result)
+      {
+        ElementwiseDescriptor d;
+        d.op = op;
+        d.num_operands = ar;
+        for (int k = 0; k < ar; ++k) d.operand[k] = EwOperand::tensor(operand_dtype(op, k, dt), {33, 40});
+        auto r = ew_result_dtype(d);
+        if (r.ok() && *r == operand_dtype(op, 0, dt)) {
+          std::vector<OperandSpec> c;
+          for (int k = 0; k < ar; ++k) c.push_back(mk({33, 40}, Layout::kContiguous, k));
+          fwd_case(op, c, seed++, ps, std::nullopt, true);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+  const Stats& s = g_stats["fwd"];
+  std::printf("[elementwise fwd] %lld cases, %lld elements (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n",
+              static_cast<long long>(s.cases), static_cast<long long>(s.elements), static_cast<long long>(s.exact),
+              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+}
+
+TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {
+  BARACUDA_REQUIRE_GPU();
+  fwd_case(EwOp::add, {T(DType::bf16, {50, 70}), T(DType::f32, {70})}, 901, {1.0});
+  fwd_case(EwOp::mul, {T(DType::f16, {50, 70}), T(DType::bf16, {50, 70})}, 902);
+  fwd_case(EwOp::exp, {T(DType::i32, {1000})}, 903);
+  fwd_case(EwOp::lt, {T(DType::u8, {300}), T(DType::i8, {300})}, 904);
+  fwd_case(EwOp::add, {T(DType::i32, {300}), S(2.5)}, 905);
+  fwd_case(EwOp::where, {T(DType::boolean, {40, 1}), T(DType::f32, {40, 30}), T(DType::bf16, {30})}, 906);
+  fwd_case(EwOp::mul, {T(DType::f32, {64, 64}), T(DType::f64, {})}, 907);  // zero-dim f64 does not upgrade f32
+  fwd_case(EwOp::add, {T(DType::bf16, {64, 64}), T(DType::bf16, {64, 64})}, 908, {1.0}, DType::f32);  // out_dtype cast
+  fwd_case(EwOp::float_power, {T(DType::f32, {500}), T(DType::i32, {500})}, 909);
+}
+
+TEST(ElementwiseDevice, EveryCastPair) {
+  BARACUDA_REQUIRE_GPU();
+  const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
+                       DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean};
+  uint64_t seed = 5000;
+  for (DType from : all)
+    for (DType to : all)
+      for (Layout l : {Layout::kContiguous, Layout::kStep2}) {
+        fwd_case(EwOp::to, {T(from, {33, 65}, l)}, seed++, {}, to);
+        if (HasFailure()) return;
+        if (to == DType::f8e4m3 || to == DType::f8e5m2) fwd_case(EwOp::to, {T(from, {33, 65}, l)}, seed++, {}, to, false, true);
+        if (HasFailure()) return;
+      }
+}
+
+// ------------------------------------------------------------------ backward
+void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params) {
+  ElementwiseDescriptor d;
+  d.op = op;
+  ew_default_params(op, d.param);
+  for (size_t k = 0; k < params.size(); ++k) d.param[k] = params[k];
+  d.num_operands = static_cast<int>(specs.size());
+  for (size_t k = 0; k < specs.size(); ++k)
+    d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
+  auto plan = ElementwiseBackwardPlan::select(d);
+  ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
+  auto fplan = ElementwisePlan::select(d);
+  ASSERT_TRUE(fplan.ok());
+  int orank = 0;
+  int64_t oshape[kMaxRank];
+  ASSERT_TRUE(ew_broadcast_shape(d, &orank, oshape).ok());
+  std::vector<int64_t> out_shape(oshape, oshape + orank);
+  std::mt19937_64 rng(seed);
+  std::vector<StridedBuffer> in(specs.size()), gin(specs.size());
+  ElementwiseBackwardArgs a;
+  const unsigned gm = ew_op_grad_mask(op);
+  for (size_t k = 0; k < specs.size(); ++k) {
+    if (specs[k].scalar) continue;
+    in[k] = StridedBuffer(specs[k].dtype, specs[k].shape, specs[k].layout);
+    fill_random(in[k], rng, false);
+    if (op == EwOp::where && k == 0) for (int64_t f = 0; f < in[k].numel(); ++f) in[k].set_bits(f, rng() & 1);
+    if (op == EwOp::masked_fill && k == 1) for (int64_t f = 0; f < in[k].numel(); ++f) in[k].set_bits(f, rng() & 1);
+    in[k].upload();
+    a.in[k] = in[k].ref();
+    if (gm >> k & 1u) {
+      gin[k] = StridedBuffer(specs[k].dtype, specs[k].shape, Layout::kContiguous);
+      gin[k].fill_storage(0xFF);
+      gin[k].upload();
+      a.grad_in[k] = gin[k].mut();
+    }
+  }
+  StridedBuffer g(fplan->out_dtype(), out_shape, Layout::kContiguous);
+  fill_random(g, rng, false);
+  g.upload();
+  a.grad_out = g.ref();
+  void* ws = nullptr;
+  if (plan->workspace_size()) ASSERT_EQ(cudaMalloc(&ws, plan->workspace_size()), cudaSuccess);
+  const Status st = plan->run(nullptr, Workspace{ws, plan->workspace_size()}, a);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (ws) cudaFree(ws);
+  auto pk = ew::kernel_params("test", d, fplan->out_dtype(), false);
+  ASSERT_TRUE(pk.ok());
+  int64_t on = 1;
+  for (int64_t e : out_shape) on *= e;
+  Stats& Sx = g_stats["bwd"];
+  Sx.cases++;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    if (specs[k].scalar || !(gm >> k & 1u)) continue;
+    gin[k].download();
+    const int64_t n = gin[k].numel();
+    std::vector<double> want(n, 0.0), mag(n, 0.0);
+    for (int64_t f = 0; f < on; ++f) {
+      double x[3] = {};
+      for (size_t j = 0; j < specs.size(); ++j)
+        x[j] = specs[j].scalar ? specs[j].value.as_double() : bits_to_double(specs[j].dtype, in[j].get_bits(map_index(out_shape, f, specs[j].shape)));
+      double dx[3];
+      ref::ew_backward(op, x, bits_to_double(g.dtype, g.get_bits(f)), pk->data(), dx);
+      const int64_t t = map_index(out_shape, f, specs[k].shape);
+      want[t] += dx[k];
+      mag[t] += std::fabs(dx[k]);
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      const double got = bits_to_double(specs[k].dtype, gin[k].get_bits(t));
+      const double w = ref::store_as(specs[k].dtype, want[t]);
+      Sx.elements++;
+      if (std::isnan(w) || std::isinf(w)) {
+        Sx.nonfinite++;
+        if (std::isnan(w) ? !std::isnan(got) : got != w) {
+          ADD_FAILURE() << "repro: d" << ew_op_name(op) << "/dx" << k << " " << dtype_name(specs[k].dtype) << " seed " << seed << " elem " << t
+                        << " got " << got << " want " << w;
+          return;
+        }
+        continue;
+      }
+      const double tol = tol_for(specs[k].dtype, op_k(op) * 2, 0) * (1.0 + mag[t]);
+      const double err = std::fabs(got - w);
+      if (err == 0) Sx.exact++;
+      else if (err / tol > Sx.worst) Sx.worst = err / tol, Sx.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(specs[k].dtype));
+      if (!(err <= tol)) {
+        ADD_FAILURE() << "repro: d" << ew_op_name(op) << "/dx" << k << " " << dtype_name(specs[k].dtype) << " shape " << shape_str(specs[k].shape)
+                      << " seed " << seed << " elem " << t << " got " << got << " want " << w << " tol " << tol;
+        return;
+      }
+    }
+  }
+}
+
+TEST(ElementwiseDevice, EveryDerivativeEveryFloatDtype) {
+  BARACUDA_REQUIRE_GPU();
+  uint64_t seed = 70000;
+  for (int o = 0; o < kNumEwOps; ++o) {
+    const EwOp op = static_cast<EwOp>(o);
+    if (ew_op_grad_mask(op) == 0) continue;
+    const int ar = ew_op_arity(op);
+    for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+      if (op == EwOp::to) {
+        bwd_case(op, {T(dt, {41, 77})}, seed++, {});
+        continue;
+      }
+      auto ps = params_for(op, dt);
+      auto mk = [&](std::vector<int64_t> shape, Layout l, int k) { return T(operand_dtype(op, k, dt), shape, l); };
+      std::vector<OperandSpec> c1, c2;
+      for (int k = 0; k < ar; ++k) c1.push_back(mk({41, 77}, k == 0 ? Layout::kContiguous : Layout::kStep2, k));
+      bwd_case(op, c1, seed++, ps);
+      if (HasFailure()) return;
+      // broadcast operands: gradients reduced to [41, 1], [77] ...
+      const std::vector<int64_t> shp[3] = {{41, 1}, {77}, {41, 77}};
+      for (int k = 0; k < ar; ++k) c2.push_back(mk(ar == 1 ? std::vector<int64_t>{41, 77} : shp[k], Layout::kContiguous, k));
+      bwd_case(op, c2, seed++, ps);
+      if (HasFailure()) return;
+    }
+  }
+  const Stats& s = g_stats["bwd"];
+  std::printf("[elementwise bwd] %lld cases, %lld gradient elements (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n",
+              static_cast<long long>(s.cases), static_cast<long long>(s.elements), static_cast<long long>(s.exact),
+              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+}
+
+// ------------------------------------------------------------------ reduce-to-shape
+TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
+  BARACUDA_REQUIRE_GPU();
+  struct Case { std::vector<int64_t> in, out; Layout l; };
+  const Case cases[] = {
+      {{300, 257}, {257}, Layout::kContiguous},          // column (bias grad)
+      {{300, 257}, {300, 1}, Layout::kContiguous},       // row
+      {{7, 9, 11, 13}, {9, 1, 1}, Layout::kPermuted},    // mixed, permuted input
+      {{5, 6, 7}, {5, 1, 7}, Layout::kStep2},
+      {{1 << 20}, {1}, Layout::kContiguous},             // full reduce, split
+      {{64, 100000}, {64, 1}, Layout::kContiguous},      // long rows, split
+      {{100000, 3}, {3}, Layout::kContiguous},           // long columns, split
+      {{0, 4}, {4}, Layout::kContiguous},                // empty reduction -> identity
+      {{3, 4}, {3, 4}, Layout::kStep2},                  // nothing reduced
+      {{}, {}, Layout::kContiguous},
+  };
+  uint64_t seed = 90000;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin})
+    for (DType dt : {DType::f32, DType::bf16, DType::f64, DType::i32})
+      for (const Case& c : cases) {
+        const DType odt = dt;
+        auto plan = ReduceToShapePlan::select(ReduceToShapeDescriptor::make(op, dt, c.in, odt, c.out));
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        std::mt19937_64 rng(seed++);
+        StridedBuffer x(dt, c.in, c.l), y(odt, c.out, Layout::kContiguous);
+        fill_random(x, rng, false);
+        if (op == ReduceOp::kProd && is_floating(dt))  // keep products finite: values near +-1
+          for (int64_t f = 0; f < x.numel(); ++f) x.set_bits(f, double_to_bits(dt, (rng() & 1 ? 1.0 : -1.0) * (0.999 + 0.002 * (rng() % 1000) / 1000.0)));
+        if (is_integral(dt)) for (int64_t f = 0; f < x.numel(); ++f) x.set_bits(f, static_cast<uint64_t>(static_cast<int64_t>(rng() % 7) - 3));
+        x.upload();
+        void* ws = nullptr;
+        if (plan->workspace_size()) ASSERT_EQ(cudaMalloc(&ws, plan->workspace_size()), cudaSuccess);
+        std::vector<uint64_t> first;
+        for (int rep = 0; rep < 3; ++rep) {
+          y.fill_storage(0xFF);
+          y.upload();
+          ASSERT_TRUE(plan->run(nullptr, {ws, plan->workspace_size()}, {x.ref(), y.mut()}).ok());
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          y.download();
+          std::vector<uint64_t> bits;
+          for (int64_t f = 0; f < y.numel(); ++f) bits.push_back(y.get_bits(f));
+          if (rep == 0) first = bits;
+          else ASSERT_EQ(bits, first) << "reduce_to_shape not bitwise deterministic";
+        }
+        if (ws) cudaFree(ws);
+        // reference
+        std::vector<double> acc(y.numel()), mag(y.numel(), 0.0);
+        const double init = op == ReduceOp::kSum ? 0.0 : op == ReduceOp::kProd ? 1.0 : op == ReduceOp::kMax ? -INFINITY : INFINITY;
+        std::fill(acc.begin(), acc.end(), init);
+        for (int64_t f = 0; f < x.numel(); ++f) {
+          const double v = bits_to_double(dt, x.get_bits(f));
+          const int64_t t = map_index(c.in, f, c.out);
+          if (op == ReduceOp::kSum) acc[t] += v;
+          else if (op == ReduceOp::kProd) acc[t] *= v;
+          else if (op == ReduceOp::kMax) acc[t] = std::max(acc[t], v);
+          else acc[t] = std::min(acc[t], v);
+          mag[t] += std::fabs(v);
+        }
+        for (int64_t t = 0; t < y.numel(); ++t) {
+          const double got = bits_to_double(odt, y.get_bits(t));
+          double w = acc[t];
+          if (is_integral(odt)) w = ref::store_int(odt, static_cast<int64_t>(w));
+          else w = ref::store_as(odt, w);
+          double tol = 0;
+          if (!is_integral(odt) && (op == ReduceOp::kSum || op == ReduceOp::kProd))
+            tol = (dtype_eps(odt) + 64 * 1.2e-7) * (op == ReduceOp::kSum ? mag[t] + 1 : std::fabs(w) + 1e-30);
+          if (std::isinf(w)) ASSERT_EQ(got, w);
+          else ASSERT_LE(std::fabs(got - w), tol) << "repro: reduce " << reduce_op_name(op) << " " << dtype_name(dt) << " " << shape_str(c.in)
+                                                   << " -> " << shape_str(c.out) << " elem " << t << " got " << got << " want " << w;
+        }
+        g_stats["reduce"].cases++;
+      }
+  std::printf("[reduce_to_shape] %lld cases (4 ops x 4 dtypes x 10 shapes), 3 bitwise reruns each\n",
+              static_cast<long long>(g_stats["reduce"].cases));
+}
+
+// ------------------------------------------------------------------ promises
+TEST(ElementwiseDevice, DeterministicAndGraphCapturable) {
+  BARACUDA_REQUIRE_GPU();
+  auto d = ElementwiseDescriptor::make(EwOp::gelu, {EwOperand::tensor(DType::bf16, {512, 1000})});
+  auto plan = ElementwisePlan::select(d);
+  ASSERT_TRUE(plan.ok());
+  std::mt19937_64 rng(7);
+  StridedBuffer x(DType::bf16, {512, 1000}, Layout::kContiguous), y(DType::bf16, {512, 1000}, Layout::kContiguous);
+  fill_random(x, rng, false);
+  x.upload();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_TRUE(plan->run(s, {}, {{x.ref()}, y.mut()}).ok());
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  std::vector<uint64_t> eager;
+  for (int rep = 0; rep < 4; ++rep) {
+    fill_random(x, rng, false);  // change inputs in place between replays
+    x.upload();
+    y.fill_storage(0xFF);
+    y.upload();
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    y.download();
+    std::vector<uint64_t> g_bits;
+    for (int64_t f = 0; f < y.numel(); ++f) g_bits.push_back(y.get_bits(f));
+    y.fill_storage(0xFF);
+    y.upload();
+    ASSERT_TRUE(plan->run(s, {}, {{x.ref()}, y.mut()}).ok());
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    y.download();
+    for (int64_t f = 0; f < y.numel(); ++f) ASSERT_EQ(y.get_bits(f), g_bits[f]) << "graph replay differs from eager";
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+// numel > 2^31 on the rows path and a strided view whose offsets pass 2^31 (host splitting).
+TEST(ElementwiseDevice, BeyondTwoToThe31) {
+  BARACUDA_REQUIRE_GPU();
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  const int64_t n = (int64_t{1} << 31) + 1;
+  if (free_b < static_cast<size_t>(n) * 2 * 2 + (size_t{1} << 30)) GTEST_SKIP() << "needs ~9 GB of device memory";
+  uint16_t *x = nullptr, *y = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&y), n * 2), cudaSuccess);
+  // x = bf16(1.5) everywhere, except a marked element at the end
+  std::vector<uint16_t> h(1 << 20, 0x3FC0);  // 1.5
+  for (int64_t off = 0; off < n; off += h.size())
+    ASSERT_EQ(cudaMemcpy(x + off, h.data(), std::min<int64_t>(h.size(), n - off) * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const uint16_t last = 0x4040;  // 3.0
+  ASSERT_EQ(cudaMemcpy(x + n - 1, &last, 2, cudaMemcpyHostToDevice), cudaSuccess);
+  auto plan = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::neg, {EwOperand::tensor(DType::bf16, {n})}));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(plan->run(nullptr, {}, {{TensorRef::make(x, DType::bf16, {n})}, TensorMut::make(y, DType::bf16, {n})}).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  uint16_t got[2];
+  ASSERT_EQ(cudaMemcpy(got, y + n - 2, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got[0], 0xBFC0);  // -1.5
+  EXPECT_EQ(got[1], 0xC040);  // -3.0
+  ASSERT_EQ(cudaMemcpy(got, y, 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got[0], 0xBFC0);
+  // strided: every second element of x (offsets up to 2^31 elements * 2 bytes), into y's first half
+  const int64_t m = n / 2 + 1;
+  auto plan2 = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::mul, {EwOperand::tensor(DType::bf16, {m}), EwOperand::scalar(2.0)}));
+  ASSERT_TRUE(plan2.ok());
+  ASSERT_TRUE(plan2->run(nullptr, {}, {{TensorRef::make(x, DType::bf16, {m}, {2})}, TensorMut::make(y, DType::bf16, {m})}).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got, y + m - 1, 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got[0], 0x40C0);  // 2 * x[2(m-1)] = 2 * x[n-1] = 6.0
+  cudaFree(x);
+  cudaFree(y);
+}
+
+}  // namespace

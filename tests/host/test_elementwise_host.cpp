@@ -1,0 +1,400 @@
+// Host tier for the elementwise engine: PyTorch's type promotion (tables taken from PyTorch
+// 2.11, docs/notes/torch-pointwise-probe.txt), the float64 reference on PyTorch's special-value
+// results, finite-difference checks of every derivative, validation errors, overlap logic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "baracuda/ops/elementwise.hpp"
+#include "baracuda/ops/reduce_to_shape.hpp"
+#include "core/validate.hpp"
+#include "elementwise_ref.hpp"
+#include "ops/elementwise/ew_params.hpp"
+
+namespace baracuda {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+PlanPreference host_pref() {
+  PlanPreference p;
+  p.target_arch = 90;
+  return p;
+}
+
+// ------------------------------------------------------------------ promotion
+TEST(EwPromotion, MatchesPyTorchTable) {
+  // rows/cols: bool u8 i8 i16 i32 i64 f16 bf16 f32 f64 (torch.promote_types, PyTorch 2.11)
+  const DType t[] = {DType::boolean, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64};
+  const char* table[10][10] = {
+      {"bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+      {"u8", "u8", "i16", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+      {"i8", "i16", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+      {"i16", "i16", "i16", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+      {"i32", "i32", "i32", "i32", "i32", "i64", "f16", "bf16", "f32", "f64"},
+      {"i64", "i64", "i64", "i64", "i64", "i64", "f16", "bf16", "f32", "f64"},
+      {"f16", "f16", "f16", "f16", "f16", "f16", "f16", "f32", "f32", "f64"},
+      {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "f32", "bf16", "f32", "f64"},
+      {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f64"},
+      {"f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"},
+  };
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j) {
+      auto r = promote_types(t[i], t[j]);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(dtype_name(*r), table[i][j]) << dtype_name(t[i]) << " + " << dtype_name(t[j]);
+    }
+  EXPECT_FALSE(promote_types(DType::f8e4m3, DType::f32).ok());
+}
+
+DType result_of(EwOp op, std::initializer_list<EwOperand> ops) {
+  auto r = ew_result_dtype(ElementwiseDescriptor::make(op, ops));
+  return r.ok() ? *r : DType::c128;  // c128 marks "error" here
+}
+
+TEST(EwPromotion, ScalarsAndZeroDimTensorsAsPyTorch) {
+  // t + True, t + 2, t + 2.5, t * f64 zero-dim tensor   (torch 2.11, CUDA)
+  struct Row { DType t; DType r[4]; };
+  const Row rows[] = {
+      {DType::boolean, {DType::boolean, DType::i64, DType::f32, DType::f64}},
+      {DType::u8, {DType::u8, DType::u8, DType::f32, DType::f64}},
+      {DType::i8, {DType::i8, DType::i8, DType::f32, DType::f64}},
+      {DType::i32, {DType::i32, DType::i32, DType::f32, DType::f64}},
+      {DType::i64, {DType::i64, DType::i64, DType::f32, DType::f64}},
+      {DType::f16, {DType::f16, DType::f16, DType::f16, DType::f16}},
+      {DType::bf16, {DType::bf16, DType::bf16, DType::bf16, DType::bf16}},
+      {DType::f32, {DType::f32, DType::f32, DType::f32, DType::f32}},
+  };
+  for (const Row& row : rows) {
+    const EwOperand x = EwOperand::tensor(row.t, {3});
+    EXPECT_EQ(result_of(EwOp::add, {x, EwOperand::scalar(true)}), row.r[0]) << dtype_name(row.t);
+    EXPECT_EQ(result_of(EwOp::add, {x, EwOperand::scalar(2)}), row.r[1]) << dtype_name(row.t);
+    EXPECT_EQ(result_of(EwOp::add, {x, EwOperand::scalar(2.5)}), row.r[2]) << dtype_name(row.t);
+    EXPECT_EQ(result_of(EwOp::mul, {x, EwOperand::tensor(DType::f64, {})}), row.r[3]) << dtype_name(row.t);
+  }
+}
+
+TEST(EwPromotion, OpKindsAsPyTorch) {
+  const DType c = DType::c128;  // error
+  // unary: bool u8 i8 i16 i32 i64 f16 bf16 f32 f64
+  const DType all[] = {DType::boolean, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64};
+  struct U { EwOp op; DType r[10]; };
+  const U un[] = {
+      {EwOp::exp, {DType::f32, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::abs, {DType::boolean, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::neg, {c, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::floor, {c, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::relu, {c, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::bitwise_not, {DType::boolean, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, c, c, c, c}},
+      {EwOp::square, {DType::i64, DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::frac, {c, c, c, c, c, c, DType::f16, DType::bf16, DType::f32, DType::f64}},
+      {EwOp::isnan, {DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean, DType::boolean}},
+  };
+  for (const U& u : un)
+    for (int i = 0; i < 10; ++i)
+      EXPECT_EQ(result_of(u.op, {EwOperand::tensor(all[i], {2})}), u.r[i]) << ew_op_name(u.op) << " of " << dtype_name(all[i]);
+  // binary on two tensors of: bool u8 i32 f16
+  const DType bin_in[] = {DType::boolean, DType::u8, DType::i32, DType::f16};
+  struct B { EwOp op; DType r[4]; };
+  const B bin[] = {
+      {EwOp::add, {DType::boolean, DType::u8, DType::i32, DType::f16}},
+      {EwOp::sub, {c, DType::u8, DType::i32, DType::f16}},
+      {EwOp::div, {DType::f32, DType::f32, DType::f32, DType::f16}},
+      {EwOp::maximum, {DType::boolean, DType::u8, DType::i32, DType::f16}},
+      {EwOp::div_floor, {c, DType::u8, DType::i32, DType::f16}},
+      {EwOp::pow, {c, DType::u8, DType::i32, DType::f16}},
+      {EwOp::atan2, {DType::f32, DType::f32, DType::f32, DType::f16}},
+      {EwOp::bitwise_and, {DType::boolean, DType::u8, DType::i32, c}},
+      {EwOp::logical_and, {DType::boolean, DType::boolean, DType::boolean, DType::boolean}},
+      {EwOp::hypot, {c, c, c, DType::f16}},
+      {EwOp::gcd, {c, DType::u8, DType::i32, c}},
+      {EwOp::heaviside, {DType::boolean, DType::u8, DType::i32, DType::f16}},
+      {EwOp::ldexp, {DType::f32, DType::f32, DType::f32, DType::f16}},
+  };
+  for (const B& b : bin)
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(result_of(b.op, {EwOperand::tensor(bin_in[i], {2}), EwOperand::tensor(bin_in[i], {2})}), b.r[i])
+          << ew_op_name(b.op) << " of " << dtype_name(bin_in[i]);
+}
+
+// ------------------------------------------------------------------ reference on special values
+double fwd(EwOp op, std::initializer_list<double> x, std::initializer_list<Scalar> params = {}) {
+  ElementwiseDescriptor d = ElementwiseDescriptor::make(op, {}, params);
+  auto p = ew::kernel_params("test", d, DType::f32, false);
+  EXPECT_TRUE(p.ok());
+  double xs[3] = {};
+  int k = 0;
+  for (double v : x) xs[k++] = v;
+  return ref::ew_forward(op, xs, p->data());
+}
+int64_t ifwd(EwOp op, int64_t a, int64_t b) {
+  const int64_t x[3] = {a, b, 0}, p[4] = {1, 0, 0, 0};
+  return ref::ew_forward_int(op, x, p);
+}
+void expect_same(double got, double want, const std::string& what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what << ": got " << got << ", want NaN";
+    return;
+  }
+  EXPECT_EQ(got, want) << what;
+  EXPECT_EQ(std::signbit(got), std::signbit(want)) << what << " (sign of zero)";
+}
+
+TEST(EwReference, PyTorchSpecialValues) {
+  // one-line repros: each row is what torch 2.11 on CUDA returns (f32)
+  expect_same(fwd(EwOp::sign, {kNaN}), 0.0, "sign(nan)");
+  expect_same(fwd(EwOp::sign, {-0.0}), 0.0, "sign(-0)");
+  expect_same(fwd(EwOp::relu, {-0.0}), 0.0, "relu(-0)");
+  expect_same(fwd(EwOp::relu6, {-0.0}), 0.0, "relu6(-0)");
+  expect_same(fwd(EwOp::hardtanh, {-0.0}), -0.0, "hardtanh(-0)");
+  expect_same(fwd(EwOp::clamp, {-0.0}, {0.0, 1.0}), 0.0, "clamp(-0, 0, 1)");
+  expect_same(fwd(EwOp::round, {2.5}), 2.0, "round(2.5)");
+  expect_same(fwd(EwOp::round, {-0.5}), -0.0, "round(-0.5)");
+  expect_same(fwd(EwOp::round, {1.25}, {Scalar(int64_t{1})}), 1.2, "round(1.25, decimals=1)");
+  expect_same(fwd(EwOp::frac, {kInf}), kNaN, "frac(inf)");
+  expect_same(fwd(EwOp::softshrink, {-0.5}), 0.0, "softshrink(-0.5)");
+  expect_same(fwd(EwOp::softshrink, {kNaN}), kNaN, "softshrink(nan)");
+  expect_same(fwd(EwOp::hardswish, {-3.0}), -0.0, "hardswish(-3)");
+  expect_same(fwd(EwOp::mish, {-kInf}), kNaN, "mish(-inf)");
+  expect_same(fwd(EwOp::logit, {1.0}), kInf, "logit(1)");
+  expect_same(fwd(EwOp::entr, {-1.0}), -kInf, "entr(-1)");
+  expect_same(fwd(EwOp::entr, {1.0}), -0.0, "entr(1)");
+  expect_same(fwd(EwOp::nan_to_num, {kNaN}), 0.0, "nan_to_num(nan)");
+  expect_same(fwd(EwOp::div_floor, {kInf, 2.0}), kNaN, "inf // 2");
+  expect_same(fwd(EwOp::div_floor, {-2.5, 2.0}), -2.0, "-2.5 // 2");
+  expect_same(fwd(EwOp::div_floor, {3.0, -0.0}), -kInf, "3 // -0");
+  expect_same(fwd(EwOp::remainder, {-2.5, 2.0}), 1.5, "remainder(-2.5, 2)");
+  expect_same(fwd(EwOp::remainder, {1.0, kInf}), 1.0, "remainder(1, inf)");
+  expect_same(fwd(EwOp::fmod, {-2.5, 2.0}), -0.5, "fmod(-2.5, 2)");
+  expect_same(fwd(EwOp::maximum, {-0.0, 0.0}), 0.0, "maximum(-0, 0)");
+  expect_same(fwd(EwOp::minimum, {1.0, -0.0}), -0.0, "minimum(1, -0)");
+  expect_same(fwd(EwOp::maximum, {kNaN, 1.0}), kNaN, "maximum(nan, 1)");
+  expect_same(fwd(EwOp::fmax, {kNaN, 1.0}), 1.0, "fmax(nan, 1)");
+  expect_same(fwd(EwOp::heaviside, {kNaN, 1.0}), 0.0, "heaviside(nan, 1)");
+  expect_same(fwd(EwOp::heaviside, {0.0, kNaN}), kNaN, "heaviside(0, nan)");
+  expect_same(fwd(EwOp::xlogy, {0.0, 0.0}), 0.0, "xlogy(0, 0)");
+  expect_same(fwd(EwOp::xlogy, {kNaN, 1.0}), kNaN, "xlogy(nan, 1)");
+  expect_same(fwd(EwOp::logaddexp, {-kInf, kInf}), kInf, "logaddexp(-inf, inf)");
+  expect_same(fwd(EwOp::ldexp, {-3.0, -kInf}), -0.0, "ldexp(-3, -inf)");
+  expect_same(fwd(EwOp::copysign, {1.0, -0.0}), -1.0, "copysign(1, -0)");
+  expect_same(fwd(EwOp::lerp_scalar, {0.1, 5.3}, {0.75}), 5.3 - (5.3 - 0.1) * 0.25, "lerp(0.1, 5.3, 0.75) branch");
+  expect_same(fwd(EwOp::isclose, {kNaN, kNaN}, {1e-5, 1e-8, 1.0}), 1.0, "isclose(nan, nan, equal_nan)");
+}
+
+TEST(EwReference, IntegerSemanticsAsPyTorch) {
+  auto i8 = [](int64_t v) { return ref::store_int(DType::i8, v); };
+  // int8 rows of the probe: floor_divide, remainder, fmod, div_trunc, gcd, lcm
+  const int64_t a[] = {7, -7, 7, -7, 0, 5, -128, 3, -3}, b[] = {2, 2, -2, -2, 3, 0, -1, 0, 0};
+  const int64_t fd[] = {3, -4, -4, 3, 0, -1, -128, -1, -2}, rm[] = {1, 1, -1, -1, 0, -1, 0, -1, -1};
+  const int64_t fm[] = {1, -1, 1, -1, 0, -1, 0, -1, -1}, dt[] = {3, -3, -3, 3, 0, -1, -128, -1, -1};
+  const int64_t gc[] = {1, 1, 1, 1, 3, 5, 1, 3, 3}, lc[] = {14, 14, 14, 14, 0, 0, -128, 0, 0};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(i8(ifwd(EwOp::div_floor, a[i], b[i])), fd[i]) << a[i] << " // " << b[i];
+    EXPECT_EQ(i8(ifwd(EwOp::remainder, a[i], b[i])), rm[i]) << a[i] << " % " << b[i];
+    EXPECT_EQ(i8(ifwd(EwOp::fmod, a[i], b[i])), fm[i]) << "fmod " << a[i] << ", " << b[i];
+    EXPECT_EQ(i8(ifwd(EwOp::div_trunc, a[i], b[i])), dt[i]) << "trunc div " << a[i] << ", " << b[i];
+    EXPECT_EQ(i8(ifwd(EwOp::gcd, a[i], b[i])), gc[i]) << "gcd " << a[i] << ", " << b[i];
+    EXPECT_EQ(i8(ifwd(EwOp::lcm, a[i], b[i])), lc[i]) << "lcm " << a[i] << ", " << b[i];
+  }
+  // shifts of -3 (int8 and int32 rows of the probe)
+  const int64_t amt[] = {0, 1, 7, 8, 9, 31, 32, 63, 64, 70};
+  const int64_t shl8[] = {-3, -6, -128, 0, 0, 0, 0, 0, 0, 0}, shl32[] = {-3, -6, -384, -768, -1536, INT32_MIN, 0, 0, 0, 0};
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(i8(ifwd(EwOp::bitwise_left_shift, -3, amt[i])), shl8[i]) << "-3 << " << amt[i];
+    EXPECT_EQ(ref::store_int(DType::i32, ifwd(EwOp::bitwise_left_shift, -3, amt[i])), shl32[i]) << "-3 << " << amt[i] << " (i32)";
+    EXPECT_EQ(i8(ifwd(EwOp::bitwise_right_shift, -3, amt[i])), i == 0 ? -3 : (i == 1 ? -2 : -1)) << "-3 >> " << amt[i];
+  }
+  // uint8: pow wraps, neg wraps, 3 // 0 = 255
+  EXPECT_EQ(ref::store_int(DType::u8, ifwd(EwOp::pow, 5, 255)), 205);
+  EXPECT_EQ(ref::store_int(DType::u8, ifwd(EwOp::div_floor, 3, 0)), 255);
+  EXPECT_EQ(i8(ifwd(EwOp::pow, -128, -1)), 0);
+  // casts f32 -> ints (probe): 1e10, -1e10, 300.7, -300.7, nan
+  EXPECT_EQ(ref::store_as(DType::i8, 1e10), -1);
+  EXPECT_EQ(ref::store_as(DType::u8, 1e10), 0);
+  EXPECT_EQ(ref::store_as(DType::u8, -300.7), 212);
+  EXPECT_EQ(ref::store_as(DType::i32, 1e10), 2147483647);
+  EXPECT_EQ(ref::store_as(DType::i64, kNaN), static_cast<double>(INT64_MIN));
+  EXPECT_EQ(ref::store_as(DType::i32, kNaN), 0);
+  // fp8 (probe): 460 -> 448, 500 -> nan (e4m3); 70000 -> inf (e5m2); saturating: 500 -> 448
+  EXPECT_EQ(ref::store_as(DType::f8e4m3, 460.0), 448.0);
+  EXPECT_TRUE(std::isnan(ref::store_as(DType::f8e4m3, 500.0)));
+  EXPECT_EQ(ref::store_as(DType::f8e4m3, 500.0, true), 448.0);
+  EXPECT_EQ(ref::store_as(DType::f8e5m2, 60000.0), 57344.0);
+  EXPECT_EQ(ref::store_as(DType::f8e5m2, 70000.0), kInf);
+}
+
+// ------------------------------------------------------------------ derivatives by finite differences
+// Inputs inside each op's smooth domain.
+double sample(EwOp op, int k, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-2.0, 2.0), pos(0.2, 3.0), unit(-0.9, 0.9), prob(0.05, 0.95);
+  switch (op) {
+    case EwOp::log: case EwOp::log2: case EwOp::log10: case EwOp::sqrt: case EwOp::rsqrt: case EwOp::lgamma:
+    case EwOp::entr: case EwOp::cbrt: case EwOp::reciprocal: return pos(rng);
+    case EwOp::log1p: return pos(rng) - 0.5;
+    case EwOp::asin: case EwOp::acos: case EwOp::atanh: case EwOp::erfinv: return unit(rng);
+    case EwOp::acosh: return pos(rng) + 1.1;
+    case EwOp::logit: return prob(rng);
+    case EwOp::pow: case EwOp::float_power: return k == 0 ? pos(rng) : u(rng);
+    case EwOp::xlogy: case EwOp::xlog1py: case EwOp::div: case EwOp::remainder: case EwOp::fmod:
+    case EwOp::addcdiv: return k >= 1 ? pos(rng) : u(rng);
+    case EwOp::where: case EwOp::masked_fill: return (op == EwOp::where ? k == 0 : k == 1) ? (rng() & 1) : u(rng);
+    case EwOp::lerp: return k == 2 ? prob(rng) : u(rng);
+    default: return u(rng);
+  }
+}
+
+TEST(EwReference, EveryDerivativeMatchesCentralDifferences) {
+  std::mt19937_64 rng(1234);
+  int checked = 0;
+  for (int o = 0; o < kNumEwOps; ++o) {
+    const EwOp op = static_cast<EwOp>(o);
+    const unsigned gm = ew_op_grad_mask(op);
+    if (gm == 0) continue;
+    ElementwiseDescriptor d = ElementwiseDescriptor::make(op, {});
+    if (op == EwOp::lerp_scalar) d.param[0] = 0.3;
+    if (op == EwOp::threshold) d.param[0] = 0.25, d.param[1] = -1.5;
+    if (op == EwOp::clamp) d.param[0] = -1.0, d.param[1] = 1.0;
+    auto pk = ew::kernel_params("test", d, DType::f64, false);
+    ASSERT_TRUE(pk.ok()) << ew_op_name(op);
+    const double* p = pk->data();
+    const int ar = ew_op_arity(op);
+    for (int trial = 0; trial < 40; ++trial) {
+      double x[3] = {};
+      for (int k = 0; k < ar; ++k) x[k] = sample(op, k, rng);
+      double dx[3];
+      const double g = 0.75;
+      ref::ew_backward(op, x, g, p, dx);
+      for (int k = 0; k < ar; ++k) {
+        if (!(gm >> k & 1u)) continue;
+        const double h = 1e-6 * std::max(1.0, std::fabs(x[k]));
+        double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
+        xp[k] += h;
+        xm[k] -= h;
+        const double fp = ref::ew_forward(op, xp, p), fm = ref::ew_forward(op, xm, p), f0 = ref::ew_forward(op, x, p);
+        // skip points next to a kink or jump (one-sided slopes disagree)
+        const double right = (fp - f0) / h, left = (f0 - fm) / h;
+        if (std::fabs(right - left) > 1e-3 * (1.0 + std::fabs(right))) continue;
+        const double fd = g * (fp - fm) / (2 * h);
+        EXPECT_NEAR(dx[k], fd, 1e-5 + 1e-3 * std::fabs(fd))
+            << ew_op_name(op) << " d/dx" << k << " at (" << x[0] << ", " << x[1] << ", " << x[2] << ")";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 3000);
+}
+
+TEST(EwReference, DerivativeRulesAtSpecialPoints) {
+  // probe rows: relu'(0) = 0, relu'(nan) = g, hardtanh'(+-1) = 0, clamp'(nan) = 0,
+  // maximum tie splits, fmax(nan, 1) -> all to b, atan2 at (0, 0) gives 0
+  auto bw = [](EwOp op, std::initializer_list<double> x, int k, std::initializer_list<Scalar> params = {}) {
+    ElementwiseDescriptor d = ElementwiseDescriptor::make(op, {}, params);
+    auto p = ew::kernel_params("test", d, DType::f32, false);
+    double xs[3] = {}, dx[3];
+    int i = 0;
+    for (double v : x) xs[i++] = v;
+    ref::ew_backward(op, xs, 1.0, p->data(), dx);
+    return dx[k];
+  };
+  EXPECT_EQ(bw(EwOp::relu, {0.0}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::relu, {kNaN}, 0), 1.0);
+  EXPECT_EQ(bw(EwOp::hardtanh, {1.0}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::hardtanh, {kNaN}, 0), 1.0);
+  EXPECT_EQ(bw(EwOp::clamp, {kNaN}, 0, {0.0, 1.0}), 0.0);
+  EXPECT_EQ(bw(EwOp::clamp, {1.0}, 0, {0.0, 1.0}), 1.0);
+  EXPECT_EQ(bw(EwOp::hardswish, {3.0}, 0), 1.0);
+  EXPECT_EQ(bw(EwOp::hardswish, {-3.0}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::leaky_relu, {0.0}, 0), 0.01);
+  EXPECT_EQ(bw(EwOp::maximum, {2.0, 2.0}, 0), 0.5);
+  EXPECT_EQ(bw(EwOp::maximum, {kNaN, 1.0}, 1), 1.0);
+  EXPECT_EQ(bw(EwOp::fmax, {kNaN, 1.0}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::fmax, {kNaN, 1.0}, 1), 1.0);
+  EXPECT_EQ(bw(EwOp::atan2, {0.0, 0.0}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::nan_to_num, {kInf}, 0), 0.0);
+  EXPECT_EQ(bw(EwOp::pow, {kNaN, 1.0}, 0), 1.0);
+  EXPECT_TRUE(std::isnan(bw(EwOp::logit, {-0.5}, 0)));
+  EXPECT_EQ(bw(EwOp::xlogy, {0.0, 0.0}, 0), 0.0);
+}
+
+// ------------------------------------------------------------------ validation
+void expect_error(const Status& s, StatusCode code, const std::string& substr) {
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(substr), std::string::npos) << "message: " << s.message() << "\nwanted: " << substr;
+}
+
+TEST(EwValidation, ClearErrors) {
+  const auto f32 = [](std::initializer_list<int64_t> s) { return EwOperand::tensor(DType::f32, s); };
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::add, {f32({3}), f32({4})}), host_pref()).status(),
+               StatusCode::kInvalidProblem, "do not broadcast");
+  ElementwiseDescriptor bad = ElementwiseDescriptor::make(EwOp::add, {f32({3})});
+  expect_error(ElementwisePlan::select(bad, host_pref()).status(), StatusCode::kInvalidProblem, "takes 2 operands");
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::sub, {EwOperand::tensor(DType::boolean, {2}), EwOperand::tensor(DType::boolean, {2})}), host_pref()).status(),
+               StatusCode::kUnsupported, "not bool");
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::silu, {EwOperand::tensor(DType::i32, {2})}), host_pref()).status(),
+               StatusCode::kUnsupported, "floating dtypes only");
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::where, {f32({2}), f32({2}), f32({2})}), host_pref()).status(),
+               StatusCode::kInvalidProblem, "must be a bool tensor");
+  ElementwiseDescriptor cast_bad = ElementwiseDescriptor::make(EwOp::exp, {f32({2})});
+  cast_bad.out_dtype = DType::i32;
+  expect_error(ElementwisePlan::select(cast_bad, host_pref()).status(), StatusCode::kInvalidProblem, "cannot be cast");
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::add, {EwOperand::scalar(1.0), EwOperand::scalar(2.0)}), host_pref()).status(),
+               StatusCode::kInvalidProblem, "at least one tensor");
+  expect_error(ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::eq, {f32({2}), f32({2})}), host_pref()).status(),
+               StatusCode::kUnsupported, "not differentiable");
+  // ldexp's integer exponent has no gradient (not in its grad mask): fine; mul's does
+  EXPECT_TRUE(ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::ldexp, {f32({2}), EwOperand::tensor(DType::i32, {2})}), host_pref()).ok());
+  expect_error(ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::mul, {f32({2}), EwOperand::tensor(DType::i32, {2})}), host_pref()).status(),
+               StatusCode::kUnsupported, "only floating operands");
+  expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::add, {EwOperand::tensor(DType::i32, {2}), EwOperand::tensor(DType::i32, {2})}, {2.5}), host_pref()).status(),
+               StatusCode::kInvalidProblem, "alpha must be an integer");
+  ElementwiseDescriptor to = ElementwiseDescriptor::make(EwOp::to, {f32({2})});
+  expect_error(ElementwisePlan::select(to, host_pref()).status(), StatusCode::kInvalidProblem, "needs out_dtype");
+}
+
+TEST(EwValidation, ArgsOverlapAndShapes) {
+  auto plan = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::add, {EwOperand::tensor(DType::f32, {4, 8}), EwOperand::tensor(DType::f32, {8})}), host_pref());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  alignas(16) static float buf[256];
+  ElementwiseArgs a;
+  a.in[0] = TensorRef::make(buf, DType::f32, {4, 8});
+  a.in[1] = TensorRef::make(buf + 64, DType::f32, {8});
+  a.out = TensorMut::make(buf + 128, DType::f32, {4, 8});
+  EXPECT_TRUE(plan->can_implement(a).ok());
+  a.out = TensorMut::make(buf, DType::f32, {4, 8});  // exact in-place on in[0]
+  EXPECT_TRUE(plan->can_implement(a).ok()) << plan->can_implement(a).to_string();
+  a.out = TensorMut::make(buf + 1, DType::f32, {4, 8});  // shifted by one element
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "partially overlaps in[0]");
+  a.out = TensorMut::make(buf + 128, DType::f32, {4, 7});
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "shape");
+  a.out = TensorMut::make(buf + 128, DType::f32, {4, 8}, {0, 1});
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "overlapping");
+}
+
+TEST(EwValidation, SplitHalvesAreDisjointViews) {
+  alignas(16) static float buf[64];
+  TensorMut x = TensorMut::make(buf, DType::f32, {4, 16}), a, b;
+  ASSERT_TRUE(split_halves(x, -1, &a, &b).ok());
+  EXPECT_EQ(a.shape[1], 8);
+  EXPECT_EQ(static_cast<float*>(b.data) - buf, 8);
+  EXPECT_FALSE(views_may_overlap(a, a.data, b, b.data));
+  TensorMut c = a;
+  c.data = buf + 4;  // shifted by half a row: overlaps a
+  EXPECT_TRUE(views_may_overlap(a, a.data, c, c.data));
+  EXPECT_FALSE(split_halves(TensorMut::make(buf, DType::f32, {4, 15}), 1, &a, &b).ok());
+}
+
+TEST(ReduceToShapeHost, Validation) {
+  const int64_t in[] = {4, 5, 6}, ok_out[] = {5, 1}, bad_out[] = {4, 6};
+  EXPECT_TRUE(ReduceToShapePlan::select(ReduceToShapeDescriptor::make(ReduceOp::kSum, DType::f32, in, DType::f32, ok_out), host_pref()).ok());
+  expect_error(ReduceToShapePlan::select(ReduceToShapeDescriptor::make(ReduceOp::kSum, DType::f32, in, DType::f32, bad_out), host_pref()).status(),
+               StatusCode::kInvalidProblem, "must be 1 or in_shape");
+  expect_error(ReduceToShapePlan::select(ReduceToShapeDescriptor::make(ReduceOp::kSum, DType::f32, in, DType::i32, ok_out), host_pref()).status(),
+               StatusCode::kUnsupported, "cannot reduce into");
+}
+
+}  // namespace
+}  // namespace baracuda
