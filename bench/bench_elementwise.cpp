@@ -190,6 +190,7 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
       std::vector<Scalar> ps;
       if (op == EwOp::threshold) ps = {0.5, 0.0};
       if (op == EwOp::lerp_scalar) ps = {0.3};
+      if (op == EwOp::clamp) ps = {-0.5, 1.25};
       R.run(op, dt, std::vector<std::vector<int64_t>>(ar, {n}), std::vector<std::vector<int64_t>>(ar), "contiguous", ps);
     }
   }

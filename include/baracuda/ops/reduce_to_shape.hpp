@@ -4,8 +4,8 @@
 // Math: y[j] = R over every x[i] that broadcasting y to x's shape maps onto j, where R is sum,
 //   prod, max or min (max/min propagate NaN, as torch.amax).
 // Shapes: x rank 0..8; y rank <= x rank, right-aligned against x, each extent 1 or equal to
-//   x's (leading axes of x absent from y are reduced). An empty reduction gives the identity
-//   (0, 1, -inf, +inf).
+//   x's (leading axes of x absent from y are reduced). An empty reduction gives 0 (sum) or 1
+//   (prod); max/min over an empty axis is an InvalidProblem, as torch.amax.
 // Dtypes: x and y f32, f16, bf16, f64 (y may differ from x); i32/i64/u8/i8/i16 for sum/prod/max/
 //   min with an i64 accumulator. Accumulation in f32 (f64 for f64 or when either side is f64).
 // Strides: any for x (0 allowed); y must not self-overlap and must not overlap x.

@@ -295,6 +295,22 @@ Status check_alias(std::string_view opn, const char* oname, const TensorMut& out
   return {};
 }
 
+// Operands (bit k) whose values an op's derivative reads; the others are not loaded by the
+// backward kernel. Default: all.
+unsigned bwd_reads(EwOp op) {
+  switch (op) {
+    case EwOp::add: case EwOp::sub: case EwOp::rsub: case EwOp::neg: case EwOp::frac: case EwOp::to:
+    case EwOp::deg2rad: case EwOp::rad2deg: case EwOp::lerp_scalar: case EwOp::sign: case EwOp::ceil:
+    case EwOp::floor: case EwOp::round: case EwOp::trunc: case EwOp::div_trunc: case EwOp::div_floor:
+      return 0;
+    case EwOp::where: return 1u;
+    case EwOp::masked_fill: return 2u;
+    case EwOp::addcmul: case EwOp::addcdiv: return 6u;
+    case EwOp::fma: return 3u;
+    default: return 7u;
+  }
+}
+
 struct Resolved {
   EwOp kop;
   DType result, out, common;
@@ -745,7 +761,11 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
   it.in[0].data = a.grad_out.data;
   it.in[0].dtype = r_->r.out;
   aligned_strides(a.grad_out, it.rank, it.size, it.in[0].stride);
-  for (int k = 0; k < desc_.num_operands; ++k) fill_operand(desc_, k, a.in[k], it.rank, it.size, &it.in[k + 1]);
+  const unsigned reads = bwd_reads(desc_.op);
+  for (int k = 0; k < desc_.num_operands; ++k) {
+    if (reads >> k & 1u) fill_operand(desc_, k, a.in[k], it.rank, it.size, &it.in[k + 1]);
+    else it.in[k + 1].literal = true;  // value unused by the derivative: not loaded
+  }
   it.mask_operand = r_->r.mask_operand < 0 ? -1 : r_->r.mask_operand + 1;
   for (int k = 0; k < desc_.num_operands; ++k) {
     const EwOperand& o = desc_.operand[k];

@@ -76,7 +76,22 @@ struct EwStrided {
   EwScalars s;
 };
 
+// 2-D problems where some operand walks the rows fastest (a transposed view): 32 x 32 tiles,
+// such operands staged through shared memory so every global access is coalesced.
+struct EwTile {
+  int64_t rows = 0, cols = 0;
+  const void* in[kMaxIn] = {};
+  int64_t in_rs[kMaxIn] = {}, in_cs[kMaxIn] = {};
+  uint8_t in_dt[kMaxIn] = {}, in_kind[kMaxIn] = {}, in_t[kMaxIn] = {};  // in_t: row-fastest (staged)
+  void* out[kMaxOut] = {};
+  int64_t out_rs[kMaxOut] = {}, out_cs[kMaxOut] = {};
+  uint8_t out_dt[kMaxOut] = {}, out_on[kMaxOut] = {}, out_t[kMaxOut] = {};
+  uint8_t sat_fp8 = 0;
+  EwScalars s;
+};
+
 using EwRowsFn = int (*)(const EwRows&, cudaStream_t);
+using EwTileFn = int (*)(const EwTile&, cudaStream_t);
 using EwStridedFn = int (*)(const EwStrided&, cudaStream_t);
 
 // Compute type of the strided path.
@@ -88,6 +103,7 @@ struct EwKernels {
   EwRowsFn rows = nullptr;
   int rows_vec = 0;  // elements per vector of the rows kernel
   EwStridedFn strided = nullptr;
+  EwTileFn tile = nullptr;  // f32 compute only
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes
 };
 

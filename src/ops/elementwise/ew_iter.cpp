@@ -146,6 +146,45 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   return true;
 }
 
+// ---------------------------------------------------------------- tiled 2-D path
+// Rank 2 (after coalescing) with some operand whose row stride is smaller than its column
+// stride (a transposed view): tiles keep both kinds of access coalesced.
+bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8, cudaStream_t stream,
+              Status* st) {
+  if (!k.tile || it.rank != 2 || it.size[0] < 32 || it.size[1] < 32 || (it.size[0] + 31) / 32 > 65535) return false;
+  auto row_fastest = [](const int64_t* stride) { return std::llabs(stride[0]) < std::llabs(stride[1]); };
+  bool any = false;
+  EwTile g;
+  g.rows = it.size[0];
+  g.cols = it.size[1];
+  g.s = s;
+  g.sat_fp8 = sat_fp8;
+  for (int i = 0; i < it.ni; ++i) {
+    const IterOperand& o = it.in[i];
+    g.in[i] = o.data;
+    g.in_dt[i] = static_cast<uint8_t>(o.dtype);
+    g.in_kind[i] = o.literal ? kLiteral : kVector;
+    if (o.literal) continue;
+    g.in_rs[i] = o.stride[0];
+    g.in_cs[i] = o.stride[1];
+    g.in_t[i] = row_fastest(o.stride);
+    any |= g.in_t[i] != 0;
+  }
+  for (int o = 0; o < it.no; ++o) {
+    g.out_on[o] = it.out_on[o];
+    if (!it.out_on[o]) continue;
+    g.out[o] = const_cast<void*>(it.out[o].data);
+    g.out_dt[o] = static_cast<uint8_t>(it.out[o].dtype);
+    g.out_rs[o] = it.out[o].stride[0];
+    g.out_cs[o] = it.out[o].stride[1];
+    g.out_t[o] = row_fastest(it.out[o].stride);
+    any |= g.out_t[o] != 0;
+  }
+  if (!any) return false;
+  *st = cuda_status(static_cast<cudaError_t>(k.tile(g, stream)), op);
+  return true;
+}
+
 // ---------------------------------------------------------------- strided path
 struct StridedCtx {
   std::string_view op;
@@ -253,6 +292,7 @@ Status run_iter(std::string_view op, const Iter& in_it, const EwKernels& k, cons
   coalesce(it);
   Status st;
   if (try_rows(op, it, k, s, sat_fp8, stream, &st)) return st;
+  if (try_tile(op, it, k, s, sat_fp8, stream, &st)) return st;
   if (!k.strided) return error(StatusCode::kInternal, op, ": no strided kernel");
   const void* ip[kMaxIn];
   void* opp[kMaxOut];

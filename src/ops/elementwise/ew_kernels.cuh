@@ -64,8 +64,10 @@ __device__ __forceinline__ T from_c(C v, bool sat_fp8) {
                                   std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2);
     return r;
   } else if constexpr (std::is_integral_v<T> && !std::is_integral_v<C>) {
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<int64_t>(v));
-    else return static_cast<T>(static_cast<int32_t>(v));
+    // NaN: what PyTorch's f32 conversions give (i64: INT64_MIN, narrower: 0), whatever C is
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>)
+      return v != v ? static_cast<T>(INT64_MIN) : static_cast<T>(static_cast<int64_t>(v));
+    else return v != v ? T(0) : static_cast<T>(static_cast<int32_t>(v));
   } else {
     return static_cast<T>(v);
   }
@@ -86,7 +88,7 @@ __device__ __forceinline__ T from_c(C v, bool sat_fp8) {
   X(boolean, bool)
 
 template <class C>
-__device__ __forceinline__ C load_dyn(const void* base, int32_t off, uint8_t dt) {
+__device__ __forceinline__ C load_dyn(const void* base, int64_t off, uint8_t dt) {
   switch (static_cast<DType>(dt)) {
 #define EW_X(e, T) \
   case DType::e: return to_c<C>(static_cast<const T*>(base)[off]);
@@ -96,7 +98,7 @@ __device__ __forceinline__ C load_dyn(const void* base, int32_t off, uint8_t dt)
   }
 }
 template <class C>
-__device__ __forceinline__ void store_dyn(void* base, int32_t off, uint8_t dt, C v, bool sat) {
+__device__ __forceinline__ void store_dyn(void* base, int64_t off, uint8_t dt, C v, bool sat) {
   switch (static_cast<DType>(dt)) {
 #define EW_X(e, T) \
   case DType::e: static_cast<T*>(base)[off] = from_c<T>(v, sat); return;
@@ -283,6 +285,78 @@ int launch_strided(const EwStrided& g, cudaStream_t stream) {
   return static_cast<int>(launch_kernel(strided_kernel<A, C, UNR>, dim3(blocks), dim3(kThreads), 0, stream, g));
 }
 
+// ---------------------------------------------------------------- tiled 2-D path
+template <class A, class C>
+__global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
+  constexpr int NI = A::NI, NO = A::NO, TS = 32, NS = NI > NO ? NI : NO;
+  __shared__ C sm[NS][TS][TS + 1];  // [operand][col in tile][row in tile]
+  const P<C> p = load_params<C>(g.s);
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * TS, c0 = static_cast<int64_t>(blockIdx.x) * TS;
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  bool staged = false;
+#pragma unroll
+  for (int i = 0; i < NI; ++i) {
+    if (!g.in_t[i]) continue;
+    staged = true;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // thread tx walks the rows: coalesced for a row-fastest view
+      const int cl = ty + 8 * j;
+      const int64_t r = r0 + tx, c = c0 + cl;
+      sm[i][cl][tx] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+    }
+  }
+  if (staged) __syncthreads();
+  C y[4][NO];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int rl = ty + 8 * j;
+    const int64_t r = r0 + rl, c = c0 + tx;
+    C x[NI];
+#pragma unroll
+    for (int i = 0; i < NI; ++i) {
+      if (g.in_kind[i] == kLiteral) x[i] = scalar_of<C>(g.s, kLiteralSlot + i);
+      else if (g.in_t[i]) x[i] = sm[i][tx][rl];
+      else x[i] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+    }
+    A::apply(x, y[j], p);
+  }
+  bool any_t_out = false;
+#pragma unroll
+  for (int o = 0; o < NO; ++o) any_t_out |= g.out_on[o] && g.out_t[o];
+  if (any_t_out) __syncthreads();  // the staged inputs are consumed
+#pragma unroll
+  for (int o = 0; o < NO; ++o) {
+    if (!g.out_on[o]) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int rl = ty + 8 * j;
+      const int64_t r = r0 + rl, c = c0 + tx;
+      if (g.out_t[o]) sm[o][tx][rl] = y[j][o];
+      else if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], y[j][o], g.sat_fp8 != 0);
+    }
+  }
+  if (any_t_out) {
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < NO; ++o) {
+      if (!g.out_on[o] || !g.out_t[o]) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int cl = ty + 8 * j;
+        const int64_t r = r0 + tx, c = c0 + cl;
+        if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], sm[o][cl][tx], g.sat_fp8 != 0);
+      }
+    }
+  }
+}
+
+template <class A, class C>
+int launch_tile(const EwTile& g, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((g.cols + 31) / 32), static_cast<unsigned>((g.rows + 31) / 32));
+  if (grid.x == 0 || grid.y == 0) return 0;
+  return static_cast<int>(launch_kernel(tile_kernel<A, C>, grid, dim3(256), 0, stream, g));
+}
+
 // ---------------------------------------------------------------- per-op kernel lookup
 // Calls f.template operator()<T>() for the storage type of t among the enabled families
 // (compile-time, so disabled families are never instantiated). All: also fp8, i8 and i16
@@ -322,7 +396,10 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
           k.rows = &launch_rows<A, T, T, MI>;
           k.rows_vec = RowsShape<T, T, A::NI>::VEC;
         });
-      if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
+      if (c == EwCompute::kF32 && K != EwKind::kFloatPower) {
+        k.strided = &launch_strided<A, float>;
+        k.tile = &launch_tile<A, float>;
+      }
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
     }
     return k;
@@ -362,7 +439,10 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
         });
     }
     if constexpr (fl) {
-      if (c == EwCompute::kF32) k.strided = &launch_strided<A, float>;
+      if (c == EwCompute::kF32) {
+        k.strided = &launch_strided<A, float>;
+        k.tile = &launch_tile<A, float>;
+      }
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
     }
     if constexpr (in) {

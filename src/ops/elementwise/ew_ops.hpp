@@ -31,8 +31,20 @@ EW_HD int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_ca
 EW_HD int64_t wsub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
 EW_HD int64_t wmul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
 EW_HD int64_t wneg(int64_t a) { return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a)); }
-EW_HD int64_t idiv(int64_t a, int64_t b) { return b == 0 ? -1 : (b == -1 ? wneg(a) : a / b); }
-EW_HD int64_t imod(int64_t a, int64_t b) { return b == 0 ? -1 : (b == -1 ? 0 : a % b); }
+EW_HD bool fits32(int64_t a) { return a == static_cast<int32_t>(a); }
+// 64-bit division is a long software sequence on the GPU: divide in 32 bits when both fit.
+EW_HD int64_t idiv(int64_t a, int64_t b) {
+  if (b == 0) return -1;
+  if (b == -1) return wneg(a);
+  if (fits32(a) && fits32(b)) return static_cast<int32_t>(a) / static_cast<int32_t>(b);
+  return a / b;
+}
+EW_HD int64_t imod(int64_t a, int64_t b) {
+  if (b == 0) return -1;
+  if (b == -1) return 0;
+  if (fits32(a) && fits32(b)) return static_cast<int32_t>(a) % static_cast<int32_t>(b);
+  return a % b;
+}
 EW_HD int64_t iabs(int64_t a) { return a < 0 ? wneg(a) : a; }
 
 template <class C> EW_HD C sgn(C x) { return static_cast<C>((C(0) < x) - (x < C(0))); }
@@ -117,6 +129,15 @@ EW_HD int64_t ipow(int64_t a, int64_t b) {
 EW_HD int64_t igcd(int64_t a, int64_t b) {
   a = iabs(a);
   b = iabs(b);
+  if (static_cast<uint64_t>(a) <= 0xffffffffu && static_cast<uint64_t>(b) <= 0xffffffffu) {
+    uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+    while (y != 0) {
+      const uint32_t t = x % y;
+      x = y;
+      y = t;
+    }
+    return x;
+  }
   while (b != 0) {
     const int64_t t = static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
     a = b;

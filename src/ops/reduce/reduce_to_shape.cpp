@@ -179,6 +179,11 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
     if (o != 1 && o != d.in_shape[a])
       return error(StatusCode::kInvalidProblem, kOp, ": out_shape[", a - off, "] = ", o, " must be 1 or in_shape[", a, "] = ", d.in_shape[a]);
   }
+  if (d.op == ReduceOp::kMax || d.op == ReduceOp::kMin)
+    for (int a = 0; a < d.in_rank; ++a)
+      if (d.in_shape[a] == 0 && (a < off || d.out_shape[a - off] == 1))
+        return error(StatusCode::kInvalidProblem, kOp, ": ", reduce_op_name(d.op), " over an empty axis (in_shape[", a,
+                     "] = 0) has no identity (as torch.amax)");
   if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
     return error(StatusCode::kUnsupported, kOp, ": forced backend ", backend_name(pref.forced_backend), " has no implementation (candidates: bespoke)");
   auto arch = resolve_arch(kOp, pref);
