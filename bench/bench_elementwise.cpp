@@ -226,8 +226,7 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
       R.run(op, dt, {{rows, cols}, {rows, 1}}, {{}, {}}, "column-broadcast [m,1]");
       R.run(op, dt, {{rows, cols}, {rows, cols}}, {{1, rows}, {}}, "strided (transposed a)");
     }
-    for (EwOp op : {EwOp::gelu, EwOp::silu, EwOp::exp})
-      R.run(op, dt, {{rows, cols}}, {{1, rows}}, "strided (transposed)");
+    R.run(EwOp::exp, dt, {{rows, cols}}, {{1, rows}}, "strided (transposed)");  // a transposing copy-with-math
     R.run(EwOp::where, dt, {{rows, cols}, {rows, cols}, {cols}}, {{}, {}, {}}, "row-broadcast other");
     // SwiGLU on the halves of [32768, 2 x 14336]
     const int64_t m = quick ? 4096 : 32768, h = 14336;

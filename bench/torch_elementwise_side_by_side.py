@@ -114,6 +114,9 @@ def torch_us(r):
         return None
     xs = operands(r)
     if r["direction"] == "fwd":
+        if r["variant"] == "strided (transposed)":  # same work as ours: a contiguous result
+            y = torch.empty(r["shape"], device="cuda", dtype=xs[0].dtype)
+            return median_us(lambda: torch.exp(xs[0], out=y), warm=3, reps=15)
         return median_us(lambda: fn(*xs), warm=3, reps=15)
     leaves = [x.detach().requires_grad_(x.is_floating_point()) for x in xs]
     y = fn(*leaves)

@@ -43,7 +43,7 @@ double op_k(EwOp op) {
     case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
     case EwOp::ldexp: case EwOp::hypot: case EwOp::softplus: case EwOp::logsigmoid:
       return 64;
-    case EwOp::sinc:  // (px cos px - sin px) cancels near tan(px) = px, in f32 as in PyTorch
+    case EwOp::sinc:  // (z cos z - sin z) cancels near tan(z) = z, in f32 as in PyTorch
       return 256;
     default: return 8;
   }
@@ -101,10 +101,11 @@ struct OperandSpec {
   Layout layout = Layout::kContiguous;
 };
 
-// Ops whose float64 reference would flip an integer-valued result near a discontinuity;
-// their reference is evaluated in the kernel's own precision (IEEE-exact steps only).
+// Ops whose result is defined by the precision itself (floor division and remainder jump at
+// integers, nextafter steps one ulp of the compute type): their reference is evaluated in the
+// kernel's own precision, with IEEE-exact steps only.
 bool discontinuous(EwOp op) {
-  return op == EwOp::div_floor || op == EwOp::div_trunc || op == EwOp::remainder || op == EwOp::fmod;
+  return op == EwOp::div_floor || op == EwOp::div_trunc || op == EwOp::remainder || op == EwOp::fmod || op == EwOp::nextafter;
 }
 
 double ref_fwd_in(EwOp op, const double* x, const double* p, DType compute_out) {

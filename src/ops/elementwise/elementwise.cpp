@@ -329,6 +329,11 @@ struct EwResolved {
   int64_t out_shape[kMaxRank] = {};
   // backward: per operand, whether its gradient goes through workspace + reduction
   bool reduce[kEwMaxOperands] = {};
+  // linear ops (d/dk = factor * g): the broadcast operand's gradient is reduce(g) * factor,
+  // without the elementwise pass
+  bool direct[kEwMaxOperands] = {};
+  double factor[kEwMaxOperands] = {};
+  std::optional<ElementwisePlan> scaler[kEwMaxOperands];
   size_t ws_offset[kEwMaxOperands] = {};
   std::optional<ReduceToShapePlan> reducer[kEwMaxOperands];
   size_t reduce_ws_offset = 0;
@@ -687,18 +692,35 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
   const unsigned gm = ew_op_grad_mask(desc.op);
   int64_t out_numel = 1;
   for (int a = 0; a < res->out_rank; ++a) out_numel *= res->out_shape[a];
-  const size_t csize = r->compute == ew::EwCompute::kF64 ? 8 : 4;
-  const DType cdt = r->compute == ew::EwCompute::kF64 ? DType::f64 : DType::f32;
   size_t off = 0, reduce_ws = 0;
   for (int k = 0; k < desc.num_operands; ++k) {
     const EwOperand& o = desc.operand[k];
     if (o.is_scalar || !(desc.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
     if (same_shape(o, res->out_rank, res->out_shape)) continue;
     res->reduce[k] = true;
-    res->ws_offset[k] = off;
-    off += (static_cast<size_t>(out_numel) * csize + 255) / 256 * 256;
+    const double alpha = desc.param[0].as_double();
+    double f = 0.0;
+    switch (desc.op) {
+      case EwOp::add: f = k == 0 ? 1.0 : alpha; res->direct[k] = true; break;
+      case EwOp::sub: f = k == 0 ? 1.0 : -alpha; res->direct[k] = true; break;
+      case EwOp::rsub: f = k == 0 ? -alpha : 1.0; res->direct[k] = true; break;
+      case EwOp::to: f = 1.0; res->direct[k] = true; break;
+      default: break;
+    }
+    res->factor[k] = f;
+    // The per-element gradient is rounded to the operand's dtype before the f32-accumulated sum,
+    // as PyTorch's autograd does (and it keeps the pass on the 16-byte rows path).
+    const DType src = res->direct[k] ? r->out : o.dtype;
+    if (!res->direct[k]) {
+      res->ws_offset[k] = off;
+      off += (static_cast<size_t>(out_numel) * dtype_size(o.dtype) + 255) / 256 * 256;
+    } else if (f != 1.0) {
+      auto sp = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::mul, {EwOperand::tensor(o.dtype, span_of(o)), EwOperand::scalar(f)}), pref);
+      if (!sp) return sp.status();
+      res->scaler[k] = *sp;
+    }
     auto rp = ReduceToShapePlan::select(
-        ReduceToShapeDescriptor::make(ReduceOp::kSum, cdt, std::span<const int64_t>(res->out_shape, res->out_rank), o.dtype, span_of(o)),
+        ReduceToShapeDescriptor::make(ReduceOp::kSum, src, std::span<const int64_t>(res->out_shape, res->out_rank), o.dtype, span_of(o)),
         pref);
     if (!rp) return rp.status();
     reduce_ws = std::max(reduce_ws, rp->workspace_size());
@@ -752,7 +774,6 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
   if (workspace_ > 0 && (ws.ptr == nullptr || ws.bytes < workspace_))
     return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes (ptr ", ws.ptr, "); needs ", workspace_);
   const unsigned gm = ew_op_grad_mask(desc_.op);
-  const DType cdt = r_->r.compute == ew::EwCompute::kF64 ? DType::f64 : DType::f32;
   ew::Iter it;
   it.rank = r_->out_rank;
   std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
@@ -770,11 +791,12 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
   for (int k = 0; k < desc_.num_operands; ++k) {
     const EwOperand& o = desc_.operand[k];
     if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
+    if (r_->direct[k]) continue;
     it.out_on[k] = true;
     if (r_->reduce[k]) {
       it.out[k].data = static_cast<char*>(ws.ptr) + r_->ws_offset[k];
-      it.out[k].dtype = cdt;
-      TensorLayout full = TensorLayout::make(cdt, std::span<const int64_t>(it.size, it.rank));
+      it.out[k].dtype = o.dtype;
+      TensorLayout full = TensorLayout::make(o.dtype, std::span<const int64_t>(it.size, it.rank));
       std::copy(full.stride, full.stride + it.rank, it.out[k].stride);
     } else {
       it.out[k].data = a.grad_in[k].data;
@@ -782,14 +804,25 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
       aligned_strides(a.grad_in[k], it.rank, it.size, it.out[k].stride);
     }
   }
-  if (Status s = ew::run_iter(kBwd, it, r_->r.k, r_->r.s, false, stream); !s.ok()) return s;
+  bool any_out = false;
+  for (int k = 0; k < it.no; ++k) any_out |= it.out_on[k];
+  if (any_out)
+    if (Status s = ew::run_iter(kBwd, it, r_->r.k, r_->r.s, false, stream); !s.ok()) return s;
   for (int k = 0; k < desc_.num_operands; ++k) {
-    if (!r_->reduce[k] || !it.out_on[k]) continue;
+    if (!r_->reduce[k] || !r_->reducer[k]) continue;
+    if (desc_.operand[k].is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
     ReduceToShapeArgs ra;
-    ra.x = TensorRef::make(it.out[k].data, cdt, std::span<const int64_t>(it.size, it.rank));
+    ra.x = r_->direct[k] ? a.grad_out
+                         : TensorRef::make(it.out[k].data, desc_.operand[k].dtype, std::span<const int64_t>(it.size, it.rank));
     ra.y = a.grad_in[k];
     Workspace rws{static_cast<char*>(ws.ptr) + r_->reduce_ws_offset, ws.bytes - r_->reduce_ws_offset};
     if (Status s = r_->reducer[k]->run(stream, rws, ra); !s.ok()) return s;
+    if (r_->scaler[k]) {
+      ElementwiseArgs sa;
+      sa.in[0] = a.grad_in[k].as_ref();
+      sa.out = a.grad_in[k];
+      if (Status s = r_->scaler[k]->run(stream, {}, sa); !s.ok()) return s;
+    }
   }
   return {};
 }

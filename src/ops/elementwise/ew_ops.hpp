@@ -295,11 +295,15 @@ EW_UN(sinc) {
     const C px = C(3.14159265358979323846) * x;
     return m::sin(px) / px;
   }
-  D1 {
+  D1 {  // (z cos z - sin z) / z^2 at z = pi x; its Taylor series where that cancels (|z| < 1/2)
     UNUSED_P;
-    if (x == C(0)) return C(0);
-    const C px = C(3.14159265358979323846) * x;
-    return g * (px * m::cos(px) - m::sin(px)) / (px * x);
+    const C pi = C(3.14159265358979323846);
+    const C z = pi * x;
+    if (m::fabs(z) < C(0.5)) {
+      const C z2 = z * z;
+      return g * pi * z * (C(-1) / C(3) + z2 * (C(1) / C(30) + z2 * (C(-1) / C(840) + z2 * (C(1) / C(45360)))));
+    }
+    return g * (z * m::cos(z) - m::sin(z)) / (z * x);
   }
 };
 EW_UN(deg2rad) {
