@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "baracuda/ops/elementwise.hpp"
 #include "pad_ref.hpp"
 #include "timing.hpp"
 
@@ -303,12 +304,27 @@ int main(int argc, char** argv) {
     const TensorLayout W = TensorLayout::make(DType::bf16, std::vector<int64_t>{6144, 4096});
     const TensorLayout Y = TensorLayout::make(DType::bf16, std::vector<int64_t>{32768, 6144});
     const bool gemm_ok = GemmPlan::select(GemmDescriptor::linear(X, W, nullptr, Y), pref).ok();
+    // every pointwise op selects (bf16, or i32 for integer-only ops), forward and backward
+    int ew_ok = 0;
+    for (int o = 0; o < kNumEwOps; ++o) {
+      const EwOp op = static_cast<EwOp>(o);
+      const DType dt = ew_kind_has_floats(ew_op_kind(op)) ? DType::bf16 : DType::i32;
+      ElementwiseDescriptor d;
+      d.op = op;
+      ew_default_params(op, d.param);
+      d.num_operands = ew_op_arity(op);
+      for (int k = 0; k < d.num_operands; ++k)
+        d.operand[k] = EwOperand::tensor((op == EwOp::where && k == 0) || (op == EwOp::masked_fill && k == 1) ? DType::boolean : dt, {1024});
+      if (op == EwOp::to) d.out_dtype = DType::f32;
+      ew_ok += ElementwisePlan::select(d, pref).ok() && (ew_op_grad_mask(op) == 0 || ElementwiseBackwardPlan::select(d, pref).ok());
+    }
+    std::printf("  elementwise: %d of %d ops select forward (and backward where differentiable) for sm_90.\n", ew_ok, kNumEwOps);
     std::printf("baracuda_bench: no CUDA GPU on this machine, so nothing was run or timed.\n"
                 "  %d/%zu pad benchmark cases select a plan for sm_90 (checked without a GPU).\n"
                 "  gemm: the Llama-3 QKV projection %s for sm_90 (cuBLASLt picks its algorithm on the GPU).\n"
                 "  Run this on an H200 (scripts/device-check.sh) for verification and timings.\n",
                 ok, pad_cases().size(), gemm_ok ? "validates" : "FAILS to validate");
-    return ok == static_cast<int>(pad_cases().size()) && gemm_ok ? 0 : 1;
+    return ok == static_cast<int>(pad_cases().size()) && gemm_ok && ew_ok == kNumEwOps ? 0 : 1;
   }
   const std::string dev = device_name();
   const double ceiling = baracuda::bench::measure_copy_tbps();

@@ -2,7 +2,7 @@
 # The whole GPU round trip in one command (run on the H200 machine from the repo root):
 # build, device + host tests, compute-sanitizer, benchmarks, PyTorch side by side.
 # Logs and tables go to $OUT (default /tmp/baracuda-out). Usage:
-#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
+#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|elementwise|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
 set -uo pipefail
 OUT=${OUT:-/tmp/baracuda-out}
 mkdir -p "$OUT"
@@ -23,25 +23,32 @@ ctest --test-dir "$BUILD" -j4 --output-on-failure > "$OUT/ctest.log" 2>&1 || sta
 tail -4 "$OUT/ctest.log"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='PadDevice.*Matrix*' 2>&1 | grep -E '^\[pad' | tee "$OUT/device_summary.txt"
 grep -E '^\[gemm' "$OUT/ctest.log" | tee -a "$OUT/device_summary.txt"
+"$BUILD/tests/baracuda_device_tests" --gtest_filter='ElementwiseDevice.Every*:ReduceToShapeDevice.*' 2>&1 | grep -E '^\[(elementwise|reduce)' | tee -a "$OUT/device_summary.txt"
 if [ $SAN = 1 ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-    --gtest_filter='-*Large*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
+    --gtest_filter='-*Large*:*BeyondTwoToThe31*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$? ($(grep -c 'Invalid' "$OUT/memcheck.log") invalid accesses); $(tail -1 "$OUT/memcheck.log")"
   compute-sanitizer --tool initcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-    --gtest_filter='PadDevice.EdgeGeometries:PadDevice.GraphCapture*' > "$OUT/initcheck.log" 2>&1
+    --gtest_filter='PadDevice.EdgeGeometries:PadDevice.GraphCapture*:ElementwiseDevice.MixedDtypes*:ReduceToShapeDevice.*' > "$OUT/initcheck.log" 2>&1
   echo "initcheck rc=$?; $(tail -1 "$OUT/initcheck.log")"
 fi
 if [ $BENCH = 1 ]; then
-  FAM=${BENCH_FAMILY:-all}  # pad | gemm | all
+  FAM=${BENCH_FAMILY:-all}  # pad | gemm | elementwise | all
   "$BUILD/bench/baracuda_bench" --family "$FAM" --json "$OUT/bench_raw.json" --gemm-json "$OUT/gemm_raw.json" \
+    --ew-json "$OUT/ew_raw.json" \
     ${BENCH_QUICK:+--quick} > "$OUT/bench.log" 2>&1 || status=1
   cat "$OUT/bench.log"
-  if [ "$FAM" != gemm ]; then
+  if [ "$FAM" = all ] || [ "$FAM" = pad ]; then
     python3 bench/torch_side_by_side.py --ours "$OUT/bench_raw.json" --out-json "$OUT/pad.json" \
       --out-md "$OUT/pad.md" --commit "$COMMIT" --date "$DATE" > "$OUT/torch.log" 2>&1 || status=1
     tail -30 "$OUT/torch.log"
   fi
-  if [ "$FAM" != pad ]; then
+  if [ "$FAM" = all ] || [ "$FAM" = elementwise ]; then
+    (cd bench && python3 torch_elementwise_side_by_side.py --ours "$OUT/ew_raw.json" --out-json "$OUT/elementwise.json" \
+      --out-md "$OUT/elementwise.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_ew.log" 2>&1 || status=1
+    tail -3 "$OUT/torch_ew.log"
+  fi
+  if [ "$FAM" = all ] || [ "$FAM" = gemm ]; then
     python3 bench/torch_gemm_side_by_side.py --ours "$OUT/gemm_raw.json" --out-json "$OUT/gemm.json" \
       --out-md "$OUT/gemm.md" --commit "$COMMIT" --date "$DATE" > "$OUT/torch_gemm.log" 2>&1 || status=1
     tail -30 "$OUT/torch_gemm.log"

@@ -38,6 +38,7 @@ bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
 double op_k(EwOp op) {
   switch (op) {
     case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
+    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1:
     case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
     case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
     case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
@@ -403,7 +404,7 @@ TEST(ElementwiseDevice, EveryCastPair) {
 }
 
 // ------------------------------------------------------------------ backward
-void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params) {
+void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params, std::optional<DType> out_dtype = {}) {
   ElementwiseDescriptor d;
   d.op = op;
   ew_default_params(op, d.param);
@@ -411,6 +412,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
   d.num_operands = static_cast<int>(specs.size());
   for (size_t k = 0; k < specs.size(); ++k)
     d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
+  d.out_dtype = out_dtype;
   auto plan = ElementwiseBackwardPlan::select(d);
   ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
   auto fplan = ElementwisePlan::select(d);
@@ -505,8 +507,9 @@ TEST(ElementwiseDevice, EveryDerivativeEveryFloatDtype) {
     if (ew_op_grad_mask(op) == 0) continue;
     const int ar = ew_op_arity(op);
     for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
-      if (op == EwOp::to) {
-        bwd_case(op, {T(dt, {41, 77})}, seed++, {});
+      if (op == EwOp::to) {  // the cast's backward casts the gradient back
+        bwd_case(op, {T(dt, {41, 77})}, seed++, {}, dt == DType::f32 ? DType::bf16 : DType::f32);
+        bwd_case(op, {T(dt, {41, 1})}, seed++, {}, dt);
         continue;
       }
       auto ps = params_for(op, dt);

@@ -164,6 +164,16 @@ TEST(EwReference, PyTorchSpecialValues) {
   expect_same(fwd(EwOp::entr, {-1.0}), -kInf, "entr(-1)");
   expect_same(fwd(EwOp::entr, {1.0}), -0.0, "entr(1)");
   expect_same(fwd(EwOp::nan_to_num, {kNaN}), 0.0, "nan_to_num(nan)");
+  expect_same(fwd(EwOp::digamma, {0.0}), -kInf, "digamma(0)");
+  expect_same(fwd(EwOp::digamma, {-0.0}), kInf, "digamma(-0)");
+  expect_same(fwd(EwOp::digamma, {-1.0}), kNaN, "digamma(-1)");
+  EXPECT_NEAR(fwd(EwOp::digamma, {1.0}), -0.5772156649015329, 1e-15);
+  EXPECT_NEAR(fwd(EwOp::digamma, {-0.5}), 0.03648997397857652, 1e-14);
+  EXPECT_NEAR(fwd(EwOp::erfcx, {-1.0}), 5.00898008076228346, 1e-14);
+  EXPECT_NEAR(fwd(EwOp::erfcx, {100.0}), 0.005641613782989433, 1e-17);
+  EXPECT_NEAR(fwd(EwOp::ndtri, {0.975}), 1.959963984540054, 1e-13);
+  EXPECT_NEAR(fwd(EwOp::i0, {1.0}), 1.2660658777520082, 1e-14);
+  EXPECT_NEAR(fwd(EwOp::i1, {-1.0}), -0.5651591039924851, 1e-14);
   expect_same(fwd(EwOp::div_floor, {kInf, 2.0}), kNaN, "inf // 2");
   expect_same(fwd(EwOp::div_floor, {-2.5, 2.0}), -2.0, "-2.5 // 2");
   expect_same(fwd(EwOp::div_floor, {3.0, -0.0}), -kInf, "3 // -0");
@@ -236,6 +246,8 @@ double sample(EwOp op, int k, std::mt19937_64& rng) {
     case EwOp::entr: case EwOp::cbrt: case EwOp::reciprocal: return pos(rng);
     case EwOp::log1p: return pos(rng) - 0.5;
     case EwOp::asin: case EwOp::acos: case EwOp::atanh: case EwOp::erfinv: return unit(rng);
+    case EwOp::ndtri: return prob(rng);
+    case EwOp::digamma: return pos(rng);
     case EwOp::acosh: return pos(rng) + 1.1;
     case EwOp::logit: return prob(rng);
     case EwOp::pow: case EwOp::float_power: return k == 0 ? pos(rng) : u(rng);

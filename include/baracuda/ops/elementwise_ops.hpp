@@ -69,6 +69,11 @@
   X(erfc, 1, kFloat, 1, special)                                                              \
   X(erfinv, 1, kFloat, 1, special)                                                            \
   X(lgamma, 1, kFloat, 1, special)                                                            \
+  X(digamma, 1, kFloat, 1, special)      /* psi; psi(+-0) = -+inf, negative integers NaN */   \
+  X(erfcx, 1, kFloat, 1, special)        /* exp(x^2) erfc(x) */                               \
+  X(ndtri, 1, kFloat, 1, special)        /* inverse of ndtr */                                \
+  X(i0, 1, kFloat, 1, special)           /* modified Bessel I0 */                             \
+  X(i1, 1, kFloat, 1, special)           /* modified Bessel I1 (torch.special.i1) */          \
   X(sigmoid, 1, kFloat, 1, special)                                                           \
   X(ndtr, 1, kFloat, 1, special)                                                              \
   X(log_ndtr, 1, kFloat, 1, special)                                                          \

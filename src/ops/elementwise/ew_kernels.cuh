@@ -286,75 +286,73 @@ int launch_strided(const EwStrided& g, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------- tiled 2-D path
-template <class A, class C>
+// TS x TS tiles, 256 threads: thread (tx, ty) covers column tx and rows ty, ty + 256/TS, ...
+// Row-fastest inputs are staged through shared memory (coalesced along rows), row-fastest
+// outputs likewise on the way out. TS = 64 for unary forward ops (16 elements, so 16 loads in
+// flight, per thread); 32 otherwise (static shared memory stays below 48 KB).
+template <class A, class C, int TS>
 __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
-  constexpr int NI = A::NI, NO = A::NO, TS = 32, NS = NI > NO ? NI : NO;
-  __shared__ C sm[NS][TS][TS + 1];  // [operand][col in tile][row in tile]
+  constexpr int NI = A::NI, NO = A::NO, STEP = 256 / TS, PER = TS / STEP;
+  __shared__ C sin[NI][TS][TS + 1];   // [input][col in tile][row in tile]
+  __shared__ C sout[NO][TS][TS + 1];  // [output][col in tile][row in tile]
   const P<C> p = load_params<C>(g.s);
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * TS, c0 = static_cast<int64_t>(blockIdx.x) * TS;
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  bool staged = false;
+  const int tx = threadIdx.x % TS, ty = threadIdx.x / TS;
+  bool staged = false, staged_out = false;
 #pragma unroll
   for (int i = 0; i < NI; ++i) {
     if (!g.in_t[i]) continue;
     staged = true;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {  // thread tx walks the rows: coalesced for a row-fastest view
-      const int cl = ty + 8 * j;
+    for (int j = 0; j < PER; ++j) {  // thread tx walks the rows: coalesced for a row-fastest view
+      const int cl = ty + STEP * j;
       const int64_t r = r0 + tx, c = c0 + cl;
-      sm[i][cl][tx] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+      sin[i][cl][tx] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
     }
   }
-  if (staged) __syncthreads();
-  C y[4][NO];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int rl = ty + 8 * j;
+  for (int o = 0; o < NO; ++o) staged_out |= g.out_on[o] && g.out_t[o];
+  if (staged) __syncthreads();
+#pragma unroll 4
+  for (int j = 0; j < PER; ++j) {
+    const int rl = ty + STEP * j;
     const int64_t r = r0 + rl, c = c0 + tx;
-    C x[NI];
+    const bool in_range = r < g.rows && c < g.cols;
+    C x[NI], y[NO];
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
       if (g.in_kind[i] == kLiteral) x[i] = scalar_of<C>(g.s, kLiteralSlot + i);
-      else if (g.in_t[i]) x[i] = sm[i][tx][rl];
-      else x[i] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+      else if (g.in_t[i]) x[i] = sin[i][tx][rl];
+      else x[i] = in_range ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
     }
-    A::apply(x, y[j], p);
-  }
-  bool any_t_out = false;
-#pragma unroll
-  for (int o = 0; o < NO; ++o) any_t_out |= g.out_on[o] && g.out_t[o];
-  if (any_t_out) __syncthreads();  // the staged inputs are consumed
-#pragma unroll
-  for (int o = 0; o < NO; ++o) {
-    if (!g.out_on[o]) continue;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int rl = ty + 8 * j;
-      const int64_t r = r0 + rl, c = c0 + tx;
-      if (g.out_t[o]) sm[o][tx][rl] = y[j][o];
-      else if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], y[j][o], g.sat_fp8 != 0);
-    }
-  }
-  if (any_t_out) {
-    __syncthreads();
+    A::apply(x, y, p);
 #pragma unroll
     for (int o = 0; o < NO; ++o) {
-      if (!g.out_on[o] || !g.out_t[o]) continue;
+      if (!g.out_on[o]) continue;
+      if (g.out_t[o]) sout[o][tx][rl] = y[o];
+      else if (in_range) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], y[o], g.sat_fp8 != 0);
+    }
+  }
+  if (!staged_out) return;
+  __syncthreads();
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int cl = ty + 8 * j;
-        const int64_t r = r0 + tx, c = c0 + cl;
-        if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], sm[o][cl][tx], g.sat_fp8 != 0);
-      }
+  for (int o = 0; o < NO; ++o) {
+    if (!g.out_on[o] || !g.out_t[o]) continue;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const int cl = ty + STEP * j;
+      const int64_t r = r0 + tx, c = c0 + cl;
+      if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], sout[o][cl][tx], g.sat_fp8 != 0);
     }
   }
 }
 
 template <class A, class C>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((g.cols + 31) / 32), static_cast<unsigned>((g.rows + 31) / 32));
+  constexpr int TS = A::NI + A::NO <= 2 ? 64 : 32;
+  const dim3 grid(static_cast<unsigned>((g.cols + TS - 1) / TS), static_cast<unsigned>((g.rows + TS - 1) / TS));
   if (grid.x == 0 || grid.y == 0) return 0;
-  return static_cast<int>(launch_kernel(tile_kernel<A, C>, grid, dim3(256), 0, stream, g));
+  return static_cast<int>(launch_kernel(tile_kernel<A, C, TS>, grid, dim3(256), 0, stream, g));
 }
 
 // ---------------------------------------------------------------- per-op kernel lookup

@@ -224,6 +224,53 @@ EW_HD double erfcx(double x) {
 #endif
 }
 
+// Inverse normal CDF: CUDA's normcdfinv on the device; sqrt(2) erfinv(2p - 1) on the host.
+EW_HD float ndtri(float p) {
+#if defined(__CUDA_ARCH__)
+  return ::normcdfinvf(p);
+#else
+  return static_cast<float>(1.41421356237309504880 * host::erfinv(2.0 * p - 1.0));
+#endif
+}
+EW_HD double ndtri(double p) {
+#if defined(__CUDA_ARCH__)
+  return ::normcdfinv(p);
+#else
+  return 1.41421356237309504880 * host::erfinv(2.0 * p - 1.0);
+#endif
+}
+// Modified Bessel functions of the first kind, orders 0 and 1 (even / odd in x).
+EW_HD float bessel_i0(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::cyl_bessel_i0f(x);
+#else
+  return static_cast<float>(std::cyl_bessel_i(0.0, std::fabs(static_cast<double>(x))));
+#endif
+}
+EW_HD double bessel_i0(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::cyl_bessel_i0(x);
+#else
+  return std::cyl_bessel_i(0.0, std::fabs(x));
+#endif
+}
+EW_HD float bessel_i1(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::cyl_bessel_i1f(x);
+#else
+  const double r = std::cyl_bessel_i(1.0, std::fabs(static_cast<double>(x)));
+  return static_cast<float>(x < 0 ? -r : r);
+#endif
+}
+EW_HD double bessel_i1(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::cyl_bessel_i1(x);
+#else
+  const double r = std::cyl_bessel_i(1.0, std::fabs(x));
+  return x < 0 ? -r : r;
+#endif
+}
+
 // digamma (psi): reflection below 0, recurrence up to 10, then the asymptotic series
 // (the standard Cephes scheme, as PyTorch's calc_digamma). psi(+-0) = -+inf, psi(-n) = NaN.
 template <class T>

@@ -391,6 +391,30 @@ EW_UN(lgamma) {
   F1 { UNUSED_P; return m::lgamma(x); }
   D1 { UNUSED_P; return g * m::digamma(x); }
 };
+EW_UN(digamma) {
+  F1 { UNUSED_P; return m::digamma(x); }
+  D1 { UNUSED_P; return g * m::trigamma(x); }
+};
+EW_UN(erfcx) {
+  F1 { UNUSED_P; return m::erfcx(x); }
+  D1 { UNUSED_P; return g * (C(2) * x * m::erfcx(x) - C(1.12837916709551257390)); }
+};
+EW_UN(ndtri) {
+  F1 { UNUSED_P; return m::ndtri(x); }
+  D1 { UNUSED_P; const C y = m::ndtri(x); return g * C(2.50662827463100050242) * m::exp(y * y / C(2)); }
+};
+EW_UN(i0) {
+  F1 { UNUSED_P; return m::bessel_i0(x); }
+  D1 { UNUSED_P; return g * m::bessel_i1(x); }
+};
+EW_UN(i1) {
+  F1 { UNUSED_P; return m::bessel_i1(x); }
+  D1 {  // I1'(x) = I0(x) - I1(x) / x, 1/2 at 0
+    UNUSED_P;
+    if (x == C(0)) return g * C(0.5);
+    return g * (m::bessel_i0(x) - m::bessel_i1(x) / x);
+  }
+};
 EW_UN(sigmoid) {
   F1 { UNUSED_P; return sigmoid(x); }
   D1 { UNUSED_P; const C y = sigmoid(x); return g * (C(1) - y) * y; }

@@ -73,7 +73,25 @@ __global__ void __launch_bounds__(256) row_kernel(const ReduceGeom g) {
   const T* x = static_cast<const T*>(g.x) + kept_offset(g, k, false);
   const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
   Acc acc = Cb::identity();
-  for (int64_t r = r0 + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+  if (g.kr == 1 && g.rxs[0] == 1) {
+    // contiguous run: scalar head up to 16-byte alignment, 16-byte vectors, scalar tail
+    constexpr int V = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(x + r0);
+    int64_t head = static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
+    if (addr % sizeof(T) != 0) head = r1 - r0;  // cannot align: all scalar
+    head = min(head, r1 - r0);
+    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[r]));
+    const int64_t nvec = (r1 - r0 - head) / V;
+    const ew::Vec<T, V>* xv = reinterpret_cast<const ew::Vec<T, V>*>(x + r0 + head);
+    for (int64_t v = lane; v < nvec; v += 32) {
+      const ew::Vec<T, V> w = xv[v];
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc = Cb::apply(acc, ew::to_c<Acc>(w.v[e]));
+    }
+    for (int64_t r = r0 + head + nvec * V + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[r]));
+  } else {
+    for (int64_t r = r0 + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+  }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) acc = Cb::apply(acc, __shfl_xor_sync(0xffffffffu, acc, d));
   if (lane != 0) return;
