@@ -151,7 +151,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
 // stride (a transposed view): tiles keep both kinds of access coalesced.
 bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8, cudaStream_t stream,
               Status* st) {
-  if (!k.tile || it.rank != 2 || it.size[0] < 32 || it.size[1] < 32 || (it.size[0] + 31) / 32 > 65535) return false;  // 32: smallest tile
+  if (!k.tile || it.rank != 2 || it.size[0] < 32 || it.size[1] < 32 || (it.size[1] + 31) / 32 > 65535) return false;  // grid.y: column tiles
   auto row_fastest = [](const int64_t* stride) { return std::llabs(stride[0]) < std::llabs(stride[1]); };
   bool any = false;
   EwTile g;

@@ -286,17 +286,18 @@ int launch_strided(const EwStrided& g, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------- tiled 2-D path
-// TS x TS tiles, 256 threads: thread (tx, ty) covers column tx and rows ty, ty + 256/TS, ...
-// Row-fastest inputs are staged through shared memory (coalesced along rows), row-fastest
-// outputs likewise on the way out. TS = 64 for unary forward ops (16 elements, so 16 loads in
-// flight, per thread); 32 otherwise (static shared memory stays below 48 KB).
+// TS x TS tiles (TS = 32), 256 threads: thread (tx, ty) covers column tx and rows ty,
+// ty + 256/TS, ... Row-fastest inputs are staged through shared memory (coalesced along rows),
+// row-fastest outputs likewise on the way out.
 template <class A, class C, int TS>
 __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
   constexpr int NI = A::NI, NO = A::NO, STEP = 256 / TS, PER = TS / STEP;
   __shared__ C sin[NI][TS][TS + 1];   // [input][col in tile][row in tile]
   __shared__ C sout[NO][TS][TS + 1];  // [output][col in tile][row in tile]
   const P<C> p = load_params<C>(g.s);
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * TS, c0 = static_cast<int64_t>(blockIdx.x) * TS;
+  // consecutive blocks walk down the rows: they continue the row-fastest (staged) operands'
+  // contiguous runs, which keeps DRAM pages open across the blocks in flight
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * TS, c0 = static_cast<int64_t>(blockIdx.y) * TS;
   const int tx = threadIdx.x % TS, ty = threadIdx.x / TS;
   bool staged = false, staged_out = false;
 #pragma unroll
@@ -349,8 +350,8 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
 
 template <class A, class C>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  constexpr int TS = A::NI + A::NO <= 2 ? 64 : 32;
-  const dim3 grid(static_cast<unsigned>((g.cols + TS - 1) / TS), static_cast<unsigned>((g.rows + TS - 1) / TS));
+  constexpr int TS = 32;
+  const dim3 grid(static_cast<unsigned>((g.rows + TS - 1) / TS), static_cast<unsigned>((g.cols + TS - 1) / TS));
   if (grid.x == 0 || grid.y == 0) return 0;
   return static_cast<int>(launch_kernel(tile_kernel<A, C, TS>, grid, dim3(256), 0, stream, g));
 }

@@ -169,12 +169,16 @@ inline double erfinv(double y) {
     x = p * y;
   }
   const double two_over_sqrt_pi = 1.1283791670955126;
-  for (int it = 0; it < 4; ++it) {
-    const double d = two_over_sqrt_pi * std::exp(-x * x);
+  // Newton on erf near 0; near +-1 on erfc against 1 - |y| (exact for |y| >= 1/2), whose
+  // residual keeps its relative accuracy where erf(x) - y would cancel
+  const double ay = std::fabs(y), t = 1.0 - ay;
+  double ax = std::fabs(x);
+  for (int it = 0; it < 6; ++it) {
+    const double d = two_over_sqrt_pi * std::exp(-ax * ax);
     if (!(d > 0.0)) break;
-    x -= (std::erf(x) - y) / d;
+    ax -= ay < 0.5 ? (std::erf(ax) - ay) / d : -(std::erfc(ax) - t) / d;
   }
-  return x;
+  return y < 0 ? -ax : ax;
 }
 // erfcx(x) = exp(x^2) erfc(x): direct below 25, asymptotic series above, exp(x^2)*2 - ... for x < 0.
 inline double erfcx(double x) {
@@ -284,7 +288,7 @@ EW_HD T digamma(T x) {
     if (x == trunc(x)) return std::numeric_limits<T>::quiet_NaN();
     // psi(1 - x) - psi(x) = pi / tan(pi x); reduce the argument of tan to keep accuracy.
     const T pi = T(3.14159265358979323846);
-    T r = x - floor(x);  // in (0, 1)
+    const T r = x - trunc(x);  // exact fractional part in (-1, 0): tan(pi r) = tan(pi x)
     result = -pi / tan(pi * r);
     x = T(1) - x;
   }
