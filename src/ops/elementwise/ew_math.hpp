@@ -228,6 +228,37 @@ EW_HD double erfcx(double x) {
 #endif
 }
 
+// sin(pi x) and tan(pi x) with exact argument reduction on the device (sinpi/cospi): near the
+// poles of digamma/trigamma the product pi * x would lose the distance to the integer.
+EW_HD float sinpi(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::sinpif(x);
+#else
+  return static_cast<float>(std::sin(3.14159265358979323846 * static_cast<double>(x)));
+#endif
+}
+EW_HD double sinpi(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::sinpi(x);
+#else
+  return std::sin(3.14159265358979323846 * x);
+#endif
+}
+EW_HD float tanpi(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::sinpif(x) / ::cospif(x);
+#else
+  return static_cast<float>(std::tan(3.14159265358979323846 * static_cast<double>(x)));
+#endif
+}
+EW_HD double tanpi(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::sinpi(x) / ::cospi(x);
+#else
+  return std::tan(3.14159265358979323846 * x);
+#endif
+}
+
 // Inverse normal CDF: CUDA's normcdfinv on the device; sqrt(2) erfinv(2p - 1) on the host.
 EW_HD float ndtri(float p) {
 #if defined(__CUDA_ARCH__)
@@ -289,7 +320,7 @@ EW_HD T digamma(T x) {
     // psi(1 - x) - psi(x) = pi / tan(pi x); reduce the argument of tan to keep accuracy.
     const T pi = T(3.14159265358979323846);
     const T r = x - trunc(x);  // exact fractional part in (-1, 0): tan(pi r) = tan(pi x)
-    result = -pi / tan(pi * r);
+    result = -pi / tanpi(r);
     x = T(1) - x;
   }
   while (x < T(10)) {
@@ -313,7 +344,7 @@ EW_HD T trigamma(T x) {
   T sign = 1, result = 0;
   if (x < T(0.5)) {
     sign = -1;
-    const T s = sin(pi * x);
+    const T s = sinpi(x);
     result -= pi * pi / (s * s);
     x = T(1) - x;
   }
