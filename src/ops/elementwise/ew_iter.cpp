@@ -165,6 +165,7 @@ bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwS
     g.in_dt[i] = static_cast<uint8_t>(o.dtype);
     g.in_kind[i] = o.literal ? kLiteral : kVector;
     if (o.literal) continue;
+    if (o.dtype != (i == it.mask_operand ? DType::boolean : k.rows_in)) return false;  // typed kernel
     g.in_rs[i] = o.stride[0];
     g.in_cs[i] = o.stride[1];
     g.in_t[i] = row_fastest(o.stride);
@@ -173,6 +174,7 @@ bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwS
   for (int o = 0; o < it.no; ++o) {
     g.out_on[o] = it.out_on[o];
     if (!it.out_on[o]) continue;
+    if (it.out[o].dtype != k.rows_out) return false;
     g.out[o] = const_cast<void*>(it.out[o].data);
     g.out_dt[o] = static_cast<uint8_t>(it.out[o].dtype);
     g.out_rs[o] = it.out[o].stride[0];

@@ -288,50 +288,61 @@ int launch_strided(const EwStrided& g, cudaStream_t stream) {
 // ---------------------------------------------------------------- tiled 2-D path
 // TS x TS tiles (TS = 32), 256 threads: thread (tx, ty) covers column tx and rows ty,
 // ty + 256/TS, ... Row-fastest inputs are staged through shared memory (coalesced along rows),
-// row-fastest outputs likewise on the way out.
-template <class A, class C, int TS>
+// row-fastest outputs likewise on the way out. Typed like the rows kernel (storage T, results
+// TO, operand MI a bool mask): per-element dtype dispatch made this kernel issue-bound.
+template <class A, class T, class TO, int MI>
 __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
-  constexpr int NI = A::NI, NO = A::NO, STEP = 256 / TS, PER = TS / STEP;
+  using C = compute_t<T>;
+  constexpr int TS = 32, NI = A::NI, NO = A::NO, STEP = 256 / TS, PER = TS / STEP;
   __shared__ C sin[NI][TS][TS + 1];   // [input][col in tile][row in tile]
   __shared__ C sout[NO][TS][TS + 1];  // [output][col in tile][row in tile]
   const P<C> p = load_params<C>(g.s);
-  // consecutive blocks walk down the rows: they continue the row-fastest (staged) operands'
-  // contiguous runs, which keeps DRAM pages open across the blocks in flight
+  // consecutive blocks walk down the rows (the staged operands' contiguous runs)
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * TS, c0 = static_cast<int64_t>(blockIdx.y) * TS;
   const int tx = threadIdx.x % TS, ty = threadIdx.x / TS;
+  auto load = [&](int i, int64_t off) -> C {
+    if (i == MI) return to_c<C>(static_cast<const bool*>(g.in[i])[off]);
+    return to_c<C>(static_cast<const T*>(g.in[i])[off]);
+  };
   bool staged = false, staged_out = false;
 #pragma unroll
   for (int i = 0; i < NI; ++i) {
     if (!g.in_t[i]) continue;
     staged = true;
 #pragma unroll
-    for (int j = 0; j < PER; ++j) {  // thread tx walks the rows: coalesced for a row-fastest view
+    for (int j = 0; j < PER; ++j) {
       const int cl = ty + STEP * j;
       const int64_t r = r0 + tx, c = c0 + cl;
-      sin[i][cl][tx] = (r < g.rows && c < g.cols) ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+      sin[i][cl][tx] = (r < g.rows && c < g.cols) ? load(i, r * g.in_rs[i] + c * g.in_cs[i]) : C(0);
     }
   }
 #pragma unroll
   for (int o = 0; o < NO; ++o) staged_out |= g.out_on[o] && g.out_t[o];
   if (staged) __syncthreads();
-#pragma unroll 4
-  for (int j = 0; j < PER; ++j) {
+  C x[PER][NI];
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {  // all direct loads first: PER x NI in flight
     const int rl = ty + STEP * j;
     const int64_t r = r0 + rl, c = c0 + tx;
     const bool in_range = r < g.rows && c < g.cols;
-    C x[NI], y[NO];
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
-      if (g.in_kind[i] == kLiteral) x[i] = scalar_of<C>(g.s, kLiteralSlot + i);
-      else if (g.in_t[i]) x[i] = sin[i][tx][rl];
-      else x[i] = in_range ? load_dyn<C>(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_dt[i]) : C(0);
+      if (g.in_kind[i] == kLiteral) x[j][i] = scalar_of<C>(g.s, kLiteralSlot + i);
+      else if (g.in_t[i]) x[j][i] = sin[i][tx][rl];
+      else x[j][i] = in_range ? load(i, r * g.in_rs[i] + c * g.in_cs[i]) : C(0);
     }
-    A::apply(x, y, p);
+  }
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int rl = ty + STEP * j;
+    const int64_t r = r0 + rl, c = c0 + tx;
+    C y[NO];
+    A::apply(x[j], y, p);
 #pragma unroll
     for (int o = 0; o < NO; ++o) {
       if (!g.out_on[o]) continue;
       if (g.out_t[o]) sout[o][tx][rl] = y[o];
-      else if (in_range) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], y[o], g.sat_fp8 != 0);
+      else if (r < g.rows && c < g.cols) static_cast<TO*>(g.out[o])[r * g.out_rs[o] + c * g.out_cs[o]] = from_c<TO>(y[o], g.sat_fp8 != 0);
     }
   }
   if (!staged_out) return;
@@ -343,18 +354,21 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
     for (int j = 0; j < PER; ++j) {
       const int cl = ty + STEP * j;
       const int64_t r = r0 + tx, c = c0 + cl;
-      if (r < g.rows && c < g.cols) store_dyn<C>(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_dt[o], sout[o][cl][tx], g.sat_fp8 != 0);
+      if (r < g.rows && c < g.cols) static_cast<TO*>(g.out[o])[r * g.out_rs[o] + c * g.out_cs[o]] = from_c<TO>(sout[o][cl][tx], g.sat_fp8 != 0);
     }
   }
 }
 
-template <class A, class C>
+template <class A, class T, class TO, int MI>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  constexpr int TS = 32;
-  const dim3 grid(static_cast<unsigned>((g.rows + TS - 1) / TS), static_cast<unsigned>((g.cols + TS - 1) / TS));
+  const dim3 grid(static_cast<unsigned>((g.rows + 31) / 32), static_cast<unsigned>((g.cols + 31) / 32));
   if (grid.x == 0 || grid.y == 0) return 0;
-  return static_cast<int>(launch_kernel(tile_kernel<A, C, TS>, grid, dim3(256), 0, stream, g));
+  return static_cast<int>(launch_kernel(tile_kernel<A, T, TO, MI>, grid, dim3(256), 0, stream, g));
 }
+
+// The tile kernel for the 16/32-bit float storage types (others run the strided kernel).
+template <class T>
+inline constexpr bool kTileType = std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 // ---------------------------------------------------------------- per-op kernel lookup
 // Calls f.template operator()<T>() for the storage type of t among the enabled families
@@ -394,11 +408,9 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
         dispatch_storage<true, false>(ri, [&]<class T>() {
           k.rows = &launch_rows<A, T, T, MI>;
           k.rows_vec = RowsShape<T, T, A::NI>::VEC;
+          if constexpr (kTileType<T>) k.tile = &launch_tile<A, T, T, MI>;
         });
-      if (c == EwCompute::kF32 && K != EwKind::kFloatPower) {
-        k.strided = &launch_strided<A, float>;
-        k.tile = &launch_tile<A, float>;
-      }
+      if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
     }
     return k;
@@ -435,13 +447,11 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
         dispatch_storage<fl, in>(ri, [&]<class T>() {
           k.rows = &launch_rows<A, T, T, MI>;
           k.rows_vec = RowsShape<T, T, A::NI>::VEC;
+          if constexpr (kTileType<T>) k.tile = &launch_tile<A, T, T, MI>;
         });
     }
     if constexpr (fl) {
-      if (c == EwCompute::kF32) {
-        k.strided = &launch_strided<A, float>;
-        k.tile = &launch_tile<A, float>;
-      }
+      if (c == EwCompute::kF32) k.strided = &launch_strided<A, float>;
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
     }
     if constexpr (in) {

@@ -230,32 +230,40 @@ EW_HD double erfcx(double x) {
 
 // sin(pi x) and tan(pi x) with exact argument reduction on the device (sinpi/cospi): near the
 // poles of digamma/trigamma the product pi * x would lose the distance to the integer.
+namespace host {
+// Exact reduction to |r| <= 1/2 (x - nearbyint(x) is exact), then the small-argument function.
+inline double sinpi(double x) {
+  const double n = std::nearbyint(x), s = std::sin(3.14159265358979323846 * (x - n));
+  return std::fmod(n, 2.0) != 0.0 ? -s : s;
+}
+inline double tanpi(double x) { return std::tan(3.14159265358979323846 * (x - std::nearbyint(x))); }
+}  // namespace host
 EW_HD float sinpi(float x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpif(x);
 #else
-  return static_cast<float>(std::sin(3.14159265358979323846 * static_cast<double>(x)));
+  return static_cast<float>(host::sinpi(x));
 #endif
 }
 EW_HD double sinpi(double x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpi(x);
 #else
-  return std::sin(3.14159265358979323846 * x);
+  return host::sinpi(x);
 #endif
 }
 EW_HD float tanpi(float x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpif(x) / ::cospif(x);
 #else
-  return static_cast<float>(std::tan(3.14159265358979323846 * static_cast<double>(x)));
+  return static_cast<float>(host::tanpi(x));
 #endif
 }
 EW_HD double tanpi(double x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpi(x) / ::cospi(x);
 #else
-  return std::tan(3.14159265358979323846 * x);
+  return host::tanpi(x);
 #endif
 }
 
