@@ -282,26 +282,36 @@ EW_HD double ndtri(double p) {
   return 1.41421356237309504880 * host::erfinv(2.0 * p - 1.0);
 #endif
 }
-// Modified Bessel functions of the first kind, orders 0 and 1 (even / odd in x).
+// Modified Bessel functions of the first kind, orders 0 and 1 (even / odd in x). The C++
+// library's cyl_bessel_i throws where its series stops converging; beyond |x| = 713 both
+// overflow double anyway.
+namespace host {
+inline double bessel_i(double order, double x) {
+  const double ax = std::fabs(x);
+  if (ax != ax) return ax;
+  if (ax > 713.0) return std::numeric_limits<double>::infinity();
+  return std::cyl_bessel_i(order, ax);
+}
+}  // namespace host
 EW_HD float bessel_i0(float x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i0f(x);
 #else
-  return static_cast<float>(std::cyl_bessel_i(0.0, std::fabs(static_cast<double>(x))));
+  return static_cast<float>(host::bessel_i(0.0, x));
 #endif
 }
 EW_HD double bessel_i0(double x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i0(x);
 #else
-  return std::cyl_bessel_i(0.0, std::fabs(x));
+  return host::bessel_i(0.0, x);
 #endif
 }
 EW_HD float bessel_i1(float x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i1f(x);
 #else
-  const double r = std::cyl_bessel_i(1.0, std::fabs(static_cast<double>(x)));
+  const double r = host::bessel_i(1.0, x);
   return static_cast<float>(x < 0 ? -r : r);
 #endif
 }
@@ -309,7 +319,7 @@ EW_HD double bessel_i1(double x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i1(x);
 #else
-  const double r = std::cyl_bessel_i(1.0, std::fabs(x));
+  const double r = host::bessel_i(1.0, x);
   return x < 0 ? -r : r;
 #endif
 }
