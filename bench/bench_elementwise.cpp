@@ -14,6 +14,8 @@
 #include "baracuda/baracuda.hpp"
 #include "baracuda/core/half_bits.hpp"
 #include "baracuda/ops/elementwise.hpp"
+#include "elementwise_ref.hpp"
+#include "ops/elementwise/ew_params.hpp"
 #include "timing.hpp"
 
 namespace baracuda::bench {
@@ -24,7 +26,14 @@ struct EwRecord {
   std::string op, direction, dtype, variant, sku;
   std::vector<int64_t> shape;
   double us = 0, bytes = 0, tbps = 0;
+  bool verified = true;
 };
+
+// Ops whose f32 result is defined by f32 rounding itself (floor division, remainder, nextafter)
+// are verified by the device suite, which evaluates their reference in the kernel's precision.
+bool discontinuous_ok(EwOp op) {
+  return op != EwOp::div_floor && op != EwOp::div_trunc && op != EwOp::remainder && op != EwOp::fmod && op != EwOp::nextafter;
+}
 
 // Fills a device buffer with a tiled block of random values in [0.25, 2] (positive, so the
 // log/sqrt family runs on its domain); bool buffers get 0/1.
@@ -68,6 +77,60 @@ std::string shape_json(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
+}
+
+double host_value(DType dt, const uint8_t* p) {
+  switch (dt) {
+    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::bf16: { uint16_t b; std::memcpy(&b, p, 2); return bf16_bits_to_float(b); }
+    case DType::f16: { uint16_t b; std::memcpy(&b, p, 2); return f16_bits_to_float(b); }
+    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::boolean: return p[0] ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+// The first elements of a contiguous forward result against the float64 reference (same
+// tolerance rule as the device suite: 64 ulp of f32 plus one ulp of a 16-bit result).
+bool verify_prefix(const ElementwiseDescriptor& d, const ElementwiseArgs& a, DType out_dt, bool int_math) {
+  const int64_t n = std::min<int64_t>(65536, a.out.numel());
+  const int ar = d.num_operands;
+  std::vector<std::vector<uint8_t>> in(ar);
+  for (int k = 0; k < ar; ++k) {
+    in[k].resize(n * dtype_size(a.in[k].dtype));
+    BENCH_CUDA_OK(cudaMemcpy(in[k].data(), a.in[k].data, in[k].size(), cudaMemcpyDeviceToHost));
+  }
+  std::vector<uint8_t> out(n * dtype_size(out_dt));
+  BENCH_CUDA_OK(cudaMemcpy(out.data(), a.out.data, out.size(), cudaMemcpyDeviceToHost));
+  auto pk = ew::kernel_params("bench", d, out_dt, int_math);
+  if (!pk) return false;
+  int64_t pint[4];
+  for (int k = 0; k < 4; ++k) pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>((*pk)[k]);
+  for (int64_t i = 0; i < n; ++i) {
+    double x[3] = {};
+    int64_t xi[3] = {};
+    for (int k = 0; k < ar; ++k) {
+      x[k] = host_value(a.in[k].dtype, in[k].data() + i * dtype_size(a.in[k].dtype));
+      xi[k] = static_cast<int64_t>(x[k]);
+      if (!int_math) x[k] = static_cast<float>(x[k]);  // the kernel computes in f32
+    }
+    const double got = host_value(out_dt, out.data() + i * dtype_size(out_dt));
+    double want = int_math ? static_cast<double>(ref::store_int(out_dt, ref::ew_forward_int(d.op, xi, pint)))
+                           : ref::store_as(out_dt, ref::ew_forward(d.op, x, pk->data()));
+    if (int_math && is_floating(out_dt)) want = ref::store_as(out_dt, static_cast<double>(ref::ew_forward_int(d.op, xi, pint)));
+    if (std::isnan(want) || std::isnan(got)) {
+      if (std::isnan(want) != std::isnan(got)) return false;
+      continue;
+    }
+    const double tol = out_dt == DType::boolean || out_dt == DType::i32 ? 0.0
+                       : (64 * 1.2e-7 + (out_dt == DType::bf16 ? 7.8125e-3 : out_dt == DType::f16 ? 9.77e-4 : 0.0)) * (1 + std::fabs(want));
+    if (!(std::fabs(got - want) <= tol)) {
+      std::printf("  verify: %s element %lld got %.9g want %.9g\n", std::string(ew_op_name(d.op)).c_str(), static_cast<long long>(i), got, want);
+      return false;
+    }
+  }
+  return true;
 }
 
 struct Runner {
@@ -128,6 +191,11 @@ struct Runner {
     r.bytes = in_bytes + static_cast<double>(on) * dtype_size(out_dt);
     r.us = median_us([&] { (void)fwd->run(nullptr, {}, a); }, warm, reps);
     BENCH_CUDA_OK(cudaDeviceSynchronize());
+    if (variant == "contiguous") {
+      const bool imath = fwd->precision_guarantee().math == DType::i64;
+      r.verified = discontinuous_ok(op) ? verify_prefix(d, a, out_dt, imath) : true;
+      failures += !r.verified;
+    }
     finish(r);
     if (ew_op_grad_mask(op) != 0 && is_floating(dt)) {
       auto bwd = ElementwiseBackwardPlan::select(d);
@@ -161,8 +229,8 @@ struct Runner {
 
   void finish(EwRecord& r) {
     r.tbps = r.bytes / (r.us * 1e-6) / 1e12;
-    std::printf("%-20s %s %-5s %-22s %-24s %9.1f us %6.3f TB/s %5.1f%% of copy\n", r.op.c_str(), r.direction.c_str(), r.dtype.c_str(),
-                shape_json(r.shape).c_str(), r.variant.c_str(), r.us, r.tbps, 100 * r.tbps / ceiling);
+    std::printf("%-20s %s %-5s %-22s %-24s %9.1f us %6.3f TB/s %5.1f%% of copy%s\n", r.op.c_str(), r.direction.c_str(), r.dtype.c_str(),
+                shape_json(r.shape).c_str(), r.variant.c_str(), r.us, r.tbps, 100 * r.tbps / ceiling, r.verified ? "" : "  VERIFY FAILED");
     out.push_back(r);
   }
 };

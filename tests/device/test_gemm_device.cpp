@@ -624,6 +624,20 @@ TEST_F(GemmDevice, Backward) {
     c.name = "bwd_addmm_rowvec";
     c.c = {{24}}, c.beta = 1.0;
     run_backward(c, seed++);
+    // dc of c broadcast as a column, a scalar, over batch dims (reduce-to-shape): repro of the
+    // former "dc for c [33, 1] ... is not implemented"
+    c.name = "bwd_addmm_colvec";
+    c.c = {{33, 1}}, c.beta = 0.5;
+    run_backward(c, seed++);
+    c.name = "bwd_addmm_scalar_c";
+    c.c = {{}}, c.beta = -2.0;
+    run_backward(c, seed++);
+    c.name = "bwd_baddbmm_batch_broadcast_c";
+    c.a = {{3, 33, 40}}, c.b = {{3, 40, 24}}, c.out = {{3, 33, 24}}, c.c = {{33, 24}}, c.beta = 1.0;
+    run_backward(c, seed++);
+    c.name = "bwd_addmm_c_beta0";
+    c.a = {{33, 40}}, c.b = {{40, 24}}, c.out = {{33, 24}}, c.c = {{33, 1}}, c.beta = 0.0;
+    run_backward(c, seed++);
     c = Case{};
     c.dt = dt;
     c.name = "bwd_mv_dot";

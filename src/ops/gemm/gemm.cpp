@@ -5,10 +5,14 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include <cuda_runtime_api.h>
 
+#include "baracuda/ops/elementwise.hpp"
+#include "baracuda/ops/reduce_to_shape.hpp"
 #include "core/arch.hpp"
+#include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_cache.hpp"
 #include "core/validate.hpp"
@@ -32,6 +36,9 @@ struct GemmBackwardExec {
   int64_t scratch_offset = 0;
   size_t colsum_ws = 0;
   bool dc_full = false, dc_colsum = false;
+  // any other broadcast c: dc = beta * sum of dZ over the broadcast axes (reduce-to-shape)
+  std::optional<ReduceToShapePlan> dc_reduce;
+  std::optional<ElementwisePlan> dc_scale;  // dc *= beta (beta != 1)
   int64_t bias_stride = 1;
   size_t workspace = 0;
   TensorLayout a_grad, b_grad, bias_grad, c_grad;  // layouts the gradients must have
@@ -647,17 +654,30 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
     if (!ex->dc_full) {
       bool row = desc.c.rank >= 1 && desc.c.shape[desc.c.rank - 1] == f.n.ext;
       for (int j = 0; j + 1 < desc.c.rank; ++j) row = row && desc.c.shape[j] == 1;
-      if (!row)
-        return error(StatusCode::kUnsupported, kOpBwd, ": dc for c ", shape_string(desc.c), " broadcast to out ",
-                     shape_string(desc.out), " is not implemented (full-shape c or a row vector [N] only)");
-      ex->dc_colsum = true;
+      if (row) {
+        ex->dc_colsum = true;
+      } else {
+        auto rp = ReduceToShapePlan::select(
+            ReduceToShapeDescriptor::make(ReduceOp::kSum, desc.out.dtype, std::span<const int64_t>(desc.out.shape, desc.out.rank),
+                                          desc.c.dtype, std::span<const int64_t>(desc.c.shape, desc.c.rank)),
+            pref);
+        if (!rp) return rp.status();
+        ex->dc_reduce = *rp;
+        if (desc.beta != 1.0 && desc.beta != 0.0) {
+          auto sp = ElementwisePlan::select(
+              ElementwiseDescriptor::make(EwOp::mul, {EwOperand::tensor(ex->c_grad), EwOperand::scalar(desc.beta)}), pref);
+          if (!sp) return sp.status();
+          ex->dc_scale = *sp;
+        }
+      }
     }
   }
   int64_t rows = f.m.ext;
   for (int i = 0; i < f.nb; ++i)
     if (f.batch[i].s[kOpD] != 0) rows *= f.batch[i].ext;
   ex->colsum_ws = (desc.has_bias || ex->dc_colsum) ? detail::pointwise_colsum_workspace(desc.out.dtype, rows, f.n.ext) : 0;
-  const size_t scratch = std::max({ex->da.workspace, ex->db.workspace, ex->colsum_ws});
+  const size_t scratch = std::max({ex->da.workspace, ex->db.workspace, ex->colsum_ws,
+                                   ex->dc_reduce ? ex->dc_reduce->workspace_size() : size_t{0}});
   ex->workspace = static_cast<size_t>(off) + scratch;
 
   if (ex->da.device_ready && ex->db.device_ready) g_bwd_cache.insert(desc, pref, device, ex);
@@ -767,7 +787,20 @@ Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwa
   };
   if (args.dbias.data && !act)
     if (Status s = column_sum(args.dbias.data, 1.0); !s.ok()) return s;
-  if (args.dc.data) {
+  if (args.dc.data && ex.dc_reduce) {
+    if (d.beta == 0.0)  // dc = 0 (c's gradient layout is contiguous)
+      return cuda_status(cudaMemsetAsync(args.dc.data, 0, static_cast<size_t>(args.dc.numel()) * dtype_size(args.dc.dtype), stream), kOpBwd);
+    ReduceToShapeArgs ra;
+    ra.x = act ? TensorRef::make(dz, dt, std::span<const int64_t>(d.out.shape, d.out.rank)) : args.d_out;
+    ra.y = args.dc;
+    if (Status s = ex.dc_reduce->run(stream, scratch, ra); !s.ok()) return s;
+    if (ex.dc_scale) {
+      ElementwiseArgs sa;
+      sa.in[0] = args.dc.as_ref();
+      sa.out = args.dc;
+      if (Status s = ex.dc_scale->run(stream, {}, sa); !s.ok()) return s;
+    }
+  } else if (args.dc.data) {
     const bool beta0 = d.beta == 0.0;
     if (ex.dc_colsum && !beta0) {
       if (Status s = column_sum(args.dc.data, d.beta); !s.ok()) return s;
