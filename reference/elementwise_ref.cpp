@@ -44,8 +44,9 @@ double round_fp8(double v, bool e4m3, bool sat) {
   if (r > maxv) {
     // beyond the midpoint between max and the next (non-existent) step
     const double next = maxv + std::ldexp(1.0, static_cast<int>(std::floor(std::log2(maxv))) - mant);
+    // the midpoint rounds to even: e4m3's max (1.110b x 2^8) is even, e5m2's (1.11b x 2^15) odd
     if (sat) r = maxv;
-    else if (a < (maxv + next) / 2) r = maxv;
+    else if (e4m3 ? a <= (maxv + next) / 2 : a < (maxv + next) / 2) r = maxv;
     else return e4m3 ? std::numeric_limits<double>::quiet_NaN() : std::copysign(std::numeric_limits<double>::infinity(), v);
   }
   return std::copysign(r, v);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -401,6 +402,33 @@ TEST(ElementwiseDevice, EveryCastPair) {
         if (to == DType::f8e4m3 || to == DType::f8e5m2) fwd_case(EwOp::to, {T(from, {33, 65}, l)}, seed++, {}, to, false, true);
         if (HasFailure()) return;
       }
+}
+
+// fp8 overflow and rounding at the top of the range, as PyTorch (repro values from the probe).
+TEST(ElementwiseDevice, Fp8OverflowAsPyTorch) {
+  BARACUDA_REQUIRE_GPU();
+  const std::vector<float> v = {460.f, 464.f, 465.f, 500.f, -500.f, INFINITY, -INFINITY, NAN, 448.f, 57344.f,
+                                59392.f, 61439.f, 61440.f, -1e6f, 1e-9f, -0.f, 0.3f, 240.f};
+  const int64_t n = static_cast<int64_t>(v.size());
+  for (DType to : {DType::f8e4m3, DType::f8e5m2})
+    for (bool sat : {false, true}) {
+      ElementwiseDescriptor d = ElementwiseDescriptor::make(EwOp::to, {EwOperand::tensor(DType::f32, {n})});
+      d.out_dtype = to;
+      d.saturate_fp8 = sat;
+      auto plan = ElementwisePlan::select(d);
+      ASSERT_TRUE(plan.ok());
+      StridedBuffer x(DType::f32, {n}, Layout::kContiguous), y(to, {n}, Layout::kContiguous);
+      for (int64_t i = 0; i < n; ++i) x.set_bits(i, std::bit_cast<uint32_t>(v[i]));
+      x.upload();
+      ASSERT_TRUE(plan->run(nullptr, {}, {{x.ref()}, y.mut()}).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      y.download();
+      for (int64_t i = 0; i < n; ++i) {
+        const double got = bits_to_double(to, y.get_bits(i)), want = ref::store_as(to, v[i], sat);
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << dtype_name(to) << " sat " << sat << " of " << v[i] << ": got " << got;
+        else EXPECT_EQ(got, want) << dtype_name(to) << " sat " << sat << " of " << v[i];
+      }
+    }
 }
 
 // ------------------------------------------------------------------ backward

@@ -231,6 +231,10 @@ TEST(EwReference, IntegerSemanticsAsPyTorch) {
   EXPECT_EQ(ref::store_as(DType::i32, kNaN), 0);
   // fp8 (probe): 460 -> 448, 500 -> nan (e4m3); 70000 -> inf (e5m2); saturating: 500 -> 448
   EXPECT_EQ(ref::store_as(DType::f8e4m3, 460.0), 448.0);
+  EXPECT_EQ(ref::store_as(DType::f8e4m3, 464.0), 448.0);  // midpoint: to even (448)
+  EXPECT_TRUE(std::isnan(ref::store_as(DType::f8e4m3, 465.0)));
+  EXPECT_EQ(ref::store_as(DType::f8e5m2, 61439.0), 57344.0);
+  EXPECT_EQ(ref::store_as(DType::f8e5m2, 61440.0), kInf);  // midpoint of 57344 and 2^16: to even (overflow)
   EXPECT_TRUE(std::isnan(ref::store_as(DType::f8e4m3, 500.0)));
   EXPECT_EQ(ref::store_as(DType::f8e4m3, 500.0, true), 448.0);
   EXPECT_EQ(ref::store_as(DType::f8e5m2, 60000.0), 57344.0);

@@ -59,9 +59,19 @@ __device__ __forceinline__ T from_c(C v, bool sat_fp8) {
   else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>) {
+    // The saturating conversion is one hardware instruction on sm_89+; PyTorch's non-saturating
+    // overflow (e4m3: beyond 464 -> NaN, e5m2: from 61440 -> inf, rounding to nearest even) is
+    // a fix-up on top of it.
+    constexpr bool e4 = std::is_same_v<T, __nv_fp8_e4m3>;
+    const float f = static_cast<float>(v);
     T r;
-    r.__x = __nv_cvt_float_to_fp8(static_cast<float>(v), sat_fp8 ? __NV_SATFINITE : __NV_NOSAT,
-                                  std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2);
+    r.__x = __nv_cvt_float_to_fp8(f, __NV_SATFINITE, e4 ? __NV_E4M3 : __NV_E5M2);
+    if (!sat_fp8) {
+      const float a = fabsf(f);
+      const unsigned char sign = (__float_as_uint(f) >> 24) & 0x80;
+      if (e4 && a > 464.f) r.__x = static_cast<__nv_fp8_storage_t>(sign | 0x7F);          // NaN (also for inf)
+      if (!e4 && a >= 61440.f) r.__x = static_cast<__nv_fp8_storage_t>(sign | 0x7C);      // inf
+    }
     return r;
   } else if constexpr (std::is_integral_v<T> && !std::is_integral_v<C>) {
     // NaN: what PyTorch's f32 conversions give (i64: INT64_MIN, narrower: 0), whatever C is
