@@ -30,7 +30,7 @@ UNARY = {
     "isnan": torch.isnan, "isposinf": torch.isposinf, "isneginf": torch.isneginf, "signbit": torch.signbit,
     "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not, "clamp": lambda x: torch.clamp(x, -0.5, 1.25),
     "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma, "sigmoid": torch.sigmoid,
-    "ndtr": S.ndtr, "digamma": torch.digamma, "erfcx": S.erfcx, "ndtri": S.ndtri, "i0": torch.i0, "i1": S.i1, "log_ndtr": S.log_ndtr, "entr": S.entr, "relu": torch.relu, "relu6": F.relu6,
+    "ndtr": S.ndtr, "digamma": torch.digamma, "erfcx": S.erfcx, "ndtri": S.ndtri, "i0": torch.i0, "i1": S.i1, "polygamma": lambda x: torch.polygamma(1, x), "log_ndtr": S.log_ndtr, "entr": S.entr, "relu": torch.relu, "relu6": F.relu6,
     "leaky_relu": F.leaky_relu, "rrelu": lambda x: F.rrelu(x, training=False), "elu": F.elu, "selu": F.selu, "celu": F.celu,
     "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu, "mish": F.mish,
     "logsigmoid": F.logsigmoid, "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "hardtanh": F.hardtanh,
@@ -38,7 +38,7 @@ UNARY = {
     "softsign": F.softsign, "threshold": lambda x: F.threshold(x, 0.5, 0.0),
 }
 BINARY = {
-    "xlogy": torch.xlogy, "xlog1py": S.xlog1py, "prelu": lambda a, w: torch.where(a > 0, a, w * a),
+    "zeta": S.zeta, "xlogy": torch.xlogy, "xlog1py": S.xlog1py, "prelu": lambda a, w: torch.where(a > 0, a, w * a),
     "glu": lambda a, b: a * torch.sigmoid(b), "swiglu": lambda a, b: F.silu(a) * b, "geglu": lambda a, b: F.gelu(a) * b,
     "reglu": lambda a, b: F.relu(a) * b, "add": torch.add, "sub": torch.sub, "rsub": torch.rsub, "mul": torch.mul,
     "div": torch.div, "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),

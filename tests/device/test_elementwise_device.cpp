@@ -39,7 +39,7 @@ bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
 double op_k(EwOp op) {
   switch (op) {
     case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
-    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1:
+    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1: case EwOp::polygamma: case EwOp::zeta:
     case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
     case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
     case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
@@ -303,6 +303,7 @@ std::vector<Scalar> params_for(EwOp op, DType dt) {
     case EwOp::elu: return {1.3, 1.1, 0.9};
     case EwOp::nan_to_num: return {1.5, std::numeric_limits<double>::quiet_NaN(), -7.0};
     case EwOp::logit: return {0.05};
+    case EwOp::polygamma: return {Scalar(int64_t{2})};
     default: return {};
   }
 }

@@ -173,6 +173,13 @@ TEST(EwReference, PyTorchSpecialValues) {
   EXPECT_NEAR(fwd(EwOp::erfcx, {100.0}), 0.005641613782989433, 1e-17);
   EXPECT_NEAR(fwd(EwOp::ndtri, {0.975}), 1.959963984540054, 1e-13);
   EXPECT_NEAR(fwd(EwOp::i0, {1.0}), 1.2660658777520082, 1e-14);
+  EXPECT_NEAR(fwd(EwOp::zeta, {2.0, 1.0}), 1.6449340668482264, 1e-15);   // pi^2 / 6
+  EXPECT_NEAR(fwd(EwOp::zeta, {3.0, 2.0}), 0.2020569031595943, 1e-15);   // zeta(3) - 1
+  EXPECT_NEAR(fwd(EwOp::polygamma, {1.0}, {Scalar(int64_t{1})}), 1.6449340668482264, 1e-14);  // trigamma(1)
+  EXPECT_NEAR(fwd(EwOp::polygamma, {1.0}, {Scalar(int64_t{2})}), -2.4041138063191885, 1e-13); // -2 zeta(3)
+  EXPECT_NEAR(fwd(EwOp::polygamma, {2.5}, {Scalar(int64_t{3})}), 0.2239058488171264, 1e-13);  // 6 zeta(4, 2.5)
+  expect_same(fwd(EwOp::zeta, {0.5, 1.0}), kNaN, "zeta(0.5, 1)");
+  expect_same(fwd(EwOp::zeta, {2.0, -1.0}), kInf, "zeta(2, -1)");
   EXPECT_NEAR(fwd(EwOp::i1, {-1.0}), -0.5651591039924851, 1e-14);
   expect_same(fwd(EwOp::div_floor, {kInf, 2.0}), kNaN, "inf // 2");
   expect_same(fwd(EwOp::div_floor, {-2.5, 2.0}), -2.0, "-2.5 // 2");
@@ -251,7 +258,7 @@ double sample(EwOp op, int k, std::mt19937_64& rng) {
     case EwOp::log1p: return pos(rng) - 0.5;
     case EwOp::asin: case EwOp::acos: case EwOp::atanh: case EwOp::erfinv: return unit(rng);
     case EwOp::ndtri: return prob(rng);
-    case EwOp::digamma: return pos(rng);
+    case EwOp::digamma: case EwOp::polygamma: return pos(rng);
     case EwOp::acosh: return pos(rng) + 1.1;
     case EwOp::logit: return prob(rng);
     case EwOp::pow: case EwOp::float_power: return k == 0 ? pos(rng) : u(rng);

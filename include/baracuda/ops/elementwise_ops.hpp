@@ -74,6 +74,8 @@
   X(ndtri, 1, kFloat, 1, special)        /* inverse of ndtr */                                \
   X(i0, 1, kFloat, 1, special)           /* modified Bessel I0 */                             \
   X(i1, 1, kFloat, 1, special)           /* modified Bessel I1 (torch.special.i1) */          \
+  X(polygamma, 1, kFloat, 1, special)    /* p0 = n (integer >= 0): n-th derivative of digamma */ \
+  X(zeta, 2, kFloat, 0, special)         /* Hurwitz zeta(x, q) */                             \
   X(sigmoid, 1, kFloat, 1, special)                                                           \
   X(ndtr, 1, kFloat, 1, special)                                                              \
   X(log_ndtr, 1, kFloat, 1, special)                                                          \

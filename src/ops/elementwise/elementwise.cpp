@@ -389,6 +389,7 @@ void ew_default_params(EwOp op, Scalar out[kEwMaxParams]) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (op) {
     case EwOp::round: out[0] = Scalar(int64_t{0}); break;
+    case EwOp::polygamma: out[0] = Scalar(int64_t{1}); break;
     case EwOp::nan_to_num: out[0] = 0.0; out[1] = nan; out[2] = nan; break;
     case EwOp::logit: out[0] = -1.0; break;
     case EwOp::clamp: out[0] = nan; out[1] = nan; break;

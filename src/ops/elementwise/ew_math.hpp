@@ -355,6 +355,48 @@ EW_HD T digamma(T x) {
                                           z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
   return result + log(x) - T(0.5) / x - poly;
 }
+// Hurwitz zeta(x, q) = sum_k (k + q)^-x by Euler-Maclaurin summation (the Cephes scheme PyTorch
+// uses): direct terms until the tail starts at a >= 9, then the Bernoulli corrections.
+template <class T>
+EW_HD T zeta(T x, T q) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T eps = std::numeric_limits<T>::epsilon();
+  const T A[] = {T(12.0), T(-720.0), T(30240.0), T(-1209600.0), T(47900160.0), T(-1.8924375803183791606e9),
+                 T(7.47242496e10), T(-2.950130727918164224e12), T(1.1646782814350067249e14),
+                 T(-4.5979787224074726105e15), T(1.8152105401943546773e17), T(-7.1661652561756670113e18)};
+  if (x == T(1)) return inf;
+  if (x < T(1)) return nan;
+  if (q <= T(0)) {
+    if (q == floor(q)) return inf;
+    if (x != floor(x)) return nan;  // q^-x is not real
+  }
+  T s = pow(q, -x), a = q, b = T(0);
+  int i = 0;
+  while (i < 9 || a <= T(9)) {
+    i += 1;
+    a += T(1);
+    b = pow(a, -x);
+    s += b;
+    if (fabs(b / s) < eps) return s;
+  }
+  const T w = a;
+  s += b * w / (x - T(1));
+  s -= T(0.5) * b;
+  T fa = T(1), k = T(0);
+  for (int j = 0; j < 12; ++j) {
+    fa *= x + k;
+    b /= w;
+    const T t = fa * b / A[j];
+    s += t;
+    if (fabs(t / s) < eps) return s;
+    k += T(1);
+    fa *= x + k;
+    b /= w;
+    k += T(1);
+  }
+  return s;
+}
+
 // trigamma (psi'): reflection below 1/2, recurrence up to 6, asymptotic series.
 template <class T>
 EW_HD T trigamma(T x) {
@@ -373,6 +415,15 @@ EW_HD T trigamma(T x) {
   const T ixx = T(1) / (x * x);
   result += (T(1) + T(1) / (T(2) * x) + ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42))))) / x;
   return sign * result;
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 2; digamma and trigamma below.
+template <class T>
+EW_HD T polygamma(int n, T x) {
+  if (n == 0) return digamma(x);
+  if (n == 1) return trigamma(x);
+  const T fact = exp(lgamma(T(n) + T(1)));
+  return ((n % 2) ? T(1) : T(-1)) * fact * zeta(T(n) + T(1), x);
 }
 
 }  // namespace baracuda::ew::m

@@ -415,6 +415,14 @@ EW_UN(i1) {
     return g * (m::bessel_i0(x) - m::bessel_i1(x) / x);
   }
 };
+// p0 = n
+EW_UN(polygamma) {
+  F1 { return m::polygamma(static_cast<int>(p.v[0]), x); }
+  D1 { return g * m::polygamma(static_cast<int>(p.v[0]) + 1, x); }
+};
+EW_UN(zeta) {
+  F2 { UNUSED_P; return m::zeta(a, b); }
+};
 EW_UN(sigmoid) {
   F1 { UNUSED_P; return sigmoid(x); }
   D1 { UNUSED_P; const C y = sigmoid(x); return g * (C(1) - y) * y; }
