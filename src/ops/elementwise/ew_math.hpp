@@ -379,6 +379,7 @@ EW_HD T zeta(T x, T q) {
     s += b;
     if (fabs(b / s) < eps) return s;
   }
+  if (s == T(0)) return s;  // every term underflowed (huge x): the corrections would be 0 * inf
   const T w = a;
   s += b * w / (x - T(1));
   s -= T(0.5) * b;
@@ -408,12 +409,15 @@ EW_HD T trigamma(T x) {
     result -= pi * pi / (s * s);
     x = T(1) - x;
   }
-  for (int i = 0; i < 6; ++i) {
+  // recurrence up to 12 (PyTorch stops at 6 with fewer terms: ~1e-9 relative in f64), then
+  // 1/x + 1/(2x^2) + sum B_2k / x^(2k+1) through B_10
+  while (x < T(12)) {
     result += T(1) / (x * x);
     x += T(1);
   }
   const T ixx = T(1) / (x * x);
-  result += (T(1) + T(1) / (T(2) * x) + ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42))))) / x;
+  result += (T(1) + T(1) / (T(2) * x) +
+             ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42) - ixx * (T(1) / T(30) - ixx * (T(5) / T(66))))))) / x;
   return sign * result;
 }
 

@@ -66,7 +66,7 @@ Axes classify(const ReduceToShapeDescriptor& d) {
   return ax;
 }
 
-Status build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const TensorLayout* y, red::ReduceGeom* g) {
+void build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const TensorLayout* y, red::ReduceGeom* g) {
   const Axes ax = classify(d);
   const int off = d.in_rank - d.out_rank;
   g->kk = g->kr = 0;
@@ -120,7 +120,6 @@ Status build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const Tens
   if (!x) inner_reduced = ax.n > 0 ? ax.reduced[ax.n - 1] : true;  // shape-only: last axis
   g->row_mode = inner_reduced;
   choose_splits(g);
-  return {};
 }
 
 }  // namespace
