@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "baracuda/core/half_bits.hpp"
 #include "ops/elementwise/ew_ops.hpp"
@@ -61,41 +62,25 @@ int64_t f2i_sat(double v, int64_t lo, int64_t hi, int64_t nan_value) {
 }
 }  // namespace
 
-double ew_forward(EwOp op, const double* x, const double* p) {
+// The op's forward in C, for ops that have a C (floating or integer) form; NaN / 0 otherwise.
+template <class C>
+C forward_in(EwOp op, const C* x, const C* p) {
   switch (op) {
-#define BARACUDA_X(name, arity, kind, grad, group) \
-  case EwOp::name:                                                 \
-    if constexpr (ew_kind_has_floats(EwKind::kind)) return eval<ew::op_##name, arity, double>(x, p); \
-    else return std::numeric_limits<double>::quiet_NaN();
+#define BARACUDA_X(name, arity, kind, grad, group)                                             \
+  case EwOp::name:                                                                             \
+    if constexpr (std::is_integral_v<C> ? ew_kind_has_ints(EwKind::kind) : ew_kind_has_floats(EwKind::kind)) \
+      return eval<ew::op_##name, arity, C>(x, p);                                              \
+    break;
     BARACUDA_EW_OPS(BARACUDA_X)
 #undef BARACUDA_X
   }
-  return std::numeric_limits<double>::quiet_NaN();
+  if constexpr (std::is_integral_v<C>) return 0;
+  else return std::numeric_limits<C>::quiet_NaN();
 }
 
-int64_t ew_forward_int(EwOp op, const int64_t* x, const int64_t* p) {
-  switch (op) {
-#define BARACUDA_X(name, arity, kind, grad, group) \
-  case EwOp::name:                                                 \
-    if constexpr (ew_kind_has_ints(EwKind::kind)) return eval<ew::op_##name, arity, int64_t>(x, p); \
-    else return 0;
-    BARACUDA_EW_OPS(BARACUDA_X)
-#undef BARACUDA_X
-  }
-  return 0;
-}
-
-float ew_forward_f32(EwOp op, const float* x, const float* p) {
-  switch (op) {
-#define BARACUDA_X(name, arity, kind, grad, group) \
-  case EwOp::name:                                                 \
-    if constexpr (ew_kind_has_floats(EwKind::kind)) return eval<ew::op_##name, arity, float>(x, p); \
-    else return std::numeric_limits<float>::quiet_NaN();
-    BARACUDA_EW_OPS(BARACUDA_X)
-#undef BARACUDA_X
-  }
-  return std::numeric_limits<float>::quiet_NaN();
-}
+double ew_forward(EwOp op, const double* x, const double* p) { return forward_in(op, x, p); }
+int64_t ew_forward_int(EwOp op, const int64_t* x, const int64_t* p) { return forward_in(op, x, p); }
+float ew_forward_f32(EwOp op, const float* x, const float* p) { return forward_in(op, x, p); }
 
 void ew_backward(EwOp op, const double* x, double g, const double* p, double* dx) {
   switch (op) {

@@ -1,5 +1,7 @@
 #include "baracuda/core/tensor.hpp"
 
+#include "core/hash.hpp"
+
 #include <algorithm>
 
 #include "core/checked_math.hpp"
@@ -80,12 +82,11 @@ bool TensorLayout::identical(const TensorLayout& o) const {
 }
 
 size_t TensorLayout::hash() const {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over dtype, rank, shape and strides
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  mix(static_cast<uint64_t>(dtype));
-  mix(static_cast<uint64_t>(rank));
-  for (int i = 0; i < std::max(0, rank); ++i) mix(static_cast<uint64_t>(shape[i])), mix(static_cast<uint64_t>(stride[i]));
-  return static_cast<size_t>(h);
+  Fnv1a f;
+  f.mix(dtype);
+  f.mix(rank);
+  for (int i = 0; i < std::max(0, rank); ++i) f.mix(shape[i]), f.mix(stride[i]);
+  return f.value();
 }
 
 TensorLayout TensorLayout::make(DType dtype, std::span<const int64_t> shape,

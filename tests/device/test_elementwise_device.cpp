@@ -31,6 +31,13 @@ struct Stats {
 };
 std::map<std::string, Stats> g_stats;  // per "fwd"/"bwd"/"cast"/"reduce"
 
+void print_stats(const char* tag, const char* what) {
+  const Stats& s = g_stats[tag];
+  std::printf("[elementwise %s] %lld cases, %lld %s (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n", tag,
+              static_cast<long long>(s.cases), static_cast<long long>(s.elements), what, static_cast<long long>(s.exact),
+              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+}
+
 bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
   return p.precision_guarantee().math == DType::i64;
 }
@@ -103,6 +110,20 @@ struct OperandSpec {
   Layout layout = Layout::kContiguous;
 };
 
+// The descriptor of a test case: PyTorch's default parameters, then the case's own.
+ElementwiseDescriptor describe(EwOp op, const std::vector<OperandSpec>& specs, const std::vector<Scalar>& params,
+                               std::optional<DType> out_dtype) {
+  ElementwiseDescriptor d;
+  d.op = op;
+  ew_default_params(op, d.param);
+  for (size_t k = 0; k < params.size(); ++k) d.param[k] = params[k];
+  d.num_operands = static_cast<int>(specs.size());
+  for (size_t k = 0; k < specs.size(); ++k)
+    d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
+  d.out_dtype = out_dtype;
+  return d;
+}
+
 // Ops whose result is defined by the precision itself (floor division and remainder jump at
 // integers, nextafter steps one ulp of the compute type): their reference is evaluated in the
 // kernel's own precision, with IEEE-exact steps only.
@@ -122,14 +143,7 @@ double ref_fwd_in(EwOp op, const double* x, const double* p, DType compute_out) 
 // Runs one forward case and compares every element; returns false on a failure (reported).
 void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params = {},
               std::optional<DType> out_dtype = {}, bool inplace = false, bool sat = false) {
-  ElementwiseDescriptor d;
-  d.op = op;
-  ew_default_params(op, d.param);
-  for (size_t k = 0; k < params.size(); ++k) d.param[k] = params[k];
-  d.num_operands = static_cast<int>(specs.size());
-  for (size_t k = 0; k < specs.size(); ++k)
-    d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
-  d.out_dtype = out_dtype;
+  ElementwiseDescriptor d = describe(op, specs, params, out_dtype);
   d.saturate_fp8 = sat;
   auto plan = ElementwisePlan::select(d);
   ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
@@ -170,10 +184,9 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
   auto pk = ew::kernel_params("test", d, plan->out_dtype(), int_compute(d, *plan));
   ASSERT_TRUE(pk.ok());
   std::array<int64_t, 4> pint{};
-  for (int k = 0; k < 4; ++k) pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>((*pk)[k]);
-  if (op == EwOp::round || op == EwOp::clamp)
-    for (int k = 0; k < 4; ++k) pint[k] = static_cast<int64_t>((*pk)[k]);
-  if (op == EwOp::clamp) pint[0] = d.param[0].is_int() ? d.param[0].i : 0, pint[1] = d.param[1].is_int() ? d.param[1].i : 0;
+  // the library's rule (fill_scalars): integer parameters exact, the others truncated
+  for (int k = 0; k < 4; ++k)
+    pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>(std::isfinite((*pk)[k]) ? (*pk)[k] : 0.0);
   const bool imath = int_compute(d, *plan);
   // bitwise ops on bool results are the logical ops (True ^ ~ -> False), as in PyTorch
   EwOp rop = op;
@@ -371,10 +384,7 @@ TEST(ElementwiseDevice, EveryOpEveryDtypeEveryLayout) {
       }
     }
   }
-  const Stats& s = g_stats["fwd"];
-  std::printf("[elementwise fwd] %lld cases, %lld elements (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n",
-              static_cast<long long>(s.cases), static_cast<long long>(s.elements), static_cast<long long>(s.exact),
-              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+  print_stats("fwd", "elements");
 }
 
 TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {
@@ -434,14 +444,7 @@ TEST(ElementwiseDevice, Fp8OverflowAsPyTorch) {
 
 // ------------------------------------------------------------------ backward
 void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params, std::optional<DType> out_dtype = {}) {
-  ElementwiseDescriptor d;
-  d.op = op;
-  ew_default_params(op, d.param);
-  for (size_t k = 0; k < params.size(); ++k) d.param[k] = params[k];
-  d.num_operands = static_cast<int>(specs.size());
-  for (size_t k = 0; k < specs.size(); ++k)
-    d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
-  d.out_dtype = out_dtype;
+  const ElementwiseDescriptor d = describe(op, specs, params, out_dtype);
   auto plan = ElementwiseBackwardPlan::select(d);
   ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
   auto fplan = ElementwisePlan::select(d);
@@ -557,10 +560,7 @@ TEST(ElementwiseDevice, EveryDerivativeEveryFloatDtype) {
       if (HasFailure()) return;
     }
   }
-  const Stats& s = g_stats["bwd"];
-  std::printf("[elementwise bwd] %lld cases, %lld gradient elements (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n",
-              static_cast<long long>(s.cases), static_cast<long long>(s.elements), static_cast<long long>(s.exact),
-              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+  print_stats("bwd", "gradient elements");
 }
 
 // ------------------------------------------------------------------ reduce-to-shape

@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -135,16 +136,11 @@ class ElementwisePlan {
   const ElementwiseDescriptor& descriptor() const { return desc_; }
   DType out_dtype() const { return out_dtype_; }
 
-  ElementwisePlan();
-  ~ElementwisePlan();
-  ElementwisePlan(const ElementwisePlan&);
-  ElementwisePlan& operator=(const ElementwisePlan&);
-
  private:
   ElementwiseDescriptor desc_;
   KernelSku sku_;
   DType out_dtype_ = DType::f32;
-  detail::EwResolved* r_ = nullptr;  // owned
+  std::shared_ptr<const detail::EwResolved> r_;  // immutable after select; copies share it
 };
 
 class ElementwiseBackwardPlan {
@@ -157,16 +153,11 @@ class ElementwiseBackwardPlan {
   Status run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& args) const;
   const ElementwiseDescriptor& descriptor() const { return desc_; }
 
-  ElementwiseBackwardPlan();
-  ~ElementwiseBackwardPlan();
-  ElementwiseBackwardPlan(const ElementwiseBackwardPlan&);
-  ElementwiseBackwardPlan& operator=(const ElementwiseBackwardPlan&);
-
  private:
   ElementwiseDescriptor desc_;
   KernelSku sku_;
   size_t workspace_ = 0;
-  detail::EwResolved* r_ = nullptr;  // owned
+  std::shared_ptr<const detail::EwResolved> r_;  // immutable after select; copies share it
 };
 
 // The two halves of axis `dim` of x (the value/gate split of GLU-style ops): a = x[..., :n/2],

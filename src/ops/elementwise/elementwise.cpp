@@ -10,6 +10,7 @@
 
 #include "baracuda/ops/reduce_to_shape.hpp"
 #include "core/arch.hpp"
+#include "core/hash.hpp"
 #include "core/validate.hpp"
 #include "ops/elementwise/ew_geometry.hpp"
 #include "ops/elementwise/ew_iter.hpp"
@@ -232,13 +233,6 @@ void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d
     // integer parameters keep their exact value
     s->i[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>(std::isfinite(p[k]) ? p[k] : 0.0);
   }
-  if (d.op == EwOp::round || d.op == EwOp::clamp) {
-    for (int k = 0; k < 4; ++k) s->i[k] = static_cast<int64_t>(p[k]);
-    if (d.op == EwOp::clamp) {
-      s->i[0] = d.param[0].is_int() ? d.param[0].i : 0;
-      s->i[1] = d.param[1].is_int() ? d.param[1].i : 0;
-    }
-  }
   for (int k = 0; k < d.num_operands; ++k) {
     const EwOperand& o = d.operand[k];
     if (!o.is_scalar) continue;
@@ -424,23 +418,22 @@ ElementwiseDescriptor ElementwiseDescriptor::make(EwOp op, std::initializer_list
 }
 
 size_t ElementwiseDescriptor::hash() const {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(op));
-  mix(static_cast<uint64_t>(num_operands));
-  for (int k = 0; k < num_operands && k < kEwMaxOperands; ++k) {
+  Fnv1a f;
+  f.mix(op);
+  f.mix(num_operands);
+  for (int k = 0; k < std::clamp(num_operands, 0, kEwMaxOperands); ++k) {
     const EwOperand& o = operand[k];
-    mix(o.is_scalar);
-    mix(static_cast<uint64_t>(o.dtype));
-    mix(static_cast<uint64_t>(o.rank));
-    for (int a = 0; a < o.rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(o.shape[a]));
-    mix(static_cast<uint64_t>(o.value.i));
+    f.mix(o.is_scalar);
+    f.mix(o.dtype);
+    f.mix(o.rank);
+    f.mix_all(o.shape, std::clamp(o.rank, 0, kMaxRank));
+    f.mix_scalar(o.value);
   }
-  for (const Scalar& p : param) mix(static_cast<uint64_t>(p.i) ^ static_cast<uint64_t>(p.f * 1e6));
-  mix(out_dtype ? static_cast<uint64_t>(*out_dtype) + 1 : 0);
-  mix(saturate_fp8);
-  mix(needs_grad);
-  return static_cast<size_t>(h);
+  for (const Scalar& p : param) f.mix_scalar(p);
+  f.mix(out_dtype ? static_cast<int>(*out_dtype) + 1 : 0);
+  f.mix(saturate_fp8);
+  f.mix(needs_grad);
+  return f.value();
 }
 
 Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc) {
@@ -497,6 +490,10 @@ Status split_halves(const TensorMut& x, int dim, TensorMut* a, TensorMut* b) {
 
 // ------------------------------------------------------------------ shared select
 namespace {
+
+// Field names for messages, without building strings on the success path.
+constexpr const char* kInName[] = {"in[0]", "in[1]", "in[2]"};
+constexpr const char* kGradName[] = {"grad_in[0]", "grad_in[1]", "grad_in[2]"};
 
 Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, const PlanPreference& pref,
                          bool backward, KernelSku* sku, int* out_rank, int64_t* out_shape) {
@@ -586,8 +583,7 @@ Status check_operands(std::string_view opn, const ElementwiseDescriptor& d, cons
   for (int k = 0; k < d.num_operands; ++k) {
     const EwOperand& o = d.operand[k];
     if (o.is_scalar) continue;
-    const std::string f = cat("in[", k, "]");
-    if (Status s = check_view(opn, f, in[k], in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
+    if (Status s = check_view(opn, kInName[k], in[k], in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
   }
   return {};
 }
@@ -607,24 +603,9 @@ void fill_operand(const ElementwiseDescriptor& d, int k, const TensorRef& t, int
 }  // namespace
 
 // ------------------------------------------------------------------ ElementwisePlan
-ElementwisePlan::ElementwisePlan() = default;
-ElementwisePlan::~ElementwisePlan() { delete r_; }
-ElementwisePlan::ElementwisePlan(const ElementwisePlan& o)
-    : desc_(o.desc_), sku_(o.sku_), out_dtype_(o.out_dtype_), r_(o.r_ ? new detail::EwResolved(*o.r_) : nullptr) {}
-ElementwisePlan& ElementwisePlan::operator=(const ElementwisePlan& o) {
-  if (this != &o) {
-    desc_ = o.desc_;
-    sku_ = o.sku_;
-    out_dtype_ = o.out_dtype_;
-    delete r_;
-    r_ = o.r_ ? new detail::EwResolved(*o.r_) : nullptr;
-  }
-  return *this;
-}
-
 Result<ElementwisePlan> ElementwisePlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
   ElementwisePlan p;
-  auto* res = new detail::EwResolved;
+  auto res = std::make_shared<detail::EwResolved>();
   p.r_ = res;
   auto r = resolve(kFwd, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
   if (!r) return r.status();
@@ -644,8 +625,7 @@ Status ElementwisePlan::can_implement(const ElementwiseArgs& a) const {
   if (Status s = check_no_internal_overlap(kFwd, "out", a.out); !s.ok()) return s;
   for (int k = 0; k < desc_.num_operands; ++k) {
     if (desc_.operand[k].is_scalar) continue;
-    const std::string f = cat("in[", k, "]");
-    if (Status s = check_alias(kFwd, "out", a.out, f.c_str(), a.in[k]); !s.ok()) return s;
+    if (Status s = check_alias(kFwd, "out", a.out, kInName[k], a.in[k]); !s.ok()) return s;
   }
   return {};
 }
@@ -667,24 +647,9 @@ Status ElementwisePlan::run(cudaStream_t stream, Workspace, const ElementwiseArg
 }
 
 // ------------------------------------------------------------------ ElementwiseBackwardPlan
-ElementwiseBackwardPlan::ElementwiseBackwardPlan() = default;
-ElementwiseBackwardPlan::~ElementwiseBackwardPlan() { delete r_; }
-ElementwiseBackwardPlan::ElementwiseBackwardPlan(const ElementwiseBackwardPlan& o)
-    : desc_(o.desc_), sku_(o.sku_), workspace_(o.workspace_), r_(o.r_ ? new detail::EwResolved(*o.r_) : nullptr) {}
-ElementwiseBackwardPlan& ElementwiseBackwardPlan::operator=(const ElementwiseBackwardPlan& o) {
-  if (this != &o) {
-    desc_ = o.desc_;
-    sku_ = o.sku_;
-    workspace_ = o.workspace_;
-    delete r_;
-    r_ = o.r_ ? new detail::EwResolved(*o.r_) : nullptr;
-  }
-  return *this;
-}
-
 Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
   ElementwiseBackwardPlan p;
-  auto* res = new detail::EwResolved;
+  auto res = std::make_shared<detail::EwResolved>();
   p.r_ = res;
   auto r = resolve(kBwd, desc, pref, true, &p.sku_, &res->out_rank, res->out_shape);
   if (!r) return r.status();
@@ -746,19 +711,18 @@ Status ElementwiseBackwardPlan::can_implement(const ElementwiseBackwardArgs& a) 
   for (int k = 0; k < desc_.num_operands; ++k) {
     const EwOperand& o = desc_.operand[k];
     if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
-    const std::string f = cat("grad_in[", k, "]");
+    const char* f = kGradName[k];
     if (Status s = check_view(kBwd, f, a.grad_in[k], a.grad_in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
     if (Status s = check_no_internal_overlap(kBwd, f, a.grad_in[k]); !s.ok()) return s;
     if (r_->reduce[k]) {
       if (ranges_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_out, a.grad_out.data))
         return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_out (operand ", k, " is broadcast)");
-    } else if (Status s = check_alias(kBwd, f.c_str(), a.grad_in[k], "grad_out", a.grad_out); !s.ok()) {
+    } else if (Status s = check_alias(kBwd, f, a.grad_in[k], "grad_out", a.grad_out); !s.ok()) {
       return s;
     }
     for (int j = 0; j < desc_.num_operands; ++j) {
       if (desc_.operand[j].is_scalar) continue;
-      const std::string fj = cat("in[", j, "]");
-      if (Status s = check_alias(kBwd, f.c_str(), a.grad_in[k], fj.c_str(), a.in[j]); !s.ok()) return s;
+      if (Status s = check_alias(kBwd, f, a.grad_in[k], kInName[j], a.in[j]); !s.ok()) return s;
     }
     for (int j = 0; j < k; ++j) {
       const EwOperand& oj = desc_.operand[j];

@@ -10,6 +10,7 @@
 #include "baracuda/ops/pad.hpp"
 #include "core/arch.hpp"
 #include "core/checked_math.hpp"
+#include "core/hash.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/validate.hpp"
@@ -299,19 +300,15 @@ Result<PadDescriptor> PadDescriptor::torch_style(DType dtype, std::span<const in
 }
 
 size_t PadDescriptor::hash() const {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(dtype));
-  mix(static_cast<uint64_t>(mode));
-  mix(static_cast<uint64_t>(rank));
-  for (int a = 0; a < kMaxRank; ++a) {
-    mix(static_cast<uint64_t>(in_shape[a]));
-    mix(static_cast<uint64_t>(pad_low[a]));
-    mix(static_cast<uint64_t>(pad_high[a]));
-  }
-  mix(static_cast<uint64_t>(value.kind));
-  mix(value.is_int() ? static_cast<uint64_t>(value.i) : std::bit_cast<uint64_t>(value.f));
-  return static_cast<size_t>(h);
+  Fnv1a f;
+  f.mix(dtype);
+  f.mix(mode);
+  f.mix(rank);
+  f.mix_all(in_shape, kMaxRank);
+  f.mix_all(pad_low, kMaxRank);
+  f.mix_all(pad_high, kMaxRank);
+  f.mix_scalar(value);
+  return f.value();
 }
 
 // ---------------------------------------------------------------- forward

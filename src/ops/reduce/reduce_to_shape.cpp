@@ -6,6 +6,7 @@
 
 #include "core/arch.hpp"
 #include "core/cuda_check.hpp"
+#include "core/hash.hpp"
 #include "core/validate.hpp"
 #include "ops/reduce/reduce_geometry.hpp"
 
@@ -148,16 +149,15 @@ ReduceToShapeDescriptor ReduceToShapeDescriptor::make(ReduceOp op, DType in_dtyp
 }
 
 size_t ReduceToShapeDescriptor::hash() const {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(op));
-  mix(static_cast<uint64_t>(in_dtype));
-  mix(static_cast<uint64_t>(out_dtype));
-  mix(static_cast<uint64_t>(in_rank));
-  for (int a = 0; a < in_rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(in_shape[a]));
-  mix(static_cast<uint64_t>(out_rank));
-  for (int a = 0; a < out_rank && a < kMaxRank; ++a) mix(static_cast<uint64_t>(out_shape[a]));
-  return static_cast<size_t>(h);
+  Fnv1a f;
+  f.mix(op);
+  f.mix(in_dtype);
+  f.mix(out_dtype);
+  f.mix(in_rank);
+  f.mix_all(in_shape, std::clamp(in_rank, 0, kMaxRank));
+  f.mix(out_rank);
+  f.mix_all(out_shape, std::clamp(out_rank, 0, kMaxRank));
+  return f.value();
 }
 
 Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescriptor& d, const PlanPreference& pref) {
