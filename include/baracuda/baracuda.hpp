@@ -13,3 +13,4 @@
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/pad.hpp"
 #include "baracuda/ops/reduce_to_shape.hpp"
+#include "baracuda/ops/rope.hpp"

@@ -12,6 +12,7 @@
 #include "baracuda/ops/reduce_to_shape.hpp"
 #include "core/validate.hpp"
 #include "elementwise_ref.hpp"
+#include "host/host_test_util.hpp"
 #include "ops/elementwise/ew_params.hpp"
 
 namespace baracuda {
@@ -20,11 +21,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-PlanPreference host_pref() {
-  PlanPreference p;
-  p.target_arch = 90;
-  return p;
-}
+PlanPreference host_pref() { return baracuda::test::hopper(); }
+using baracuda::test::expect_error;
 
 // ------------------------------------------------------------------ promotion
 TEST(EwPromotion, MatchesPyTorchTable) {
@@ -344,11 +342,6 @@ TEST(EwReference, DerivativeRulesAtSpecialPoints) {
 }
 
 // ------------------------------------------------------------------ validation
-void expect_error(const Status& s, StatusCode code, const std::string& substr) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(substr), std::string::npos) << "message: " << s.message() << "\nwanted: " << substr;
-}
-
 TEST(EwValidation, ClearErrors) {
   const auto f32 = [](std::initializer_list<int64_t> s) { return EwOperand::tensor(DType::f32, s); };
   expect_error(ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::add, {f32({3}), f32({4})}), host_pref()).status(),

@@ -7,28 +7,20 @@
 #include <unordered_set>
 
 #include "baracuda/baracuda.hpp"
+#include "host/host_test_util.hpp"
 #include "ops/pad/pad_geometry.hpp"
 
 using namespace baracuda;
+using baracuda::test::expect_error;
+using baracuda::test::hopper;
 
 namespace {
-
-PlanPreference hopper() {
-  PlanPreference p;
-  p.target_arch = 90;
-  return p;
-}
 
 PadDescriptor make(DType dt, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> pads,
                    PadMode mode = PadMode::kConstant, Scalar value = 0.0) {
   auto d = PadDescriptor::torch_style(dt, shape, pads, mode, value);
   EXPECT_TRUE(d.ok()) << d.status().to_string();
   return *d;
-}
-
-void expect_error(const Status& s, StatusCode code, const std::string& needle) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(needle), std::string::npos) << "message: " << s.message() << "\nwanted: " << needle;
 }
 
 template <class R>

@@ -1,0 +1,364 @@
+// RoPE plans: descriptor validation, frequency table, argument checks, and the run-time choice
+// of vector width and tokens per block (rope_geometry.hpp).
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cmath>
+#include <numbers>
+
+#include "baracuda/ops/rope.hpp"
+#include "core/arch.hpp"
+#include "core/cuda_check.hpp"
+#include "core/dispatch.hpp"
+#include "core/hash.hpp"
+#include "core/validate.hpp"
+#include "ops/rope/rope_geometry.hpp"
+
+namespace baracuda {
+
+namespace {
+
+constexpr std::string_view kOp = "rope";
+constexpr std::string_view kOpBwd = "rope_backward";
+
+std::string_view op_name(bool backward) { return backward ? kOpBwd : kOp; }
+
+Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
+  auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
+  if (!FloatDTypes::contains(d.dtype))
+    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(d.dtype), " is not supported (supported: ",
+                 FloatDTypes::names(), ")");
+  if (static_cast<int>(d.layout) > static_cast<int>(RopeLayout::kBSHD)) return bad("layout is not a RopeLayout");
+  if (static_cast<int>(d.pairing) > static_cast<int>(RopePairing::kInterleaved)) return bad("pairing is not a RopePairing");
+  if (static_cast<int>(d.scaling) > static_cast<int>(RopeScaling::kLlama3)) return bad("scaling is not a RopeScaling");
+  if (d.batch < 0) return bad("batch = ", d.batch, " must be >= 0");
+  if (d.seq < 0) return bad("seq = ", d.seq, " must be >= 0");
+  if (d.heads_q < 1) return bad("heads_q = ", d.heads_q, " must be >= 1");
+  if (d.heads_k < 0) return bad("heads_k = ", d.heads_k, " must be >= 0 (0: no k)");
+  if (d.head_dim < 2) return bad("head_dim = ", d.head_dim, " must be >= 2");
+  const int64_t R = d.rot_dim();
+  if (R < 2 || R > d.head_dim || R % 2 != 0)
+    return bad("rotary_dim = ", R, " must be even and in [2, head_dim = ", d.head_dim, "]");
+  if (d.seq > 0 && d.batch > INT64_MAX / d.seq) return bad("batch * seq overflows int64");
+  if (d.heads_q > (int64_t{1} << 31) || d.heads_k > (int64_t{1} << 31) || d.head_dim > (int64_t{1} << 31) ||
+      (d.heads_q + d.heads_k) * d.head_dim >= (int64_t{1} << 31))
+    return bad("(heads_q + heads_k) * head_dim = ", (d.heads_q + d.heads_k) * d.head_dim, " must be < 2^31");
+  if (d.positions_rank < 0 || d.positions_rank > 2)
+    return bad("positions_rank = ", d.positions_rank, " must be 0 (none), 1 ([S]) or 2 ([B, S])");
+  if (d.positions_rank > 0 && d.positions_dtype != DType::i32 && d.positions_dtype != DType::i64)
+    return error(StatusCode::kUnsupported, op, ": positions_dtype ", dtype_name(d.positions_dtype), " must be i32 or i64");
+  if (d.positions_rank > 0 && d.position_offset != 0)
+    return bad("position_offset = ", d.position_offset, " is only used without a positions tensor");
+  if (d.cos_sin_cache) {
+    if (!FloatDTypes::contains(d.cache_dtype))
+      return error(StatusCode::kUnsupported, op, ": cache_dtype ", dtype_name(d.cache_dtype), " must be one of ",
+                   FloatDTypes::names());
+    if (d.cache_rows < 0) return bad("cache_rows = ", d.cache_rows, " must be >= 0");
+    if (d.scaling != RopeScaling::kNone)
+      return bad("scaling ", rope_scaling_name(d.scaling), " applies to computed angles; a cos/sin cache carries its own");
+    if (R / 2 > detail::kRopeSmemPairs)
+      return error(StatusCode::kUnsupported, op, ": rotary_dim = ", R, " exceeds the supported ", 2 * detail::kRopeSmemPairs);
+    return {};
+  }
+  if (R / 2 > kRopeMaxComputedPairs)
+    return error(StatusCode::kUnsupported, op, ": rotary_dim = ", R, " exceeds ", 2 * kRopeMaxComputedPairs,
+                 " with computed angles (pass a cos/sin cache)");
+  if (!(std::isfinite(d.base) && d.base > 0)) return bad("base = ", d.base, " must be finite and > 0");
+  const RopeScalingParams& sp = d.scale;
+  if (d.scaling != RopeScaling::kNone && !(std::isfinite(sp.factor) && sp.factor > 0))
+    return bad("scale.factor = ", sp.factor, " must be finite and > 0");
+  if ((d.scaling == RopeScaling::kYaRN || d.scaling == RopeScaling::kLlama3) && sp.original_max_position <= 0)
+    return bad("scale.original_max_position = ", sp.original_max_position, " must be > 0 for ", rope_scaling_name(d.scaling));
+  if (d.scaling == RopeScaling::kYaRN) {
+    if (d.base == 1.0) return bad("base = 1 leaves YaRN's correction range undefined");
+    if (!(sp.beta_fast > 0 && sp.beta_slow > 0 && std::isfinite(sp.beta_fast) && std::isfinite(sp.beta_slow)))
+      return bad("scale.beta_fast = ", sp.beta_fast, " and scale.beta_slow = ", sp.beta_slow, " must be finite and > 0");
+    if (!(std::isfinite(sp.attention_factor) && sp.attention_factor >= 0))
+      return bad("scale.attention_factor = ", sp.attention_factor, " must be finite and >= 0 (0: default)");
+  }
+  if (d.scaling == RopeScaling::kLlama3 &&
+      !(sp.low_freq_factor > 0 && sp.high_freq_factor > sp.low_freq_factor && std::isfinite(sp.high_freq_factor)))
+    return bad("scale.low_freq_factor = ", sp.low_freq_factor, " and scale.high_freq_factor = ", sp.high_freq_factor,
+               " must satisfy 0 < low < high");
+  return {};
+}
+
+// Expected shape of a q-side (heads = Hq) or k-side view.
+void view_shape(const RopeDescriptor& d, int64_t heads, int64_t* s) {
+  s[0] = d.batch;
+  s[1] = d.layout == RopeLayout::kBHSD ? heads : d.seq;
+  s[2] = d.layout == RopeLayout::kBHSD ? d.seq : heads;
+  s[3] = d.head_dim;
+}
+
+// Element strides of (b, s, h) of a checked view; 0 for an extent-1 axis (index always 0).
+void bsh_strides(const RopeDescriptor& d, const TensorLayout& t, int64_t* sb, int64_t* ss, int64_t* sh) {
+  const int ax_s = d.layout == RopeLayout::kBHSD ? 2 : 1, ax_h = d.layout == RopeLayout::kBHSD ? 1 : 2;
+  *sb = t.shape[0] > 1 ? t.stride[0] : 0;
+  *ss = t.shape[ax_s] > 1 ? t.stride[ax_s] : 0;
+  *sh = t.shape[ax_h] > 1 ? t.stride[ax_h] : 0;
+}
+
+bool exact_alias(const TensorLayout& a, const void* ap, const TensorLayout& b, const void* bp) {
+  return ap == bp && a.identical(b);
+}
+
+}  // namespace
+
+std::string_view rope_pairing_name(RopePairing p) {
+  return p == RopePairing::kHalf ? "half" : p == RopePairing::kInterleaved ? "interleaved" : "?";
+}
+
+std::string_view rope_scaling_name(RopeScaling s) {
+  switch (s) {
+    case RopeScaling::kNone: return "none";
+    case RopeScaling::kLinear: return "linear";
+    case RopeScaling::kYaRN: return "yarn";
+    case RopeScaling::kLlama3: return "llama3";
+  }
+  return "?";
+}
+
+size_t RopeDescriptor::hash() const {
+  Fnv1a f;
+  for (int64_t v : {int64_t(dtype), int64_t(layout), int64_t(pairing), batch, seq, heads_q, heads_k, head_dim, rotary_dim,
+                    int64_t(scaling), scale.original_max_position, int64_t(positions_rank), int64_t(positions_dtype),
+                    position_offset, int64_t(cos_sin_cache), int64_t(cache_dtype), cache_rows})
+    f.mix(v);
+  for (double v : {base, scale.factor, scale.beta_fast, scale.beta_slow, scale.attention_factor, scale.low_freq_factor,
+                   scale.high_freq_factor})
+    f.mix(std::bit_cast<uint64_t>(v));
+  return f.value();
+}
+
+Status rope_frequencies(const RopeDescriptor& d, double* inv_freq, double* attention_factor) {
+  if (Status s = validate_descriptor(kOp, d); !s.ok()) return s;
+  if (d.cos_sin_cache) return error(StatusCode::kInvalidProblem, kOp, ": a descriptor with a cos/sin cache has no frequencies");
+  const int64_t R = d.rot_dim(), n = R / 2;
+  const RopeScalingParams& sp = d.scale;
+  const double L = static_cast<double>(sp.original_max_position), two_pi = 2 * std::numbers::pi;
+  // YaRN's ramp over the dims [lo, hi]: 0 keeps ω (extrapolation), 1 takes ω / factor
+  double lo = 0, hi = 0;
+  if (d.scaling == RopeScaling::kYaRN) {
+    auto corr_dim = [&](double rot) { return R * std::log(L / (rot * two_pi)) / (2 * std::log(d.base)); };
+    lo = std::max(std::floor(corr_dim(sp.beta_fast)), 0.0);
+    hi = std::min(std::ceil(corr_dim(sp.beta_slow)), static_cast<double>(R - 1));
+    if (lo == hi) hi += 0.001;
+  }
+  for (int64_t f = 0; f < n; ++f) {
+    const double w = std::pow(d.base, -static_cast<double>(2 * f) / static_cast<double>(R));
+    double v = w;
+    switch (d.scaling) {
+      case RopeScaling::kNone: break;
+      case RopeScaling::kLinear: v = w / sp.factor; break;
+      case RopeScaling::kYaRN: {
+        const double ramp = std::clamp((static_cast<double>(f) - lo) / (hi - lo), 0.0, 1.0);
+        v = (w / sp.factor) * ramp + w * (1 - ramp);
+        break;
+      }
+      case RopeScaling::kLlama3: {
+        const double wavelen = two_pi / w;
+        if (wavelen > L / sp.low_freq_factor) v = w / sp.factor;
+        else if (wavelen >= L / sp.high_freq_factor) {
+          const double a = (L / wavelen - sp.low_freq_factor) / (sp.high_freq_factor - sp.low_freq_factor);
+          v = (1 - a) * w / sp.factor + a * w;
+        }
+        break;
+      }
+    }
+    inv_freq[f] = v;
+  }
+  double m = 1.0;
+  if (d.scaling == RopeScaling::kYaRN)
+    m = sp.attention_factor > 0 ? sp.attention_factor : (sp.factor <= 1 ? 1.0 : 0.1 * std::log(sp.factor) + 1.0);
+  *attention_factor = m;
+  return {};
+}
+
+// ---------------------------------------------------------------- shared by both directions
+
+Status RopePlanBase::select_impl(const RopeDescriptor& d, const PlanPreference& pref, bool backward) {
+  const std::string_view op = op_name(backward);
+  if (Status s = validate_descriptor(op, d); !s.ok()) return s;
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
+    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
+                 " has no rope implementation (candidates: bespoke)");
+  auto arch = resolve_arch(op, pref);
+  if (!arch) return arch.status();
+  if (!d.cos_sin_cache) {
+    if (Status s = rope_frequencies(d, inv_freq_, &attention_factor_); !s.ok()) return s;
+  }
+  for (int np = 1; np <= detail::rope_max_np(d.dtype); np *= 2)
+    if (!detail::rope_launcher(d.dtype, d.pairing, np))
+      return error(StatusCode::kInternal, op, ": no kernel for ", dtype_name(d.dtype), " np ", np);
+  desc_ = d;
+  backward_ = backward;
+  sku_.op = cat("rope.", rope_pairing_name(d.pairing));
+  sku_.direction = backward ? Direction::kBackward : Direction::kForward;
+  sku_.dtype = d.dtype;
+  sku_.backend = Backend::kBespoke;
+  sku_.arch = *arch;
+  sku_.variant = d.cos_sin_cache ? "tokenblock.cache" : "tokenblock";
+  return {};
+}
+
+PrecisionGuarantee RopePlanBase::precision_guarantee() const {
+  const DType acc = desc_.dtype == DType::f64 ? DType::f64 : DType::f32;
+  return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
+}
+
+Status RopePlanBase::check(const TensorRef (&in)[2], const TensorMut (&out)[2], const TensorRef& positions,
+                           const TensorRef& cos, const TensorRef& sin) const {
+  const RopeDescriptor& d = desc_;
+  const std::string_view op = op_name(backward_);
+  const char* in_name[2] = {backward_ ? "dq_out" : "q", backward_ ? "dk_out" : "k"};
+  const char* out_name[2] = {backward_ ? "dq" : "q_out", backward_ ? "dk" : "k_out"};
+  const int nt = d.heads_k > 0 ? 2 : 1;
+  for (int x = 0; x < nt; ++x) {
+    int64_t shape[4];
+    view_shape(d, x == 0 ? d.heads_q : d.heads_k, shape);
+    if (Status s = check_view(op, in_name[x], in[x], in[x].data, d.dtype, shape); !s.ok()) return s;
+    if (Status s = check_view(op, out_name[x], out[x], out[x].data, d.dtype, shape); !s.ok()) return s;
+    if (in[x].stride[3] != 1 || out[x].stride[3] != 1)
+      return error(StatusCode::kInvalidProblem, op, ": ", in[x].stride[3] != 1 ? in_name[x] : out_name[x],
+                   " must have unit stride on its last (head_dim) axis, not ",
+                   in[x].stride[3] != 1 ? in[x].stride[3] : out[x].stride[3]);
+    if (Status s = check_no_internal_overlap(op, out_name[x], out[x]); !s.ok()) return s;
+  }
+  if (d.positions_rank > 0) {
+    const int64_t ps[2] = {d.positions_rank == 2 ? d.batch : d.seq, d.seq};
+    if (Status s = check_view(op, "positions", positions, positions.data, d.positions_dtype,
+                              std::span<const int64_t>(ps + (d.positions_rank == 2 ? 0 : 1), d.positions_rank));
+        !s.ok())
+      return s;
+  }
+  if (d.cos_sin_cache) {
+    const int64_t cs[2] = {d.cache_rows, d.rot_dim() / 2};
+    if (Status s = check_view(op, "cos", cos, cos.data, d.cache_dtype, cs); !s.ok()) return s;
+    if (Status s = check_view(op, "sin", sin, sin.data, d.cache_dtype, cs); !s.ok()) return s;
+  }
+  // aliasing: each output may be its own input exactly, and touch nothing else
+  for (int x = 0; x < nt; ++x) {
+    const TensorLayout& o = out[x];
+    auto clash = [&](const TensorLayout& t, const void* p) { return views_may_overlap(o, out[x].data, t, p); };
+    if (!exact_alias(o, out[x].data, in[x], in[x].data) && clash(in[x], in[x].data))
+      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps ", in_name[x],
+                   " without being exactly in place (same data and strides)");
+    if (nt == 2 && (clash(in[1 - x], in[1 - x].data) || (x == 0 && clash(out[1], out[1].data))))
+      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps the ", x == 0 ? "k" : "q", " side");
+    if (d.positions_rank > 0 && clash(positions, positions.data))
+      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps positions");
+    if (d.cos_sin_cache && (clash(cos, cos.data) || clash(sin, sin.data)))
+      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps the cos/sin cache");
+  }
+  return {};
+}
+
+Status RopePlanBase::launch(cudaStream_t stream, const TensorRef (&in)[2], const TensorMut (&out)[2],
+                            const TensorRef& positions, const TensorRef& cos, const TensorRef& sin) const {
+  if (Status s = check(in, out, positions, cos, sin); !s.ok()) return s;
+  const RopeDescriptor& d = desc_;
+  const std::string_view op = op_name(backward_);
+  const int64_t tokens = d.batch * d.seq;
+  if (tokens == 0) return {};
+  detail::RopeParams p;
+  const int nt = d.heads_k > 0 ? 2 : 1;
+  bool all_in_place = true;
+  for (int x = 0; x < nt; ++x) {
+    p.in[x] = in[x].data;
+    p.out[x] = out[x].data;
+    bsh_strides(d, in[x], &p.in_sb[x], &p.in_ss[x], &p.in_sh[x]);
+    bsh_strides(d, out[x], &p.out_sb[x], &p.out_ss[x], &p.out_sh[x]);
+    all_in_place = all_in_place && exact_alias(out[x], out[x].data, in[x], in[x].data);
+  }
+  const int R = static_cast<int>(d.rot_dim()), D = static_cast<int>(d.head_dim), R2 = R / 2;
+  const bool pass = R < D && !all_in_place;
+  // widest NP every address, stride and split point allows
+  const size_t es = dtype_size(d.dtype);
+  int np = detail::rope_max_np(d.dtype);
+  auto fits = [&](int v) {
+    if (R2 % v != 0 || (pass && (D - R) % v != 0)) return false;
+    for (int x = 0; x < nt; ++x) {
+      if (reinterpret_cast<uintptr_t>(p.in[x]) % (v * es) != 0 || reinterpret_cast<uintptr_t>(p.out[x]) % (v * es) != 0)
+        return false;
+      for (int64_t st : {p.in_sb[x], p.in_ss[x], p.in_sh[x], p.out_sb[x], p.out_ss[x], p.out_sh[x]})
+        if (st % v != 0) return false;
+    }
+    return true;
+  };
+  while (np > 1 && !fits(np)) np /= 2;
+  p.seq = d.seq;
+  p.tokens = tokens;
+  p.heads_q = static_cast<int>(d.heads_q);
+  p.heads = static_cast<int>(d.heads_q + (nt == 2 ? d.heads_k : 0));
+  p.half_rot = R2;
+  p.rot = R;
+  p.head_dim = D;
+  p.chunks_rot = R2 / np;
+  p.chunks_pass = pass ? (D - R + 2 * np - 1) / (2 * np) : 0;
+  // about 2048 items per block, as many tokens as phase 1's shared memory holds
+  const int64_t per_tok = int64_t{p.heads} * (p.chunks_rot + p.chunks_pass);
+  int64_t tb = std::clamp<int64_t>((2048 + per_tok - 1) / per_tok, 1, std::max(1, detail::kRopeSmemPairs / R2));
+  tb = std::min<int64_t>({tb, 64, tokens});
+  p.tokens_per_block = static_cast<int>(tb);
+  const size_t acc_bytes = d.dtype == DType::f64 ? 8 : 4;
+  p.smem_bytes = static_cast<int>(16 * tb + 2 * acc_bytes * tb * R2);
+  if ((tokens + tb - 1) / tb >= (int64_t{1} << 31))
+    return error(StatusCode::kUnsupported, op, ": ", tokens, " tokens need more than 2^31 - 1 blocks");
+  p.pos_rank = d.positions_rank;
+  p.pos_offset = d.position_offset;
+  if (d.positions_rank > 0) {
+    p.pos = positions.data;
+    p.pos_i64 = d.positions_dtype == DType::i64;
+    p.pos_ss = positions.stride[positions.rank - 1];
+    p.pos_sb = d.positions_rank == 2 ? positions.stride[0] : 0;
+  }
+  if (d.cos_sin_cache) {
+    p.cos = cos.data;
+    p.sin = sin.data;
+    p.cache_dtype = static_cast<int>(d.cache_dtype);
+    p.cache_rows = d.cache_rows;
+    p.cos_sr = cos.stride[0];
+    p.cos_sf = cos.stride[1];
+    p.sin_sr = sin.stride[0];
+    p.sin_sf = sin.stride[1];
+  } else {
+    std::copy(inv_freq_, inv_freq_ + R2, p.inv_freq);
+    p.mscale = attention_factor_;
+  }
+  p.sign = backward_ ? -1.0 : 1.0;
+  const detail::RopeLaunchFn fn = detail::rope_launcher(d.dtype, d.pairing, np);
+  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), op);
+}
+
+// ---------------------------------------------------------------- the two plans
+
+Result<RopePlan> RopePlan::select(const RopeDescriptor& desc, const PlanPreference& pref) {
+  RopePlan plan;
+  if (Status s = plan.select_impl(desc, pref, /*backward=*/false); !s.ok()) return s;
+  return plan;
+}
+
+Status RopePlan::can_implement(const RopeArgs& a) const {
+  return check({a.q, a.k}, {a.q_out, a.k_out}, a.positions, a.cos, a.sin);
+}
+
+Status RopePlan::run(cudaStream_t stream, Workspace, const RopeArgs& a) const {
+  return launch(stream, {a.q, a.k}, {a.q_out, a.k_out}, a.positions, a.cos, a.sin);
+}
+
+Result<RopeBackwardPlan> RopeBackwardPlan::select(const RopeBackwardDescriptor& desc, const PlanPreference& pref) {
+  RopeBackwardPlan plan;
+  if (Status s = plan.select_impl(desc, pref, /*backward=*/true); !s.ok()) return s;
+  return plan;
+}
+
+Status RopeBackwardPlan::can_implement(const RopeBackwardArgs& a) const {
+  return check({a.dq_out, a.dk_out}, {a.dq, a.dk}, a.positions, a.cos, a.sin);
+}
+
+Status RopeBackwardPlan::run(cudaStream_t stream, Workspace, const RopeBackwardArgs& a) const {
+  return launch(stream, {a.dq_out, a.dk_out}, {a.dq, a.dk}, a.positions, a.cos, a.sin);
+}
+
+}  // namespace baracuda
