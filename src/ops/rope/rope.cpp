@@ -56,8 +56,6 @@ Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
     if (d.cache_rows < 0) return bad("cache_rows = ", d.cache_rows, " must be >= 0");
     if (d.scaling != RopeScaling::kNone)
       return bad("scaling ", rope_scaling_name(d.scaling), " applies to computed angles; a cos/sin cache carries its own");
-    if (R / 2 > detail::kRopeSmemPairs)
-      return error(StatusCode::kUnsupported, op, ": rotary_dim = ", R, " exceeds the supported ", 2 * detail::kRopeSmemPairs);
     return {};
   }
   if (R / 2 > kRopeMaxComputedPairs)
@@ -296,14 +294,12 @@ Status RopePlanBase::launch(cudaStream_t stream, const TensorRef (&in)[2], const
   p.head_dim = D;
   p.chunks_rot = R2 / np;
   p.chunks_pass = pass ? (D - R + 2 * np - 1) / (2 * np) : 0;
-  // about 2048 items per block, as many tokens as phase 1's shared memory holds
+  // lanes per token: enough for its items, a power of two up to a warp
   const int64_t per_tok = int64_t{p.heads} * (p.chunks_rot + p.chunks_pass);
-  int64_t tb = std::clamp<int64_t>((2048 + per_tok - 1) / per_tok, 1, std::max(1, detail::kRopeSmemPairs / R2));
-  tb = std::min<int64_t>({tb, 64, tokens});
-  p.tokens_per_block = static_cast<int>(tb);
-  const size_t acc_bytes = d.dtype == DType::f64 ? 8 : 4;
-  p.smem_bytes = static_cast<int>(16 * tb + 2 * acc_bytes * tb * R2);
-  if ((tokens + tb - 1) / tb >= (int64_t{1} << 31))
+  int lanes = 1;
+  while (lanes < 32 && lanes < per_tok) lanes *= 2;
+  p.group_lanes = lanes;
+  if ((tokens + detail::kRopeAsyncThreads / lanes - 1) / (detail::kRopeAsyncThreads / lanes) >= (int64_t{1} << 31))
     return error(StatusCode::kUnsupported, op, ": ", tokens, " tokens need more than 2^31 - 1 blocks");
   p.pos_rank = d.positions_rank;
   p.pos_offset = d.position_offset;

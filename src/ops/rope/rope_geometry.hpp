@@ -1,10 +1,10 @@
 // RoPE launch parameters: what the host resolves at run() and the kernel reads (by value).
 //
-// Work split: a block owns `tokens_per_block` consecutive tokens (b, s). Phase 1 fills shared
-// memory with (cos, sin·sign) for every (token, pair) once; phase 2 walks the items
-// (token, head of q then k, chunk) — a rotary chunk is NP pairs read as two NP-element vectors
-// (kHalf: at f and f + R/2; kInterleaved: two adjacent vectors), a pass-through chunk copies up
-// to 2·NP elements of [R, D).
+// Work split: a group of `group_lanes` lanes (power of two <= 32) owns one token (b, s) and
+// walks its items (head of q then k, chunk) — a rotary chunk is NP pairs read as two
+// NP-element vectors (kHalf: at f and f + R/2; kInterleaved: two adjacent vectors), a
+// pass-through chunk copies up to 2·NP elements of [R, D). A lane whose chunk stays the same
+// across its items keeps that chunk's (cos, sign·sin) in registers for the whole token.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,8 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace baracuda::detail {
 
-inline constexpr int kRopeThreads = 256;
-inline constexpr int kRopeSmemPairs = 2048;  // (token, pair) entries of phase 1 per block
+inline constexpr int kRopeThreads = 256;       // register-staged kernel
+inline constexpr int kRopeAsyncThreads = 128;  // cp.async-staged kernel (the smaller block: grid bound)
 
 struct RopeParams {
   const void* in[2] = {};  // [0] q side, [1] k side
@@ -27,7 +27,7 @@ struct RopeParams {
   int64_t seq = 0, tokens = 0;      // tokens = B·S
   int heads_q = 0, heads = 0;       // heads = Hq + Hk
   int half_rot = 0, rot = 0, head_dim = 0;
-  int chunks_rot = 0, chunks_pass = 0, tokens_per_block = 1, smem_bytes = 0;
+  int chunks_rot = 0, chunks_pass = 0, group_lanes = 32;
   // positions (rank 0: position_offset + s)
   const void* pos = nullptr;
   int pos_rank = 0, pos_i64 = 1;
