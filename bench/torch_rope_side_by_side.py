@@ -10,11 +10,10 @@ backward = torch.autograd.grad of the composite for q and k. torch.compile of th
 (forward and backward) is timed too where it compiles: it fuses the work into one kernel.
 """
 import json
-import statistics
 
 import torch
 
-from torch_side_by_side import DTYPES, load_run, median_us  # shared by every family
+from torch_side_by_side import DTYPES, load_run, median_us, write_md  # shared by every family
 
 
 def rotate_half(x):
@@ -107,11 +106,7 @@ def main():
         lines.append(f"| {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | {o['ours_us']:.1f} | "
                      f"{o['torch_us']:.1f} | {comp} | {o['speedup_vs_torch']:.2f}x | {vsc} | "
                      f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
-    sp = sorted(o["speedup_vs_torch"] for o in out)
-    if sp:
-        lines += ["", f"Speedup vs PyTorch eager: min {sp[0]:.2f}x, median {statistics.median(sp):.2f}x, max {sp[-1]:.2f}x."]
-    open(args.out_md, "w").write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_md(args.out_md, lines, out, "PyTorch eager")
 
 
 if __name__ == "__main__":

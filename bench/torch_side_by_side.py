@@ -62,6 +62,15 @@ def load_run(extra_args=()):
     return args, json.load(open(args.ours)), torch.cuda.get_device_name(0)
 
 
+def write_md(path, lines, out, label="PyTorch"):
+    """Appends the min/median/max speedup line to a family's table, writes it and prints it."""
+    sp = sorted(o["speedup_vs_torch"] for o in out)
+    if sp:
+        lines += ["", f"Speedup vs {label}: min {sp[0]:.2f}x, median {statistics.median(sp):.2f}x, max {sp[-1]:.2f}x."]
+    open(path, "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main():
     args, ours, device = load_run([("--family", "pad")])
     out = []
@@ -92,11 +101,7 @@ def main():
         lines.append(f"| {o['op']} | {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | "
                      f"{o['ours_us']:.1f} | {o['torch_us']:.1f} | {o['speedup_vs_torch']:.2f}x | "
                      f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
-    sp = sorted(o["speedup_vs_torch"] for o in out)
-    if sp:
-        lines += ["", f"Speedup vs PyTorch: min {sp[0]:.2f}x, median {statistics.median(sp):.2f}x, max {sp[-1]:.2f}x."]
-    open(args.out_md, "w").write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_md(args.out_md, lines, out)
 
 
 if __name__ == "__main__":
