@@ -9,6 +9,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/bilinear.hpp"
+#include "baracuda/ops/causal_conv1d.hpp"
 #include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/pad.hpp"

@@ -40,4 +40,27 @@ __device__ __forceinline__ T from_acc(acc_t<T> v) { return static_cast<T>(v); }
 template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+// N elements of T moved as one aligned vector (N·sizeof(T) in {1, 2, 4, 8, 16} bytes).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// Element i of a float array whose dtype is known only at run time (small side tensors:
+// caches, weights, states); `dt` is the DType as int.
+template <class A>
+__device__ __forceinline__ A load_as(const void* p, int dt, int64_t i) {
+  if (dt == static_cast<int>(DType::f32)) return static_cast<A>(static_cast<const float*>(p)[i]);
+  if (dt == static_cast<int>(DType::f16)) return static_cast<A>(__half2float(static_cast<const __half*>(p)[i]));
+  if (dt == static_cast<int>(DType::bf16)) return static_cast<A>(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
+  return static_cast<A>(static_cast<const double*>(p)[i]);
+}
+template <class A>
+__device__ __forceinline__ void store_as(void* p, int dt, int64_t i, A v) {
+  if (dt == static_cast<int>(DType::f32)) static_cast<float*>(p)[i] = static_cast<float>(v);
+  else if (dt == static_cast<int>(DType::f16)) static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v));
+  else if (dt == static_cast<int>(DType::bf16)) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
+  else static_cast<double*>(p)[i] = static_cast<double>(v);
+}
+
 }  // namespace baracuda

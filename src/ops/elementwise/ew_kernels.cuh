@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "baracuda/ops/elementwise_ops.hpp"
+#include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/elementwise/ew_geometry.hpp"
 #include "ops/elementwise/ew_ops.hpp"
@@ -117,11 +118,6 @@ __device__ __forceinline__ void store_dyn(void* base, int64_t off, uint8_t dt, C
     default: return;
   }
 }
-
-template <class T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
 
 template <class C>
 __device__ __forceinline__ P<C> load_params(const EwScalars& s) {

@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(256) row_kernel(const ReduceGeom g) {
     head = min(head, r1 - r0);
     for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[r]));
     const int64_t nvec = (r1 - r0 - head) / V;
-    const ew::Vec<T, V>* xv = reinterpret_cast<const ew::Vec<T, V>*>(x + r0 + head);
+    const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
     for (int64_t v = lane; v < nvec; v += 32) {
-      const ew::Vec<T, V> w = xv[v];
+      const Vec<T, V> w = xv[v];
 #pragma unroll
       for (int e = 0; e < V; ++e) acc = Cb::apply(acc, ew::to_c<Acc>(w.v[e]));
     }

@@ -11,21 +11,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr int kF32 = static_cast<int>(DType::f32), kF16 = static_cast<int>(DType::f16);
-constexpr int kBF16 = static_cast<int>(DType::bf16);
-
-template <class T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-template <class A>
-__device__ __forceinline__ A load_cache(const void* p, int dt, int64_t i) {
-  if (dt == kF32) return static_cast<A>(static_cast<const float*>(p)[i]);
-  if (dt == kF16) return static_cast<A>(__half2float(static_cast<const __half*>(p)[i]));
-  if (dt == kBF16) return static_cast<A>(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
-  return static_cast<A>(static_cast<const double*>(p)[i]);
-}
 
 // cos/sin of pos·w with the angle formed and reduced in float64.
 __device__ __forceinline__ double reduce_angle(int64_t pos, double w) {
@@ -65,8 +50,8 @@ __device__ __forceinline__ void chunk_angles(const RopeParams& p, int64_t pos, i
 #pragma unroll
     for (int j = 0; j < NP; ++j) {
       const int64_t f = angle_index<NP, kInter>(c, j, p.half_rot);
-      co[j] = in ? load_cache<A>(p.cos, p.cache_dtype, pos * p.cos_sr + f * p.cos_sf) : static_cast<A>(NAN);
-      si[j] = in ? sign * load_cache<A>(p.sin, p.cache_dtype, pos * p.sin_sr + f * p.sin_sf) : static_cast<A>(NAN);
+      co[j] = in ? load_as<A>(p.cos, p.cache_dtype, pos * p.cos_sr + f * p.cos_sf) : static_cast<A>(NAN);
+      si[j] = in ? sign * load_as<A>(p.sin, p.cache_dtype, pos * p.sin_sr + f * p.sin_sf) : static_cast<A>(NAN);
     }
     return;
   }

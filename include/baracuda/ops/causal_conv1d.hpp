@@ -1,0 +1,182 @@
+// baracuda/ops/causal_conv1d.hpp — causal depthwise 1-D convolution (Mamba's conv1d), its
+// backward, and the decode-step update with a rolling state.
+//
+// Math. Per batch b and channel c, with the extended row xe = [s0[b,c,0..W−2], x[b,c,0..L−1]]
+// (s0 = initial_states, zeros when absent):
+//   z[b,c,t] = Σ_{k<W} w[c,k] · xe[t + k] + bias[c],     y = act(z),   t in [0, L)
+// i.e. y[t] uses x[t−(W−1) .. t]: PyTorch's F.conv1d(x, w[:,None,:], bias, padding=W−1,
+// groups=C)[..., :L] followed by act (kNone or kSiLU, z·σ(z)). final_states[b,c,j] = xe[L + j]
+// for j < W−1 (the last W−1 inputs, reaching into s0 when L < W−1): pass them as the next
+// chunk's initial_states and a long sequence can be processed in pieces with identical results.
+// Backward: dz = dy·act'(z) (z recomputed), dxe[i] = Σ_k w[k]·dz[i−k] (+ dfinal_states[i−L] for
+// i >= L), dx = dxe[W−1 ..], d(initial_states) = dxe[0 .. W−2], dw[c,k] = Σ_{b,t} dz·xe[t+k],
+// dbias[c] = Σ_{b,t} dz.
+// Update (decode): conv_state [Bs, C, S] (S >= W−1) holds each row's recent inputs. For
+// n = seq new tokens x[b,c,0..n−1]: y[b,c,i] = act(Σ_k w[c,k]·u[i + k] + bias[c]) with u =
+// [last W−1 state entries before the new tokens, x[b,c,:]]; then the state takes the new tokens:
+//   shift mode:    conv_state ← last S entries of [conv_state, x]            (oldest first)
+//   circular mode: x[i] is written at slot (cache_seqlens[b] + i) mod S; the entries before
+//                  the new tokens are read at slots (cache_seqlens[b] − j) mod S, j = 1..W−1.
+// With state_indices, batch row b uses state row state_indices[b]; an index outside
+// [0, state_batch) marks a padding row: its y is zeros and no state row is touched.
+//
+// Shapes: x, y, dy, dx [B, C, L] (layout kBCL, channel-first) or [B, L, C] (kBLC, channel-last);
+// weight / dweight [C, W]; bias / dbias [C]; initial / final states and their gradients
+// [B, C, W−1]. W in [2, 8]. Any strides on every operand (the fast kernels want unit stride on
+// the time axis (kernel "time") or the channel axis (kernel "chan"), 16-byte aligned rows;
+// other views run the same kernels with scalar accesses).
+// Dtypes: x, y, states and their gradients share `dtype` (f32, f16, bf16, f64); weight, bias and
+//   their gradients share `weight_dtype` (any of those four; e.g. f32 weights with bf16 data).
+// Accumulator: f32 (f64 when dtype is f64); every output rounded once.
+// Determinism: bitwise run-to-run deterministic in every direction. The backward's dweight and
+//   dbias are reduced through fixed-order partial sums (no atomics): per 32-lane warp segment
+//   (time kernel) or per block of 4·64 time steps (channel kernel), then summed over the
+//   partials in a fixed order by a second kernel.
+// Workspace: forward and update none; backward workspace_size() bytes (partial sums, about
+//   4·C·(W+1)·B·L/1024 bytes for bf16), fixed at select().
+// Aliasing: no output may overlap any input or another output (the update's conv_state is
+//   read and written in place by design and must not overlap anything else).
+// Out-of-range: cache_seqlens are taken mod S (negative values wrap); state_indices outside
+//   [0, state_batch) mark padding rows (see above). No index is ever dereferenced unchecked.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+enum class Conv1dLayout : uint8_t { kBCL, kBLC };
+enum class Conv1dActivation : uint8_t { kNone, kSiLU };
+std::string_view conv1d_layout_name(Conv1dLayout l);
+
+inline constexpr int kCausalConv1dMaxWidth = 8;
+
+struct CausalConv1dDescriptor {
+  DType dtype = DType::bf16;         // x, y, states and their gradients
+  DType weight_dtype = DType::bf16;  // weight, bias, dweight, dbias
+  Conv1dLayout layout = Conv1dLayout::kBLC;
+  int64_t batch = 1, channels = 0, seq = 0;
+  int width = 4;  // W in [2, 8]
+  bool has_bias = true;
+  Conv1dActivation activation = Conv1dActivation::kSiLU;
+  bool initial_states = false;  // forward input s0; the backward then returns d(s0)
+  bool final_states = false;    // forward output; the backward then takes its gradient
+
+  bool operator==(const CausalConv1dDescriptor&) const = default;
+  size_t hash() const;
+};
+
+struct CausalConv1dArgs {
+  TensorRef x;
+  TensorRef weight;
+  TensorRef bias;            // when has_bias
+  TensorRef initial_states;  // when initial_states
+  TensorMut y;
+  TensorMut final_states;    // when final_states
+};
+
+using CausalConv1dBackwardDescriptor = CausalConv1dDescriptor;
+struct CausalConv1dBackwardArgs {
+  TensorRef x;  // the forward's inputs
+  TensorRef weight;
+  TensorRef bias;
+  TensorRef initial_states;
+  TensorRef dy;             // gradient of y
+  TensorRef dfinal_states;  // when final_states: gradient of final_states
+  TensorMut dx;
+  TensorMut dweight;
+  TensorMut dbias;            // when has_bias
+  TensorMut dinitial_states;  // when initial_states
+};
+
+struct CausalConv1dUpdateDescriptor {
+  DType dtype = DType::bf16;  // x, y, conv_state
+  DType weight_dtype = DType::bf16;
+  Conv1dLayout layout = Conv1dLayout::kBCL;  // of x and y: [B, C, n] or [B, n, C]
+  int64_t batch = 1, channels = 0, seq = 1;  // seq = n new tokens per row (>= 1)
+  int width = 4;
+  int64_t state_len = 0;     // S >= W−1 (0: W−1)
+  int64_t state_batch = 0;   // rows of conv_state (0: batch); must equal batch without state_indices
+  bool has_bias = true;
+  Conv1dActivation activation = Conv1dActivation::kSiLU;
+  bool circular = false;       // circular buffer addressed by cache_seqlens (i32 [B])
+  bool state_indices = false;  // i32 [B]: state row of each batch row
+
+  int64_t state_length() const { return state_len == 0 ? width - 1 : state_len; }
+  int64_t state_rows() const { return state_batch == 0 ? batch : state_batch; }
+  bool operator==(const CausalConv1dUpdateDescriptor&) const = default;
+  size_t hash() const;
+};
+
+struct CausalConv1dUpdateArgs {
+  TensorRef x;  // [B, C, n] or [B, n, C]
+  TensorRef weight;
+  TensorRef bias;
+  TensorRef cache_seqlens;  // when circular
+  TensorRef state_indices;  // when state_indices
+  TensorMut conv_state;     // [state_batch, C, S], updated in place
+  TensorMut y;
+};
+
+class CausalConv1dPlan {
+ public:
+  static Result<CausalConv1dPlan> select(const CausalConv1dDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const CausalConv1dArgs& args) const;
+  size_t workspace_size() const { return 0; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  const CausalConv1dDescriptor& descriptor() const { return desc_; }
+  Status run(cudaStream_t stream, Workspace ws, const CausalConv1dArgs& args) const;
+
+ private:
+  CausalConv1dDescriptor desc_;
+  KernelSku sku_;
+};
+
+class CausalConv1dBackwardPlan {
+ public:
+  static Result<CausalConv1dBackwardPlan> select(const CausalConv1dBackwardDescriptor& desc,
+                                                 const PlanPreference& pref = {});
+  Status can_implement(const CausalConv1dBackwardArgs& args) const;
+  size_t workspace_size() const;
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  const CausalConv1dBackwardDescriptor& descriptor() const { return desc_; }
+  Status run(cudaStream_t stream, Workspace ws, const CausalConv1dBackwardArgs& args) const;
+
+ private:
+  CausalConv1dBackwardDescriptor desc_;
+  KernelSku sku_;
+};
+
+class CausalConv1dUpdatePlan {
+ public:
+  static Result<CausalConv1dUpdatePlan> select(const CausalConv1dUpdateDescriptor& desc,
+                                               const PlanPreference& pref = {});
+  Status can_implement(const CausalConv1dUpdateArgs& args) const;
+  size_t workspace_size() const { return 0; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  const CausalConv1dUpdateDescriptor& descriptor() const { return desc_; }
+  Status run(cudaStream_t stream, Workspace ws, const CausalConv1dUpdateArgs& args) const;
+
+ private:
+  CausalConv1dUpdateDescriptor desc_;
+  KernelSku sku_;
+};
+
+}  // namespace baracuda
+
+template <>
+struct std::hash<baracuda::CausalConv1dDescriptor> {
+  size_t operator()(const baracuda::CausalConv1dDescriptor& d) const { return d.hash(); }
+};
+template <>
+struct std::hash<baracuda::CausalConv1dUpdateDescriptor> {
+  size_t operator()(const baracuda::CausalConv1dUpdateDescriptor& d) const { return d.hash(); }
+};

@@ -1,0 +1,465 @@
+// Causal conv1d plans: descriptor validation, view checks, the run-time choice of kernel
+// (time / chan, vector or scalar accesses) and the parameter blocks (conv1d_geometry.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <utility>
+
+#include "baracuda/ops/causal_conv1d.hpp"
+#include "core/arch.hpp"
+#include "core/cuda_check.hpp"
+#include "core/dispatch.hpp"
+#include "core/hash.hpp"
+#include "core/validate.hpp"
+#include "ops/conv1d/conv1d_geometry.hpp"
+
+namespace baracuda {
+
+namespace {
+
+constexpr std::string_view kFwd = "causal_conv1d", kBwd = "causal_conv1d_backward", kUpd = "causal_conv1d_update";
+
+using detail::ConvKernel;
+
+Status check_common(std::string_view op, DType dtype, DType wdtype, Conv1dLayout layout, int64_t B, int64_t C,
+                    int64_t L, int width, Conv1dActivation activation, const PlanPreference& pref) {
+  auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
+  if (!FloatDTypes::contains(dtype))
+    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(dtype), " is not supported (supported: ",
+                 FloatDTypes::names(), ")");
+  if (!FloatDTypes::contains(wdtype))
+    return error(StatusCode::kUnsupported, op, ": weight_dtype ", dtype_name(wdtype), " is not supported (supported: ",
+                 FloatDTypes::names(), ")");
+  if (static_cast<int>(layout) > static_cast<int>(Conv1dLayout::kBLC)) return bad("layout is not a Conv1dLayout");
+  if (static_cast<int>(activation) > static_cast<int>(Conv1dActivation::kSiLU))
+    return bad("activation is not a Conv1dActivation");
+  if (B < 0 || C < 0 || L < 0) return bad("batch, channels and seq must be >= 0 (got ", B, ", ", C, ", ", L, ")");
+  if (width < 2 || width > kCausalConv1dMaxWidth)
+    return error(StatusCode::kUnsupported, op, ": width = ", width, " is not in [2, ", kCausalConv1dMaxWidth, "]");
+  if (C > 0 && B > INT64_MAX / C) return bad("batch * channels overflows int64");
+  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
+    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
+                 " has no causal_conv1d implementation (candidates: bespoke)");
+  return {};
+}
+
+// (b, c, t) element strides of a [B, C, L] / [B, L, C] view; 0 on extent-1 axes.
+void bct_strides(Conv1dLayout layout, const TensorLayout& t, int64_t* s) {
+  const int ax_c = layout == Conv1dLayout::kBCL ? 1 : 2, ax_t = layout == Conv1dLayout::kBCL ? 2 : 1;
+  s[0] = t.shape[0] > 1 ? t.stride[0] : 0;
+  s[1] = t.shape[ax_c] > 1 ? t.stride[ax_c] : 0;
+  s[2] = t.shape[ax_t] > 1 ? t.stride[ax_t] : 0;
+}
+void strides3(const TensorLayout& t, int64_t* s) {
+  for (int d = 0; d < 3; ++d) s[d] = t.shape[d] > 1 ? t.stride[d] : 0;
+}
+
+void data_shape(Conv1dLayout layout, int64_t B, int64_t C, int64_t L, int64_t* s) {
+  s[0] = B;
+  s[1] = layout == Conv1dLayout::kBCL ? C : L;
+  s[2] = layout == Conv1dLayout::kBCL ? L : C;
+}
+
+// One named operand of a plan: view, data pointer, expected dtype and shape, output or not.
+struct Operand {
+  std::string_view name;
+  const TensorLayout* view;
+  const void* data;
+  DType dtype;
+  int64_t shape[3];
+  int rank;
+  bool output;
+};
+
+// The operands of one call (at most 10), kept on the stack.
+struct OperandList {
+  Operand v[10];
+  int n = 0;
+  void push_back(const Operand& o) { v[n++] = o; }
+};
+
+// check_view on each, no internal overlap in outputs, no output touching any other operand.
+Status check_operands(std::string_view op, const OperandList& list) {
+  const std::span<const Operand> ops(list.v, static_cast<size_t>(list.n));
+  for (const Operand& o : ops) {
+    if (Status s = check_view(op, o.name, *o.view, o.data, o.dtype, std::span<const int64_t>(o.shape, o.rank)); !s.ok())
+      return s;
+    if (o.output)
+      if (Status s = check_no_internal_overlap(op, o.name, *o.view); !s.ok()) return s;
+  }
+  for (const Operand& o : ops) {
+    if (!o.output) continue;
+    for (const Operand& t : ops)
+      if (&t != &o && views_may_overlap(*o.view, o.data, *t.view, t.data))
+        return error(StatusCode::kInvalidProblem, op, ": ", o.name, " overlaps ", t.name);
+  }
+  return {};
+}
+
+// Whether NE-element vectors along axis `ax` (0 b, 1 c, 2 t) fit every strided operand.
+bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<std::pair<const void*, const int64_t*>> ops) {
+  if (ne == 1) return true;
+  if (extent % ne != 0) return false;
+  for (auto [ptr, st] : ops) {
+    if (reinterpret_cast<uintptr_t>(ptr) % (ne * es) != 0) return false;
+    for (int d = 0; d < 3; ++d)
+      if (d == ax ? (st[d] != 1 && extent > 1) : st[d] % ne != 0) return false;
+  }
+  return true;
+}
+
+// Partial rows per batch row the backward may need (the larger of the two kernels').
+int64_t parts_per_batch(int64_t L) { return std::max<int64_t>(1, (L + 4 * detail::kChanSteps - 1) / (4 * detail::kChanSteps)); }
+
+// Fills the geometry for the kernel chosen by the operands' strides; returns the launcher.
+// `big` are the [B, C, L]-indexed operands as (data, (b, c, t) strides).
+struct Choice {
+  ConvKernel kernel;
+  bool vec;
+};
+Choice choose_kernel(DType dt, int kw, bool backward, int64_t C, int64_t L,
+                     std::initializer_list<std::pair<const void*, const int64_t*>> big) {
+  const size_t es = dtype_size(dt);
+  bool time_unit = true, chan_unit = true;
+  for (auto [ptr, st] : big) {
+    (void)ptr;
+    time_unit = time_unit && (st[2] == 1 || L <= 1);
+    chan_unit = chan_unit && (st[1] == 1 || C <= 1);
+  }
+  if (chan_unit && !time_unit) {
+    const int ne = detail::conv_chan_ne(static_cast<int>(es), kw, backward);
+    return {ConvKernel::kChan, vec_fits(ne, 1, C, es, big)};
+  }
+  const int ne = detail::conv_time_ne(static_cast<int>(es));
+  return {ConvKernel::kTime, time_unit && vec_fits(ne, 2, L, es, big)};
+}
+
+void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int kw, bool backward) {
+  if (k == ConvKernel::kTime) {
+    p.segs = std::max<int64_t>(1, (p.L + detail::kTimeSeg - 1) / detail::kTimeSeg);
+    p.tasks = p.B * p.C * p.segs;
+  } else {
+    const int ne = vec ? detail::conv_chan_ne(static_cast<int>(dtype_size(dt)), kw, backward) : 1;
+    p.segs = parts_per_batch(p.L);
+    p.cblocks = (p.C + 32 * ne - 1) / (32 * ne);
+    p.tasks = p.B * p.segs * p.cblocks;
+  }
+}
+
+Status grid_ok(std::string_view op, const detail::Conv1dParams& p) {
+  const int64_t blocks = p.tasks;  // time: warps (4 per block) — below the block count anyway
+  if (blocks >= (int64_t{1} << 31))
+    return error(StatusCode::kUnsupported, op, ": problem needs ", blocks, " blocks (more than 2^31 - 1)");
+  return {};
+}
+
+void fill_sku(KernelSku& sku, std::string_view op, Direction dir, DType dt, int arch, const char* variant) {
+  sku.op = std::string(op);
+  sku.direction = dir;
+  sku.dtype = dt;
+  sku.backend = Backend::kBespoke;
+  sku.arch = arch;
+  sku.variant = variant;
+}
+
+PrecisionGuarantee guarantee(DType dt) {
+  const DType acc = dt == DType::f64 ? DType::f64 : DType::f32;
+  return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
+}
+
+}  // namespace
+
+std::string_view conv1d_layout_name(Conv1dLayout l) {
+  return l == Conv1dLayout::kBCL ? "bcl" : l == Conv1dLayout::kBLC ? "blc" : "?";
+}
+
+size_t CausalConv1dDescriptor::hash() const {
+  Fnv1a f;
+  for (int64_t v : {int64_t(dtype), int64_t(weight_dtype), int64_t(layout), batch, channels, seq, int64_t(width),
+                    int64_t(has_bias), int64_t(activation), int64_t(initial_states), int64_t(final_states)})
+    f.mix(v);
+  return f.value();
+}
+
+size_t CausalConv1dUpdateDescriptor::hash() const {
+  Fnv1a f;
+  for (int64_t v : {int64_t(dtype), int64_t(weight_dtype), int64_t(layout), batch, channels, seq, int64_t(width),
+                    state_len, state_batch, int64_t(has_bias), int64_t(activation), int64_t(circular),
+                    int64_t(state_indices)})
+    f.mix(v);
+  return f.value();
+}
+
+// ---------------------------------------------------------------- forward
+
+Result<CausalConv1dPlan> CausalConv1dPlan::select(const CausalConv1dDescriptor& d, const PlanPreference& pref) {
+  if (Status s = check_common(kFwd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
+                              d.activation, pref);
+      !s.ok())
+    return s;
+  auto arch = resolve_arch(kFwd, pref);
+  if (!arch) return arch.status();
+  CausalConv1dPlan plan;
+  plan.desc_ = d;
+  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
+           Direction::kForward, d.dtype, *arch, d.layout == Conv1dLayout::kBCL ? "time" : "chan");
+  return plan;
+}
+
+PrecisionGuarantee CausalConv1dPlan::precision_guarantee() const { return guarantee(desc_.dtype); }
+
+Status CausalConv1dPlan::can_implement(const CausalConv1dArgs& a) const {
+  const CausalConv1dDescriptor& d = desc_;
+  const int64_t B = d.batch, C = d.channels, W = d.width;
+  OperandList ops;
+  Operand x{"x", &a.x, a.x.data, d.dtype, {}, 3, false};
+  data_shape(d.layout, B, C, d.seq, x.shape);
+  Operand y{"y", &a.y, a.y.data, d.dtype, {x.shape[0], x.shape[1], x.shape[2]}, 3, true};
+  ops.push_back(x);
+  ops.push_back(y);
+  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
+  if (d.has_bias) ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
+  if (d.initial_states) ops.push_back({"initial_states", &a.initial_states, a.initial_states.data, d.dtype, {B, C, W - 1}, 3, false});
+  if (d.final_states) ops.push_back({"final_states", &a.final_states, a.final_states.data, d.dtype, {B, C, W - 1}, 3, true});
+  return check_operands(kFwd, ops);
+}
+
+Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  const CausalConv1dDescriptor& d = desc_;
+  detail::Conv1dParams p;
+  p.B = d.batch;
+  p.C = d.channels;
+  p.L = d.seq;
+  p.W = d.width;
+  p.silu = d.activation == Conv1dActivation::kSiLU;
+  if (p.B * p.C == 0) return {};
+  p.x = a.x.data;
+  bct_strides(d.layout, a.x, p.xs);
+  p.out = a.y.data;
+  bct_strides(d.layout, a.y, p.outs);
+  p.w = a.weight.data;
+  p.ws[0] = a.weight.stride[0];
+  p.ws[1] = a.weight.stride[1];
+  p.wdt = static_cast<int>(d.weight_dtype);
+  if (d.has_bias) {
+    p.bias = a.bias.data;
+    p.bs = a.bias.stride[0];
+  }
+  if (d.initial_states) {
+    p.s0 = a.initial_states.data;
+    strides3(a.initial_states, p.s0s);
+  }
+  if (d.final_states) {
+    p.sfin = a.final_states.data;
+    strides3(a.final_states, p.sfins);
+  }
+  const int kw = detail::conv_kw(d.width);
+  const Choice ch = choose_kernel(d.dtype, kw, false, p.C, p.L, {{p.x, p.xs}, {p.out, p.outs}});
+  set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, false);
+  if (Status s = grid_ok(kFwd, p); !s.ok()) return s;
+  const detail::Conv1dLaunchFn fn = detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, kw);
+  if (fn == nullptr) return error(StatusCode::kInternal, kFwd, ": no kernel for ", dtype_name(d.dtype));
+  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), kFwd);
+}
+
+// ---------------------------------------------------------------- backward
+
+Result<CausalConv1dBackwardPlan> CausalConv1dBackwardPlan::select(const CausalConv1dBackwardDescriptor& d,
+                                                                  const PlanPreference& pref) {
+  if (Status s = check_common(kBwd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
+                              d.activation, pref);
+      !s.ok())
+    return s;
+  auto arch = resolve_arch(kBwd, pref);
+  if (!arch) return arch.status();
+  CausalConv1dBackwardPlan plan;
+  plan.desc_ = d;
+  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
+           Direction::kBackward, d.dtype, *arch, d.layout == Conv1dLayout::kBCL ? "time.partials" : "chan.partials");
+  const size_t ws = plan.workspace_size();
+  if (ws > pref.max_workspace_bytes)
+    return error(StatusCode::kUnsupported, kBwd, ": needs ", ws, " workspace bytes, preference allows ",
+                 pref.max_workspace_bytes);
+  return plan;
+}
+
+size_t CausalConv1dBackwardPlan::workspace_size() const {
+  const CausalConv1dDescriptor& d = desc_;
+  const size_t acc = d.dtype == DType::f64 ? 8 : 4;
+  return static_cast<size_t>(d.batch * parts_per_batch(d.seq)) * static_cast<size_t>(d.channels) *
+         static_cast<size_t>(d.width + 1) * acc;
+}
+
+PrecisionGuarantee CausalConv1dBackwardPlan::precision_guarantee() const { return guarantee(desc_.dtype); }
+
+Status CausalConv1dBackwardPlan::can_implement(const CausalConv1dBackwardArgs& a) const {
+  const CausalConv1dDescriptor& d = desc_;
+  const int64_t B = d.batch, C = d.channels, W = d.width;
+  OperandList ops;
+  int64_t s[3];
+  data_shape(d.layout, B, C, d.seq, s);
+  ops.push_back({"x", &a.x, a.x.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
+  ops.push_back({"dy", &a.dy, a.dy.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
+  ops.push_back({"dx", &a.dx, a.dx.data, d.dtype, {s[0], s[1], s[2]}, 3, true});
+  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
+  ops.push_back({"dweight", &a.dweight, a.dweight.data, d.weight_dtype, {C, W}, 2, true});
+  if (d.has_bias) {
+    ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
+    ops.push_back({"dbias", &a.dbias, a.dbias.data, d.weight_dtype, {C}, 1, true});
+  }
+  if (d.initial_states) {
+    ops.push_back({"initial_states", &a.initial_states, a.initial_states.data, d.dtype, {B, C, W - 1}, 3, false});
+    ops.push_back({"dinitial_states", &a.dinitial_states, a.dinitial_states.data, d.dtype, {B, C, W - 1}, 3, true});
+  }
+  if (d.final_states)
+    ops.push_back({"dfinal_states", &a.dfinal_states, a.dfinal_states.data, d.dtype, {B, C, W - 1}, 3, false});
+  return check_operands(kBwd, ops);
+}
+
+Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const CausalConv1dBackwardArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  const CausalConv1dDescriptor& d = desc_;
+  const size_t need = workspace_size();
+  if (need > 0 && (ws.ptr == nullptr || ws.bytes < need))
+    return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes at ", ws.ptr, ", needs ", need);
+  detail::Conv1dParams p;
+  p.B = d.batch;
+  p.C = d.channels;
+  p.L = d.seq;
+  p.W = d.width;
+  p.silu = d.activation == Conv1dActivation::kSiLU;
+  if (p.C == 0) return {};
+  detail::Conv1dReduceParams r;
+  r.C = p.C;
+  r.W = p.W;
+  r.dw = a.dweight.data;
+  r.dws[0] = a.dweight.stride[0];
+  r.dws[1] = a.dweight.stride[1];
+  r.wdt = static_cast<int>(d.weight_dtype);
+  if (d.has_bias) {
+    r.db = a.dbias.data;
+    r.dbs = a.dbias.stride[0];
+  }
+  r.partial = ws.ptr;
+  if (p.B > 0) {
+    p.x = a.x.data;
+    bct_strides(d.layout, a.x, p.xs);
+    p.dy = a.dy.data;
+    bct_strides(d.layout, a.dy, p.dys);
+    p.out = a.dx.data;
+    bct_strides(d.layout, a.dx, p.outs);
+    p.w = a.weight.data;
+    p.ws[0] = a.weight.stride[0];
+    p.ws[1] = a.weight.stride[1];
+    p.wdt = static_cast<int>(d.weight_dtype);
+    if (d.has_bias) {
+      p.bias = a.bias.data;
+      p.bs = a.bias.stride[0];
+    }
+    if (d.initial_states) {
+      p.s0 = a.initial_states.data;
+      strides3(a.initial_states, p.s0s);
+      p.ds0 = a.dinitial_states.data;
+      strides3(a.dinitial_states, p.ds0s);
+    }
+    if (d.final_states) {
+      p.dsfin = a.dfinal_states.data;
+      strides3(a.dfinal_states, p.dsfins);
+    }
+    p.partial = ws.ptr;
+    const int kw = detail::conv_kw(d.width);
+    const Choice ch = choose_kernel(d.dtype, kw, true, p.C, p.L, {{p.x, p.xs}, {p.dy, p.dys}, {p.out, p.outs}});
+    set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, true);
+    if (Status s = grid_ok(kBwd, p); !s.ok()) return s;
+    const detail::Conv1dLaunchFn fn = detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, kw);
+    if (fn == nullptr) return error(StatusCode::kInternal, kBwd, ": no kernel for ", dtype_name(d.dtype));
+    if (Status s = cuda_status(static_cast<cudaError_t>(fn(p, stream)), kBwd); !s.ok()) return s;
+    r.parts = p.B * p.segs;
+  }
+  return cuda_status(static_cast<cudaError_t>(detail::conv1d_reduce_launch(d.dtype, r, stream)), kBwd);
+}
+
+// ---------------------------------------------------------------- update
+
+Result<CausalConv1dUpdatePlan> CausalConv1dUpdatePlan::select(const CausalConv1dUpdateDescriptor& d,
+                                                              const PlanPreference& pref) {
+  if (Status s = check_common(kUpd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
+                              d.activation, pref);
+      !s.ok())
+    return s;
+  auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, kUpd, ": ", parts...); };
+  if (d.seq < 1) return bad("seq = ", d.seq, " new tokens must be >= 1");
+  if (d.state_len != 0 && d.state_len < d.width - 1)
+    return bad("state_len = ", d.state_len, " must be >= width - 1 = ", d.width - 1, " (0: width - 1)");
+  if (d.state_batch < 0) return bad("state_batch = ", d.state_batch, " must be >= 0 (0: batch)");
+  if (!d.state_indices && d.state_rows() != d.batch)
+    return bad("state_batch = ", d.state_batch, " must equal batch = ", d.batch, " without state_indices");
+  auto arch = resolve_arch(kUpd, pref);
+  if (!arch) return arch.status();
+  CausalConv1dUpdatePlan plan;
+  plan.desc_ = d;
+  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d_update.silu" : "causal_conv1d_update",
+           Direction::kForward, d.dtype, *arch, d.circular ? "thread.circular" : "thread.shift");
+  return plan;
+}
+
+PrecisionGuarantee CausalConv1dUpdatePlan::precision_guarantee() const { return guarantee(desc_.dtype); }
+
+Status CausalConv1dUpdatePlan::can_implement(const CausalConv1dUpdateArgs& a) const {
+  const CausalConv1dUpdateDescriptor& d = desc_;
+  const int64_t B = d.batch, C = d.channels, W = d.width;
+  OperandList ops;
+  int64_t s[3];
+  data_shape(d.layout, B, C, d.seq, s);
+  ops.push_back({"x", &a.x, a.x.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
+  ops.push_back({"y", &a.y, a.y.data, d.dtype, {s[0], s[1], s[2]}, 3, true});
+  ops.push_back({"conv_state", &a.conv_state, a.conv_state.data, d.dtype, {d.state_rows(), C, d.state_length()}, 3, true});
+  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
+  if (d.has_bias) ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
+  if (d.circular) ops.push_back({"cache_seqlens", &a.cache_seqlens, a.cache_seqlens.data, DType::i32, {B}, 1, false});
+  if (d.state_indices) ops.push_back({"state_indices", &a.state_indices, a.state_indices.data, DType::i32, {B}, 1, false});
+  return check_operands(kUpd, ops);
+}
+
+Status CausalConv1dUpdatePlan::run(cudaStream_t stream, Workspace, const CausalConv1dUpdateArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  const CausalConv1dUpdateDescriptor& d = desc_;
+  detail::Conv1dUpdateParams p;
+  p.B = d.batch;
+  p.C = d.channels;
+  p.n = d.seq;
+  p.S = d.state_length();
+  p.state_rows = d.state_rows();
+  p.W = d.width;
+  p.silu = d.activation == Conv1dActivation::kSiLU;
+  if (p.B * p.C == 0) return {};
+  if ((p.B * p.C + detail::kConvThreads - 1) / detail::kConvThreads >= (int64_t{1} << 31))
+    return error(StatusCode::kUnsupported, kUpd, ": batch * channels = ", p.B * p.C, " needs more than 2^31 - 1 blocks");
+  p.x = a.x.data;
+  bct_strides(d.layout, a.x, p.xs);
+  p.y = a.y.data;
+  bct_strides(d.layout, a.y, p.ys);
+  p.state = a.conv_state.data;
+  strides3(a.conv_state, p.ss);
+  p.w = a.weight.data;
+  p.ws[0] = a.weight.stride[0];
+  p.ws[1] = a.weight.stride[1];
+  p.wdt = static_cast<int>(d.weight_dtype);
+  if (d.has_bias) {
+    p.bias = a.bias.data;
+    p.bs = a.bias.stride[0];
+  }
+  if (d.circular) {
+    p.seqlens = static_cast<const int32_t*>(a.cache_seqlens.data);
+    p.seqlens_s = a.cache_seqlens.stride[0];
+  }
+  if (d.state_indices) {
+    p.indices = static_cast<const int32_t*>(a.state_indices.data);
+    p.indices_s = a.state_indices.stride[0];
+  }
+  return cuda_status(static_cast<cudaError_t>(detail::conv1d_update_launcher(d.dtype)(p, stream)), kUpd);
+}
+
+}  // namespace baracuda

@@ -1,0 +1,339 @@
+// Causal conv1d backward: dx, d(initial states) and per-segment partial dweight / dbias (time
+// and chan kernels, conv1d_geometry.hpp), then the fixed-order reduction of the partials.
+//
+// Per row: z = Σ_j wr[j]·x[t − j] + bias (recomputed), dz = dy·act'(z) (0 for t >= L),
+// dx[s] = Σ_j wr[j]·dz[s + j] + dfinal[s − L + W − 1]; s in [−(W−1), 0) gives d(initial states).
+#include "ops/conv1d/conv1d_common.cuh"
+
+namespace baracuda::detail {
+namespace {
+
+using namespace conv1d;
+
+template <class T>
+__device__ __forceinline__ void store_ds0(const Conv1dParams& p, int64_t b, int64_t c, int64_t i, acc_t<T> v) {
+  static_cast<T*>(p.ds0)[b * p.ds0s[0] + c * p.ds0s[1] + i * p.ds0s[2]] = from_acc<T>(v);
+}
+
+// Partial row of one (segment, channel): [0, W) dweight, W dbias. dwr[j] is tap j = w[W−1−j].
+template <class A, int KW>
+__device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t part, int64_t c, const A (&dwr)[KW], A db) {
+  A* row = static_cast<A*>(p.partial) + (part * p.C + c) * (p.W + 1);
+#pragma unroll
+  for (int j = 0; j < KW; ++j)
+    if (j < p.W) row[p.W - 1 - j] = dwr[j];
+  row[p.W] = db;
+}
+
+// ---------------------------------------------------------------- time kernel
+// As the forward's (U iterations of 32 lanes × NE steps per sub-chunk), plus one look-ahead
+// iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
+// lanes l + ceil(j/NE) of the same iteration or of the look-ahead.
+template <class T, int NE, int KW>
+__global__ void __launch_bounds__(kConvThreads) bwd_time(const Conv1dParams p) {
+  using A = acc_t<T>;
+  constexpr int U = 2, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
+  const int lane = threadIdx.x & 31;
+  const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
+  if (task >= p.tasks) return;
+  const int64_t row = task / p.segs, sg = task - row * p.segs;
+  const int64_t b = row / p.C, c = row - b * p.C;
+  A wr[KW];
+  load_taps<A, KW>(p, c, wr);
+  const A bias = load_bias<A>(p, c);
+  const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
+  const T* dyr = static_cast<const T*>(p.dy) + b * p.dys[0] + c * p.dys[1];
+  T* dxr = static_cast<T*>(p.out) + b * p.outs[0] + c * p.outs[1];
+  const int64_t t_beg = sg * kTimeSeg, t_end = min(p.L, t_beg + kTimeSeg);
+  A dwr[KW], db = A(0);
+#pragma unroll
+  for (int j = 0; j < KW; ++j) dwr[j] = A(0);
+  // at least one pass, so that a row with L = 0 still gets its d(initial states)
+  for (int64_t t0 = t_beg; t0 < t_end || t0 == t_beg; t0 += kSub) {
+    A xv[U + 1][NE], dz[U + 1][NE];  // dz holds dy until pass 1 turns it into dz
+#pragma unroll
+    for (int u = 0; u <= U; ++u) {
+      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+      if ((u < U || lane < PB) && t < p.L) {
+        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
+        load_vec<T, NE>(dyr, t, p.dys[2], dz[u]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < NE; ++e) xv[u][e] = dz[u][e] = A(0);
+      }
+    }
+    A xp[NE];
+#pragma unroll
+    for (int e = 0; e < NE; ++e)
+      xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
+    // pass 1: dz, and the dweight / dbias sums over this task's steps
+#pragma unroll
+    for (int u = 0; u <= U; ++u) {
+      A h[KW];
+      h[0] = A(0);
+#pragma unroll
+      for (int j = 1; j < KW; ++j) {
+        const int q = (j + NE - 1) / NE, e = q * NE - j;
+        const int src = (lane - q) & 31;
+        const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
+        const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
+        h[j] = lane >= q ? cur : prv;
+      }
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
+        A z = bias;
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+        const A g = t < p.L ? dz[u][e] * act_grad(z, p.silu) : A(0);
+        dz[u][e] = g;
+        if (u < U && t < p.L) {
+          db += g;
+#pragma unroll
+          for (int j = 0; j < KW; ++j)
+            if (j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+        }
+      }
+    }
+    // pass 2: dx
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      A f[KW];  // f[h] = dz at (this vector's last step) + h
+      f[0] = A(0);
+#pragma unroll
+      for (int j = 1; j < KW; ++j) {
+        const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
+        const int src = (lane + q) & 31;
+        const A cur = __shfl_sync(0xffffffffu, dz[u][e], src);
+        const A nxt = __shfl_sync(0xffffffffu, dz[u + 1][e], src);
+        f[j] = lane + q < 32 ? cur : nxt;
+      }
+      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+      A d[NE];
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        A s = dfinal_at<T>(p, b, c, t + e);
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
+        d[e] = s;
+      }
+      if (t < p.L) store_vec<T, NE>(dxr, t, p.outs[2], d);
+    }
+    // d(initial states): positions s = m − (KW−1), m < KW−1, from dz[0 .. KW−2] of lanes 0..
+    if (p.ds0 != nullptr && t0 == 0) {
+      A g0[KW];  // g0[m] = dz at step m
+#pragma unroll
+      for (int m = 0; m + 1 < KW; ++m) g0[m] = __shfl_sync(0xffffffffu, dz[0][m % NE], m / NE);
+      g0[KW - 1] = A(0);
+      if (lane == 0) {
+#pragma unroll
+        for (int m = 0; m + 1 < KW; ++m) {
+          const int s = m - (KW - 1);
+          if (s < -(p.W - 1)) continue;
+          A v = dfinal_at<T>(p, b, c, s);
+#pragma unroll
+          for (int j = 0; j < KW; ++j)
+            if (j < p.W && m + j >= KW - 1) v += wr[j] * g0[m + j >= KW - 1 ? m + j - (KW - 1) : 0];
+          store_ds0<T>(p, b, c, s + p.W - 1, v);
+        }
+      }
+    }
+  }
+  // fixed-order butterfly over the warp, then one partial row per task
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    db += __shfl_xor_sync(0xffffffffu, db, o);
+#pragma unroll
+    for (int j = 0; j < KW; ++j) dwr[j] += __shfl_xor_sync(0xffffffffu, dwr[j], o);
+  }
+  if (lane == 0) store_partial<A, KW>(p, b * p.segs + sg, c, dwr, db);
+}
+
+// ---------------------------------------------------------------- chan kernel
+// Lane = NE channels, warp = kChanSteps steps, block = 4 warps consecutive in time. Step t
+// computes dz(t) and emits dx(t − (KW−1)), whose dz(t − KW + 1 .. t) are then all known; the
+// warp runs KW−1 steps past its range for the dz its last outputs need.
+template <class T, int NE, int KW>
+__global__ void __launch_bounds__(kConvThreads) bwd_chan(const Conv1dParams p) {
+  using A = acc_t<T>;
+  constexpr int NR = NE * (KW + 1);
+  __shared__ A red[kConvThreads / 32 - 1][32][NR];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
+  const int64_t b = bt / p.segs, sg = bt - b * p.segs;
+  const int64_t c0 = (cb * 32 + lane) * NE;
+  const bool live = c0 < p.C;
+  const int64_t t_beg = (sg * 4 + warp) * kChanSteps, t_end = min(p.L, t_beg + kChanSteps);
+  A dw[KW][NE], db[NE];
+#pragma unroll
+  for (int e = 0; e < NE; ++e) {
+    db[e] = A(0);
+#pragma unroll
+    for (int j = 0; j < KW; ++j) dw[j][e] = A(0);
+  }
+  if (live) {
+    A wr[KW][NE], bias[NE];
+#pragma unroll
+    for (int e = 0; e < NE; ++e) {
+      A w1[KW];
+      load_taps<A, KW>(p, c0 + e, w1);
+#pragma unroll
+      for (int j = 0; j < KW; ++j) wr[j][e] = w1[j];
+      bias[e] = load_bias<A>(p, c0 + e);
+    }
+    A xo[KW][NE], go[KW][NE];  // previous KW steps: x and dz (slot s = step tb − KW + s)
+#pragma unroll
+    for (int s = 0; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        xo[s][e] = s == 0 ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
+        go[s][e] = A(0);
+      }
+    const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
+    const T* dyb = static_cast<const T*>(p.dy) + b * p.dys[0];
+    T* dxb = static_cast<T*>(p.out) + b * p.outs[0];
+    const int64_t t_stop = t_end + KW - 1, t_load = min(p.L, t_stop);
+    for (int64_t tb = t_beg; tb < t_stop; tb += KW) {
+      A xn[KW][NE], gn[KW][NE];
+#pragma unroll
+      for (int s = 0; s < KW; ++s) {
+        if (tb + s < t_load) {
+          load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], xn[s]);
+          load_vec<T, NE>(dyb + (tb + s) * p.dys[2], c0, p.dys[1], gn[s]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < NE; ++e) xn[s][e] = gn[s][e] = A(0);
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < KW; ++s) {
+        const int64_t t = tb + s;
+#pragma unroll
+        for (int e = 0; e < NE; ++e) {
+          A z = bias[e];
+#pragma unroll
+          for (int j = 0; j < KW; ++j)
+            if (j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+          const A g = t < p.L ? gn[s][e] * act_grad(z, p.silu) : A(0);
+          gn[s][e] = g;
+          if (t < t_end) {
+            db[e] += g;
+#pragma unroll
+            for (int j = 0; j < KW; ++j)
+              if (j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+          }
+        }
+        const int64_t sx = t - (KW - 1);
+        const bool out_dx = sx >= t_beg && sx < t_end;
+        const bool out_ds0 = p.ds0 != nullptr && t_beg == 0 && sx < 0 && sx >= -(p.W - 1);
+        if (out_dx || out_ds0) {
+          A d[NE];
+#pragma unroll
+          for (int e = 0; e < NE; ++e) {
+            A v = dfinal_at<T>(p, b, c0 + e, sx);
+#pragma unroll
+            for (int j = 0; j < KW; ++j) {
+              const int m = s - (KW - 1) + j;  // dz slot relative to this block of steps
+              if (j < p.W) v += wr[j][e] * (m >= 0 ? gn[m >= 0 ? m : 0][e] : go[m >= 0 ? 0 : KW + m][e]);
+            }
+            d[e] = v;
+          }
+          if (out_dx) {
+            store_vec<T, NE>(dxb + sx * p.outs[2], c0, p.outs[1], d);
+          } else {
+#pragma unroll
+            for (int e = 0; e < NE; ++e)
+              if (c0 + e < p.C) store_ds0<T>(p, b, c0 + e, sx + p.W - 1, d[e]);
+          }
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < KW; ++s)
+#pragma unroll
+        for (int e = 0; e < NE; ++e) {
+          xo[s][e] = xn[s][e];
+          go[s][e] = gn[s][e];
+        }
+    }
+  }
+  // the 4 warps' sums, added in warp order
+  if (warp > 0) {
+#pragma unroll
+    for (int e = 0; e < NE; ++e) {
+#pragma unroll
+      for (int j = 0; j < KW; ++j) red[warp - 1][lane][e * (KW + 1) + j] = dw[j][e];
+      red[warp - 1][lane][e * (KW + 1) + KW] = db[e];
+    }
+  }
+  __syncthreads();
+  if (warp == 0 && live) {
+#pragma unroll
+    for (int e = 0; e < NE; ++e) {
+      if (c0 + e >= p.C) break;
+      A dwr[KW];
+      A dbs = db[e];
+#pragma unroll
+      for (int j = 0; j < KW; ++j) dwr[j] = dw[j][e];
+#pragma unroll
+      for (int w = 0; w < kConvThreads / 32 - 1; ++w) {
+#pragma unroll
+        for (int j = 0; j < KW; ++j) dwr[j] += red[w][lane][e * (KW + 1) + j];
+        dbs += red[w][lane][e * (KW + 1) + KW];
+      }
+      store_partial<A, KW>(p, b * p.segs + sg, c0 + e, dwr, dbs);
+    }
+  }
+}
+
+template <class A>
+__global__ void __launch_bounds__(256) reduce_parts(const Conv1dReduceParams p) {
+  const int64_t i = int64_t{blockIdx.x} * 256 + threadIdx.x;
+  const int64_t row = p.W + 1;
+  if (i >= p.C * row) return;
+  const A* part = static_cast<const A*>(p.partial);
+  A s = A(0);
+  for (int64_t k = 0; k < p.parts; ++k) s += part[k * p.C * row + i];
+  const int64_t c = i / row, k = i - c * row;
+  if (k < p.W) store_as<A>(p.dw, p.wdt, c * p.dws[0] + k * p.dws[1], s);
+  else if (p.db != nullptr) store_as<A>(p.db, p.wdt, c * p.dbs, s);
+}
+
+template <class T, int NE, int KW>
+int launch_bwd_time(const Conv1dParams& p, cudaStream_t s) {
+  const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
+  return static_cast<int>(
+      launch_kernel(bwd_time<T, NE, KW>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+}
+template <class T, int NE, int KW>
+int launch_bwd_chan(const Conv1dParams& p, cudaStream_t s) {
+  return static_cast<int>(
+      launch_kernel(bwd_chan<T, NE, KW>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
+}
+
+template <class T, int KW>
+Conv1dLaunchFn pick(ConvKernel k, bool vec) {
+  constexpr int es = sizeof(T);
+  if (k == ConvKernel::kTime) return vec ? &launch_bwd_time<T, conv_time_ne(es), KW> : &launch_bwd_time<T, 1, KW>;
+  return vec ? &launch_bwd_chan<T, conv_chan_ne(es, KW, true), KW> : &launch_bwd_chan<T, 1, KW>;
+}
+
+}  // namespace
+
+Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int kw) {
+  Conv1dLaunchFn fn = nullptr;
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = kw == 4 ? pick<T, 4>(k, vec) : pick<T, 8>(k, vec); });
+  return fn;
+}
+
+int conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s) {
+  const int64_t n = p.C * (p.W + 1);
+  if (n == 0) return 0;
+  const dim3 grid(static_cast<unsigned>((n + 255) / 256));
+  const cudaError_t e = t == DType::f64 ? launch_kernel(reduce_parts<double>, grid, dim3(256), 0, s, p)
+                                        : launch_kernel(reduce_parts<float>, grid, dim3(256), 0, s, p);
+  return static_cast<int>(e);
+}
+
+}  // namespace baracuda::detail

@@ -1,0 +1,81 @@
+// Device helpers shared by the causal conv1d kernels (included by conv1d_*_kernels.cu only).
+#pragma once
+
+#include <cstdint>
+
+#include "core/cuda_types.cuh"
+#include "core/launch.cuh"
+#include "ops/conv1d/conv1d_geometry.hpp"
+
+namespace baracuda::detail::conv1d {
+
+// NE elements at base[i·stride ...]: one aligned vector when NE > 1 (stride 1), else a scalar.
+template <class T, int NE>
+__device__ __forceinline__ void load_vec(const T* base, int64_t i, int64_t stride, acc_t<T> (&v)[NE]) {
+  if constexpr (NE == 1) {
+    v[0] = to_acc(base[i * stride]);
+  } else {
+    const Vec<T, NE> w = *reinterpret_cast<const Vec<T, NE>*>(base + i);
+#pragma unroll
+    for (int e = 0; e < NE; ++e) v[e] = to_acc(w.v[e]);
+  }
+}
+template <class T, int NE>
+__device__ __forceinline__ void store_vec(T* base, int64_t i, int64_t stride, const acc_t<T> (&v)[NE]) {
+  if constexpr (NE == 1) {
+    base[i * stride] = from_acc<T>(v[0]);
+  } else {
+    Vec<T, NE> w;
+#pragma unroll
+    for (int e = 0; e < NE; ++e) w.v[e] = from_acc<T>(v[e]);
+    *reinterpret_cast<Vec<T, NE>*>(base + i) = w;
+  }
+}
+
+template <class A>
+__device__ __forceinline__ A sigmoid(A z) {
+  if constexpr (sizeof(A) == 8) return 1.0 / (1.0 + exp(-z));
+  else return 1.0f / (1.0f + expf(-z));
+}
+// act(z) and act'(z) for SiLU (z·σ(z)) or the identity.
+template <class A>
+__device__ __forceinline__ A act(A z, int silu) { return silu ? z * sigmoid(z) : z; }
+template <class A>
+__device__ __forceinline__ A act_grad(A z, int silu) {
+  if (!silu) return A(1);
+  const A s = sigmoid(z);
+  return s * (A(1) + z * (A(1) - s));
+}
+
+// Extended-row input xe at time t of row (b, c): x for t >= 0, the initial states for
+// t in [−(W−1), 0), zero before.
+template <class T>
+__device__ __forceinline__ acc_t<T> x_at(const Conv1dParams& p, int64_t b, int64_t c, int64_t t) {
+  using A = acc_t<T>;
+  if (t >= 0) return to_acc(static_cast<const T*>(p.x)[b * p.xs[0] + c * p.xs[1] + t * p.xs[2]]);
+  if (p.s0 == nullptr || t < -(p.W - 1)) return A(0);
+  return to_acc(static_cast<const T*>(p.s0)[b * p.s0s[0] + c * p.s0s[1] + (p.W - 1 + t) * p.s0s[2]]);
+}
+
+// Taps reversed so that tap j multiplies x[t − j]: wr[j] = w[c, W−1−j] for j < W, 0 beyond.
+template <class A, int KW>
+__device__ __forceinline__ void load_taps(const Conv1dParams& p, int64_t c, A (&wr)[KW]) {
+#pragma unroll
+  for (int j = 0; j < KW; ++j)
+    wr[j] = j < p.W ? load_as<A>(p.w, p.wdt, c * p.ws[0] + (p.W - 1 - j) * p.ws[1]) : A(0);
+}
+template <class A>
+__device__ __forceinline__ A load_bias(const Conv1dParams& p, int64_t c) {
+  return p.bias ? load_as<A>(p.bias, p.wdt, c * p.bs) : A(0);
+}
+
+// Gradient of the final states reaching extended position s (x index; s < 0 is an initial
+// state): dfinal[s − L + W − 1] when that is in [0, W−1).
+template <class T>
+__device__ __forceinline__ acc_t<T> dfinal_at(const Conv1dParams& p, int64_t b, int64_t c, int64_t s) {
+  const int64_t j = s - p.L + p.W - 1;
+  if (p.dsfin == nullptr || j < 0 || j >= p.W - 1) return acc_t<T>(0);
+  return to_acc(static_cast<const T*>(p.dsfin)[b * p.dsfins[0] + c * p.dsfins[1] + j * p.dsfins[2]]);
+}
+
+}  // namespace baracuda::detail::conv1d

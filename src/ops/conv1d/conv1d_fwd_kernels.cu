@@ -1,0 +1,236 @@
+// Causal conv1d forward (time and chan kernels, conv1d_geometry.hpp) and the decode update.
+#include "ops/conv1d/conv1d_common.cuh"
+
+namespace baracuda::detail {
+namespace {
+
+using namespace conv1d;
+
+// ---------------------------------------------------------------- time kernel
+// Warp task = (b, c, segment of kTimeSeg steps), walked in sub-chunks of 32·U vectors; lane
+// `l` of sub-chunk iteration u holds steps t0 + (u·32 + l)·NE + [0, NE). Input j steps back
+// (j < KW) comes from lane l − ceil(j/NE) of the same iteration, of the previous iteration for
+// the first lanes, or (first iteration) from a vector those lanes load before the sub-chunk.
+template <class T, int NE, int KW>
+__global__ void __launch_bounds__(kConvThreads) fwd_time(const Conv1dParams p) {
+  using A = acc_t<T>;
+  constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
+  const int lane = threadIdx.x & 31;
+  const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
+  if (task >= p.tasks) return;
+  const int64_t row = task / p.segs, sg = task - row * p.segs;
+  const int64_t b = row / p.C, c = row - b * p.C;
+  A wr[KW];
+  load_taps<A, KW>(p, c, wr);
+  const A bias = load_bias<A>(p, c);
+  const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
+  T* yr = static_cast<T*>(p.out) + b * p.outs[0] + c * p.outs[1];
+  const int64_t t_beg = sg * kTimeSeg, t_end = min(p.L, t_beg + kTimeSeg);
+  for (int64_t t0 = t_beg; t0 < t_end; t0 += kSub) {
+    A xv[U][NE];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+      if (t < t_end) load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
+      else
+#pragma unroll
+        for (int e = 0; e < NE; ++e) xv[u][e] = A(0);
+    }
+    A xp[NE];
+#pragma unroll
+    for (int e = 0; e < NE; ++e)
+      xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      A h[KW];  // h[j] = x at (this vector's first step) − j
+      h[0] = A(0);
+#pragma unroll
+      for (int j = 1; j < KW; ++j) {
+        const int q = (j + NE - 1) / NE, e = q * NE - j;
+        const int src = (lane - q) & 31;
+        const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
+        const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
+        h[j] = lane >= q ? cur : prv;
+      }
+      A y[NE];
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        A z = bias;
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+        y[e] = act(z, p.silu);
+      }
+      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+      if (t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
+    }
+  }
+  if (p.sfin != nullptr && sg == 0 && lane < p.W - 1) {
+    const A v = x_at<T>(p, b, c, p.L - (p.W - 1) + lane);
+    static_cast<T*>(p.sfin)[b * p.sfins[0] + c * p.sfins[1] + lane * p.sfins[2]] = from_acc<T>(v);
+  }
+}
+
+// ---------------------------------------------------------------- chan kernel
+// Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
+// time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
+template <class T, int NE, int KW>
+__global__ void __launch_bounds__(kConvThreads) fwd_chan(const Conv1dParams p) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
+  const int64_t b = bt / p.segs, sg = bt - b * p.segs;
+  const int64_t c0 = (cb * 32 + lane) * NE;
+  if (c0 >= p.C) return;
+  A wr[KW][NE], bias[NE];
+#pragma unroll
+  for (int e = 0; e < NE; ++e) {
+    A w1[KW];
+    load_taps<A, KW>(p, c0 + e, w1);
+#pragma unroll
+    for (int j = 0; j < KW; ++j) wr[j][e] = w1[j];
+    bias[e] = load_bias<A>(p, c0 + e);
+  }
+  const int64_t t_beg = (sg * 4 + warp) * kChanSteps, t_end = min(p.L, t_beg + kChanSteps);
+  A ring[KW][NE];  // ring[s] = x(tb − KW + s)
+#pragma unroll
+  for (int s = 0; s < KW; ++s)
+#pragma unroll
+    for (int e = 0; e < NE; ++e) ring[s][e] = s == 0 ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
+  const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
+  T* yb = static_cast<T*>(p.out) + b * p.outs[0];
+  for (int64_t tb = t_beg; tb < t_end; tb += KW) {
+    A nx[KW][NE];
+#pragma unroll
+    for (int s = 0; s < KW; ++s) {
+      if (tb + s < t_end) load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], nx[s]);
+      else
+#pragma unroll
+        for (int e = 0; e < NE; ++e) nx[s][e] = A(0);
+    }
+#pragma unroll
+    for (int s = 0; s < KW; ++s) {
+      if (tb + s >= t_end) break;
+      A y[NE];
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        A z = bias[e];
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (j < p.W) z += wr[j][e] * (s >= j ? nx[s >= j ? s - j : 0][e] : ring[s >= j ? 0 : KW + s - j][e]);
+        y[e] = act(z, p.silu);
+      }
+      store_vec<T, NE>(yb + (tb + s) * p.outs[2], c0, p.outs[1], y);
+    }
+#pragma unroll
+    for (int s = 0; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) ring[s][e] = nx[s][e];
+  }
+  if (p.sfin != nullptr && sg == 0 && warp == 0) {
+    for (int j = 0; j < p.W - 1; ++j)
+#pragma unroll
+      for (int e = 0; e < NE; ++e)
+        if (c0 + e < p.C)
+          static_cast<T*>(p.sfin)[b * p.sfins[0] + (c0 + e) * p.sfins[1] + j * p.sfins[2]] =
+              from_acc<T>(x_at<T>(p, b, c0 + e, p.L - (p.W - 1) + j));
+  }
+}
+
+template <class T, int NE, int KW>
+int launch_fwd_time(const Conv1dParams& p, cudaStream_t s) {
+  const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
+  return static_cast<int>(
+      launch_kernel(fwd_time<T, NE, KW>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+}
+template <class T, int NE, int KW>
+int launch_fwd_chan(const Conv1dParams& p, cudaStream_t s) {
+  return static_cast<int>(
+      launch_kernel(fwd_chan<T, NE, KW>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
+}
+
+// ---------------------------------------------------------------- update (decode step)
+// One thread per (b, c): reads the W−1 entries before the new tokens, walks the n new tokens
+// with the window in registers, then writes the state (shift or circular).
+template <class T>
+__global__ void __launch_bounds__(kConvThreads) update_kernel(const Conv1dUpdateParams p) {
+  using A = acc_t<T>;
+  constexpr int KM = kConvMaxTaps;
+  const int64_t i = int64_t{blockIdx.x} * kConvThreads + threadIdx.x;
+  if (i >= p.B * p.C) return;
+  const int64_t b = i / p.C, c = i - b * p.C;
+  T* yr = static_cast<T*>(p.y) + b * p.ys[0] + c * p.ys[1];
+  const int64_t row = p.indices != nullptr ? int64_t{p.indices[b * p.indices_s]} : b;
+  if (row < 0 || row >= p.state_rows) {
+    for (int64_t t = 0; t < p.n; ++t) yr[t * p.ys[2]] = from_acc<T>(A(0));
+    return;
+  }
+  T* st = static_cast<T*>(p.state) + row * p.ss[0] + c * p.ss[1];
+  const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
+  A w[KM], hist[KM];  // hist[k], k < W−1: input W−1−k steps before the current token
+#pragma unroll
+  for (int k = 0; k < KM; ++k) w[k] = k < p.W - 1 ? load_as<A>(p.w, p.wdt, c * p.ws[0] + k * p.ws[1]) : A(0);
+  const A w_last = load_as<A>(p.w, p.wdt, c * p.ws[0] + (p.W - 1) * p.ws[1]);
+  const A bias = p.bias ? load_as<A>(p.bias, p.wdt, c * p.bs) : A(0);
+  const int64_t S = p.S;
+  int64_t head = 0;  // circular: slot of the next token
+  if (p.seqlens != nullptr) head = ((int64_t{p.seqlens[b * p.seqlens_s]} % S) + S) % S;
+#pragma unroll
+  for (int k = 0; k < KM; ++k) {
+    hist[k] = A(0);
+    if (k < p.W - 1) {
+      const int64_t back = p.W - 1 - k;
+      const int64_t slot = p.seqlens != nullptr ? (((head - back) % S) + S) % S : S - back;
+      hist[k] = to_acc(st[slot * p.ss[2]]);
+    }
+  }
+  for (int64_t t = 0; t < p.n; ++t) {
+    const A xt = to_acc(xr[t * p.xs[2]]);
+    A z = bias + w_last * xt;
+#pragma unroll
+    for (int k = 0; k < KM; ++k)
+      if (k < p.W - 1) z += w[k] * hist[k];
+#pragma unroll
+    for (int k = 0; k + 1 < KM; ++k)
+      if (k < p.W - 2) hist[k] = hist[k + 1];
+#pragma unroll
+    for (int k = 0; k < KM; ++k)
+      if (k == p.W - 2) hist[k] = xt;
+    yr[t * p.ys[2]] = from_acc<T>(act(z, p.silu));
+  }
+  if (p.seqlens != nullptr) {
+    for (int64_t t = 0; t < p.n; ++t) st[((head + t) % S) * p.ss[2]] = xr[t * p.xs[2]];
+  } else {
+    for (int64_t j = 0; j < S; ++j) st[j * p.ss[2]] = j + p.n < S ? st[(j + p.n) * p.ss[2]] : xr[(j + p.n - S) * p.xs[2]];
+  }
+}
+
+template <class T>
+int launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
+  const int64_t blocks = (p.B * p.C + kConvThreads - 1) / kConvThreads;
+  return static_cast<int>(
+      launch_kernel(update_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+}
+
+template <class T, int KW>
+Conv1dLaunchFn pick(ConvKernel k, bool vec) {
+  constexpr int es = sizeof(T);
+  if (k == ConvKernel::kTime) return vec ? &launch_fwd_time<T, conv_time_ne(es), KW> : &launch_fwd_time<T, 1, KW>;
+  return vec ? &launch_fwd_chan<T, conv_chan_ne(es, KW, false), KW> : &launch_fwd_chan<T, 1, KW>;
+}
+
+}  // namespace
+
+Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int kw) {
+  Conv1dLaunchFn fn = nullptr;
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = kw == 4 ? pick<T, 4>(k, vec) : pick<T, 8>(k, vec); });
+  return fn;
+}
+
+Conv1dUpdateLaunchFn conv1d_update_launcher(DType t) {
+  Conv1dUpdateLaunchFn fn = nullptr;
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = &launch_update<T>; });
+  return fn;
+}
+
+}  // namespace baracuda::detail

@@ -1,0 +1,120 @@
+// Causal conv1d launch parameters: what the host resolves at run() and the kernels read.
+//
+// Two kernel shapes, chosen at run() by which axis of the big operands has unit stride:
+//   time: a warp owns one (b, c) row segment of kTimeSeg time steps, NE consecutive steps per
+//         lane per vector; the W−1 inputs before a lane's vector come from neighbouring lanes by
+//         shuffle (and the backward's W−1 gradients after it the same way).
+//   chan: a lane owns NE consecutive channels and walks kChanSteps time steps of one batch row
+//         with a ring of the last KW inputs in registers; a block is 4 warps on consecutive
+//         time ranges (its backward partial sums are added across the 4 in shared memory).
+// Views with neither unit stride run the time kernel with NE = 1 (scalar accesses).
+// KW (4 or 8) is the register window: a width W <= KW runs in it with the missing taps skipped.
+// The backward writes per-(segment, channel) partial dweight/dbias rows into the workspace and a
+// second kernel adds them in a fixed order (deterministic).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/ops/causal_conv1d.hpp"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace baracuda::detail {
+
+inline constexpr int kConvThreads = 128;   // 4 warps
+inline constexpr int64_t kTimeSeg = 2048;  // time steps per warp task (time kernel)
+inline constexpr int64_t kChanSteps = 128; // time steps per warp (chan kernel); a block does 4·that
+
+inline constexpr int kConvMaxTaps = kCausalConv1dMaxWidth;
+
+enum class ConvKernel : int { kTime, kChan };
+
+struct Conv1dParams {
+  // (b, c, t) element strides of the [B, C, L]-indexed views
+  const void* x = nullptr;
+  int64_t xs[3] = {};
+  const void* dy = nullptr;  // backward
+  int64_t dys[3] = {};
+  void* out = nullptr;  // y (forward) or dx (backward)
+  int64_t outs[3] = {};
+  const void* w = nullptr;  // [C, W]
+  int64_t ws[2] = {};
+  const void* bias = nullptr;  // nullptr: no bias
+  int64_t bs = 0;
+  int wdt = 0;  // DType of weight / bias / their gradients, as int
+  const void* s0 = nullptr;  // initial states [B, C, W−1] (nullptr: zeros)
+  int64_t s0s[3] = {};
+  void* sfin = nullptr;  // forward: final states out
+  int64_t sfins[3] = {};
+  const void* dsfin = nullptr;  // backward: gradient of the final states (nullptr: none)
+  int64_t dsfins[3] = {};
+  void* ds0 = nullptr;  // backward: gradient of the initial states
+  int64_t ds0s[3] = {};
+  void* partial = nullptr;  // backward: [parts, C, W+1] in the accumulator type
+  int64_t B = 0, C = 0, L = 0;
+  int W = 0;
+  int silu = 0;
+  int64_t tasks = 0;  // time kernel: warp tasks = B·C·segs;  chan kernel: blocks
+  int64_t segs = 0;   // partial rows per batch row: time: ceil(L / kTimeSeg); chan: ceil(L / (4·kChanSteps))
+  int64_t cblocks = 0;  // chan kernel: channel blocks per (b, time block)
+};
+
+// Update (decode) parameters.
+struct Conv1dUpdateParams {
+  const void* x = nullptr;
+  int64_t xs[3] = {};  // (b, c, i)
+  void* y = nullptr;
+  int64_t ys[3] = {};
+  void* state = nullptr;
+  int64_t ss[3] = {};  // (row, c, slot)
+  const void* w = nullptr;
+  int64_t ws[2] = {};
+  const void* bias = nullptr;
+  int64_t bs = 0;
+  int wdt = 0;
+  const int32_t* seqlens = nullptr;  // circular mode
+  int64_t seqlens_s = 0;
+  const int32_t* indices = nullptr;  // state rows
+  int64_t indices_s = 0;
+  int64_t B = 0, C = 0, n = 0, S = 0, state_rows = 0;
+  int W = 0;
+  int silu = 0;
+};
+
+// Returns the cudaError_t of the launch(es) as an int.
+using Conv1dLaunchFn = int (*)(const Conv1dParams&, cudaStream_t);
+using Conv1dUpdateLaunchFn = int (*)(const Conv1dUpdateParams&, cudaStream_t);
+
+// Elements per vector: the time kernel uses 16-byte vectors; the chan kernel keeps KW·NE
+// values per register ring (the forward two rings, the backward four) and so narrows NE to
+// bound registers: NE·KW <= 32 forward, <= 16 backward.
+// `es` is the element size in bytes.
+constexpr int conv_time_ne(int es) { return 16 / es; }
+constexpr int conv_chan_ne(int es, int kw, bool backward) {
+  const int v = 16 / es, r = (backward ? 16 : 32) / kw;
+  return v < r ? v : r;
+}
+constexpr int conv_kw(int width) { return width <= 4 ? 4 : 8; }
+
+// Forward / backward main kernel for (dtype, kernel, vectorized or scalar, KW); the backward
+// launcher also runs the partial-sum reduction into dweight / dbias (dw, db pointers below).
+Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int kw);
+Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int kw);
+Conv1dUpdateLaunchFn conv1d_update_launcher(DType t);
+
+// dweight[c, k] (k < W) and dbias[c] from `parts` partial rows [parts, C, W+1].
+struct Conv1dReduceParams {
+  const void* partial = nullptr;
+  int64_t parts = 0, C = 0;
+  int W = 0;
+  void* dw = nullptr;
+  int64_t dws[2] = {};
+  void* db = nullptr;  // nullptr: no bias
+  int64_t dbs = 0;
+  int wdt = 0;
+};
+int conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s);
+
+}  // namespace baracuda::detail
