@@ -2,7 +2,7 @@
 # The whole GPU round trip in one command (run on the H200 machine from the repo root):
 # build, device + host tests, compute-sanitizer, benchmarks, PyTorch side by side.
 # Logs and tables go to $OUT (default /tmp/baracuda-out). Usage:
-#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|elementwise|rope|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
+#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|elementwise|rope|conv1d|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
 set -uo pipefail
 OUT=${OUT:-/tmp/baracuda-out}
 mkdir -p "$OUT"
@@ -25,6 +25,7 @@ tail -4 "$OUT/ctest.log"
 grep -E '^\[gemm' "$OUT/ctest.log" | tee -a "$OUT/device_summary.txt"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='ElementwiseDevice.Every*:ReduceToShapeDevice.*' 2>&1 | grep -E '^\[(elementwise|reduce)' | tee -a "$OUT/device_summary.txt"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='RopeDevice.*' 2>&1 | grep -E '^\[rope' | tee -a "$OUT/device_summary.txt"
+"$BUILD/tests/baracuda_device_tests" --gtest_filter='CausalConv1dDevice.*' 2>&1 | grep -E '^\[causal_conv1d' | tee -a "$OUT/device_summary.txt"
 if [ $SAN = 1 ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
     --gtest_filter='-*Large*:*BeyondTwoToThe31*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
@@ -34,14 +35,14 @@ if [ $SAN = 1 ]; then
   echo "initcheck rc=$?; $(tail -1 "$OUT/initcheck.log")"
   for tool in racecheck synccheck; do  # kernels with shared memory and barriers
     compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-      --gtest_filter='RopeDevice.AllViewPairsOnOneShape' > "$OUT/$tool.log" 2>&1
+      --gtest_filter='RopeDevice.AllViewPairsOnOneShape:CausalConv1dDevice.GraphCapture' > "$OUT/$tool.log" 2>&1
     echo "$tool rc=$?; $(tail -1 "$OUT/$tool.log")"
   done
 fi
 if [ $BENCH = 1 ]; then
-  FAM=${BENCH_FAMILY:-all}  # pad | gemm | elementwise | rope | all
+  FAM=${BENCH_FAMILY:-all}  # pad | gemm | elementwise | rope | conv1d | all
   "$BUILD/bench/baracuda_bench" --family "$FAM" --json "$OUT/bench_raw.json" --gemm-json "$OUT/gemm_raw.json" \
-    --ew-json "$OUT/ew_raw.json" --rope-json "$OUT/rope_raw.json" \
+    --ew-json "$OUT/ew_raw.json" --rope-json "$OUT/rope_raw.json" --conv1d-json "$OUT/conv1d_raw.json" \
     ${BENCH_QUICK:+--quick} > "$OUT/bench.log" 2>&1 || status=1
   cat "$OUT/bench.log"
   if [ "$FAM" = all ] || [ "$FAM" = pad ]; then
@@ -58,6 +59,11 @@ if [ $BENCH = 1 ]; then
     (cd bench && python3 torch_rope_side_by_side.py --ours "$OUT/rope_raw.json" --out-json "$OUT/rope.json" \
       --out-md "$OUT/rope.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_rope.log" 2>&1 || status=1
     tail -20 "$OUT/torch_rope.log"
+  fi
+  if [ "$FAM" = all ] || [ "$FAM" = conv1d ]; then
+    (cd bench && python3 torch_conv1d_side_by_side.py --ours "$OUT/conv1d_raw.json" --out-json "$OUT/causal_conv1d.json" \
+      --out-md "$OUT/causal_conv1d.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_conv1d.log" 2>&1 || status=1
+    tail -20 "$OUT/torch_conv1d.log"
   fi
   if [ "$FAM" = all ] || [ "$FAM" = gemm ]; then
     python3 bench/torch_gemm_side_by_side.py --ours "$OUT/gemm_raw.json" --out-json "$OUT/gemm.json" \

@@ -1,0 +1,253 @@
+// Causal conv1d benchmark: the shapes [B, L, C] = [4, 8192, 4096], [1, 8192, 32768],
+// [8, 4096, 2048], width 4, SiLU, bias, in both layouts (channel-last [B, L, C] and
+// channel-first [B, C, L]), bf16 and f32; forward and backward (always the deterministic path).
+// Bytes: forward x + y, backward x + dy + dx (weights, partial sums not counted). Sampled
+// outputs and whole dweight / dbias rows of a few channels are checked against float64 sums.
+// --conv1d-json FILE writes records for bench/torch_conv1d_side_by_side.py.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "baracuda/core/half_bits.hpp"
+#include "timing.hpp"
+
+namespace baracuda::bench {
+
+namespace {
+
+struct ConvCase {
+  std::string name;
+  DType dt;
+  Conv1dLayout layout;
+  int64_t B, L, C;
+  int W = 4;
+};
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> cs;
+  const int64_t shapes[3][3] = {{4, 8192, 4096}, {1, 8192, 32768}, {8, 4096, 2048}};
+  for (DType dt : {DType::bf16, DType::f32})
+    for (Conv1dLayout l : {Conv1dLayout::kBLC, Conv1dLayout::kBCL})
+      for (const auto& s : shapes) {
+        if (dt == DType::f32 && s[0] != 4) continue;  // f32 on the first shape only
+        cs.push_back({std::string(conv1d_layout_name(l)) + "_" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+                          std::to_string(s[2]),
+                      dt, l, s[0], s[1], s[2]});
+      }
+  return cs;
+}
+
+CausalConv1dDescriptor descriptor_of(const ConvCase& c) {
+  CausalConv1dDescriptor d;
+  d.dtype = c.dt;
+  d.weight_dtype = c.dt;
+  d.layout = c.layout;
+  d.batch = c.B;
+  d.channels = c.C;
+  d.seq = c.L;
+  d.width = c.W;
+  return d;
+}
+
+std::vector<uint8_t> fill_uniform(void* dev, DType dt, int64_t n, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  const size_t es = dtype_size(dt);
+  std::vector<uint8_t> h(static_cast<size_t>(n) * es);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = u(rng);
+    if (dt == DType::f32) std::memcpy(&h[i * es], &v, 4);
+    else {
+      const uint16_t b = float_to_bf16_bits(v);
+      std::memcpy(&h[i * es], &b, 2);
+    }
+  }
+  BENCH_CUDA_OK(cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice));
+  return h;
+}
+
+std::vector<uint8_t> download(const void* dev, size_t bytes) {
+  std::vector<uint8_t> h(bytes);
+  BENCH_CUDA_OK(cudaMemcpy(h.data(), dev, bytes, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// Element i of a host copy of a bf16 or f32 tensor.
+double elem_at(DType dt, const std::vector<uint8_t>& h, int64_t i) {
+  if (dt == DType::f32) {
+    float v;
+    std::memcpy(&v, h.data() + i * 4, 4);
+    return v;
+  }
+  uint16_t v;
+  std::memcpy(&v, h.data() + i * 2, 2);
+  return bf16_bits_to_float(v);
+}
+
+// Host view of one [B, C, L]-indexed tensor of the case's layout (0 before t = 0).
+struct HostData {
+  const ConvCase* c;
+  const std::vector<uint8_t>* bytes;
+  double at(int64_t b, int64_t ch, int64_t t) const {
+    if (t < 0) return 0.0;
+    return elem_at(c->dt, *bytes,
+                   c->layout == Conv1dLayout::kBCL ? (b * c->C + ch) * c->L + t : (b * c->L + t) * c->C + ch);
+  }
+};
+double w_at(const ConvCase& c, const std::vector<uint8_t>& h, int64_t i) { return elem_at(c.dt, h, i); }
+
+double silu(double z) { return z / (1 + std::exp(-z)); }
+
+// 2000 sampled y and dx elements, and dweight / dbias of 3 channels, against float64 sums.
+bool verify(const ConvCase& c, const std::vector<uint8_t>& xh, const std::vector<uint8_t>& dyh,
+            const std::vector<uint8_t>& wh, const std::vector<uint8_t>& bh, const void* y, const void* dx,
+            const void* dw, const void* db) {
+  const size_t es = dtype_size(c.dt);
+  const int64_t n = c.B * c.C * c.L;
+  const auto yh = download(y, n * es), dxh = download(dx, n * es), dwh = download(dw, c.C * c.W * es),
+             dbh = download(db, c.C * es);
+  const HostData X{&c, &xh}, DY{&c, &dyh}, Y{&c, &yh}, DX{&c, &dxh};
+  const int W = c.W;
+  auto z_at = [&](int64_t b, int64_t ch, int64_t t) {
+    double z = w_at(c, bh, ch);
+    for (int k = 0; k < W; ++k) z += w_at(c, wh, ch * W + k) * X.at(b, ch, t - (W - 1) + k);
+    return z;
+  };
+  auto dz_at = [&](int64_t b, int64_t ch, int64_t t) {
+    if (t >= c.L) return 0.0;
+    const double z = z_at(b, ch, t), s = 1 / (1 + std::exp(-z));
+    return DY.at(b, ch, t) * s * (1 + z * (1 - s));
+  };
+  const double eps = c.dt == DType::f32 ? 1e-5 : 1.6e-2;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t b = rng() % c.B, ch = rng() % c.C, t = i < 8 ? i : rng() % c.L;
+    const double want_y = silu(z_at(b, ch, t));
+    double want_dx = 0, mag = 0;
+    for (int k = 0; k < W; ++k) {
+      const double g = dz_at(b, ch, t + (W - 1) - k);
+      want_dx += w_at(c, wh, ch * W + k) * g;
+      mag += std::fabs(w_at(c, wh, ch * W + k) * g);
+    }
+    if (std::fabs(Y.at(b, ch, t) - want_y) > eps * (1 + std::fabs(want_y)) ||
+        std::fabs(DX.at(b, ch, t) - want_dx) > eps * (1 + mag)) {
+      std::fprintf(stderr, "conv1d %s: (b %lld, c %lld, t %lld) y %g want %g, dx %g want %g\n", c.name.c_str(),
+                   (long long)b, (long long)ch, (long long)t, Y.at(b, ch, t), want_y, DX.at(b, ch, t), want_dx);
+      return false;
+    }
+  }
+  for (int64_t ch : {int64_t{0}, c.C / 2, c.C - 1}) {
+    double dwv[8] = {}, dbv = 0, mag = 0;
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t t = 0; t < c.L; ++t) {
+        const double g = dz_at(b, ch, t);
+        dbv += g;
+        mag += std::fabs(g);
+        for (int k = 0; k < W; ++k) dwv[k] += g * X.at(b, ch, t - (W - 1) + k);
+      }
+    for (int k = 0; k <= W; ++k) {
+      const double got = k < W ? w_at(c, dwh, ch * W + k) : w_at(c, dbh, ch), want = k < W ? dwv[k] : dbv;
+      if (std::fabs(got - want) > eps * (std::fabs(want) + 1) + 1e-5 * mag) {
+        std::fprintf(stderr, "conv1d %s: channel %lld %s[%d] %g want %g\n", c.name.c_str(), (long long)ch,
+                     k < W ? "dweight" : "dbias", k, got, want);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool conv1d_cases_select() {
+  PlanPreference pref;
+  pref.target_arch = 90;
+  for (const ConvCase& c : conv_cases())
+    if (!CausalConv1dPlan::select(descriptor_of(c), pref).ok() ||
+        !CausalConv1dBackwardPlan::select(descriptor_of(c), pref).ok())
+      return false;
+  return true;
+}
+
+int run_conv1d_family(const std::string& json_path, bool quick, const std::string& filter) {
+  const double ceiling = measure_copy_tbps();
+  struct Rec {
+    ConvCase c;
+    std::string dir, sku;
+    double us, bytes;
+    bool verified;
+  };
+  std::vector<Rec> recs;
+  int failures = 0;
+  for (const ConvCase& c : conv_cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    const CausalConv1dDescriptor d = descriptor_of(c);
+    auto fwd = CausalConv1dPlan::select(d);
+    auto bwd = CausalConv1dBackwardPlan::select(d);
+    if (!fwd.ok() || !bwd.ok()) {
+      std::fprintf(stderr, "conv1d %s: select failed\n", c.name.c_str());
+      ++failures;
+      continue;
+    }
+    const size_t es = dtype_size(c.dt);
+    const int64_t n = c.B * c.C * c.L;
+    DeviceBuffer x(n * es), y(n * es), dy(n * es), dx(n * es), w(c.C * c.W * es), b(c.C * es), dw(c.C * c.W * es),
+        db(c.C * es), ws(bwd->workspace_size());
+    const auto xh = fill_uniform(x.p, c.dt, n, 1, -2, 2), dyh = fill_uniform(dy.p, c.dt, n, 2, -1, 1);
+    const auto wh = fill_uniform(w.p, c.dt, c.C * c.W, 3, -0.5, 0.5), bh = fill_uniform(b.p, c.dt, c.C, 4, -0.5, 0.5);
+    std::vector<int64_t> shp = c.layout == Conv1dLayout::kBCL ? std::vector<int64_t>{c.B, c.C, c.L}
+                                                              : std::vector<int64_t>{c.B, c.L, c.C};
+    const CausalConv1dArgs fa{TensorRef::make(x.p, c.dt, shp), TensorRef::make(w.p, c.dt, {c.C, c.W}),
+                              TensorRef::make(b.p, c.dt, {c.C}), {}, TensorMut::make(y.p, c.dt, shp), {}};
+    const CausalConv1dBackwardArgs ba{TensorRef::make(x.p, c.dt, shp), TensorRef::make(w.p, c.dt, {c.C, c.W}),
+                                      TensorRef::make(b.p, c.dt, {c.C}), {}, TensorRef::make(dy.p, c.dt, shp), {},
+                                      TensorMut::make(dx.p, c.dt, shp), TensorMut::make(dw.p, c.dt, {c.C, c.W}),
+                                      TensorMut::make(db.p, c.dt, {c.C}), {}};
+    const Workspace wsp{ws.p, bwd->workspace_size()};
+    bool ok = fwd->run(nullptr, {}, fa).ok() && bwd->run(nullptr, wsp, ba).ok();
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
+    ok = ok && verify(c, xh, dyh, wh, bh, y.p, dx.p, dw.p, db.p);
+    const int warm = quick ? 2 : 5, reps = quick ? 10 : 40;
+    const double us_f = median_us([&] { (void)fwd->run(nullptr, {}, fa); }, warm, reps);
+    const double us_b = median_us([&] { (void)bwd->run(nullptr, wsp, ba); }, warm, reps);
+    BENCH_CUDA_OK(cudaGetLastError());
+    recs.push_back({c, "fwd", fwd->sku().name(), us_f, 2.0 * n * es, ok});
+    recs.push_back({c, "bwd", bwd->sku().name(), us_b, 3.0 * n * es, ok});
+    failures += !ok;
+  }
+  for (const Rec& r : recs) {
+    const double tbps = r.bytes / (r.us * 1e-6) / 1e12;
+    std::printf("conv1d %-20s %s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", r.c.name.c_str(), r.dir.c_str(),
+                std::string(dtype_name(r.c.dt)).c_str(), r.us, tbps, 100 * tbps / ceiling,
+                r.verified ? "verified" : "VERIFY FAILED");
+  }
+  if (!json_path.empty()) {
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) return failures + 1;
+    std::fprintf(f, "{\"copy_tbps\": %.4f, \"records\": [\n", ceiling);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const Rec& r = recs[i];
+      std::fprintf(f,
+                   "{\"op\": \"causal_conv1d\", \"case\": \"%s\", \"direction\": \"%s\", \"dtype\": \"%s\", "
+                   "\"layout\": \"%s\", \"B\": %lld, \"L\": %lld, \"C\": %lld, \"W\": %d, \"shape\": [%lld, %lld, %lld], "
+                   "\"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, \"achieved\": %.4f, \"ceiling\": %.4f, "
+                   "\"verified\": %s}%s\n",
+                   r.c.name.c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(),
+                   std::string(conv1d_layout_name(r.c.layout)).c_str(), (long long)r.c.B, (long long)r.c.L,
+                   (long long)r.c.C, r.c.W, (long long)r.c.B, (long long)r.c.L, (long long)r.c.C, r.sku.c_str(), r.us,
+                   r.bytes, r.bytes / (r.us * 1e-6) / 1e12, ceiling, r.verified ? "true" : "false",
+                   i + 1 < recs.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return failures;
+}
+
+}  // namespace baracuda::bench
