@@ -77,9 +77,10 @@ bool compare(const char* what, const std::string& repro, StridedBuffer& got, con
   }
   const std::vector<double> g = bcl ? values(got, l, (*bcl)[0], (*bcl)[1], (*bcl)[2]) : values(got);
   const double oe = eps_of(got.dtype), ae = acc_eps(acc_dt);
+  const double atol = got.dtype == DType::f16 ? 3e-8 : 0;  // half of f16's smallest subnormal
   for (size_t i = 0; i < want.size(); ++i) {
     ++S.elements;
-    const double tol = oe * std::fabs(want[i]) + 64 * ae * mag[i] + 1e-300, err = std::fabs(g[i] - want[i]);
+    const double tol = atol + oe * std::fabs(want[i]) + 64 * ae * mag[i] + 1e-300, err = std::fabs(g[i] - want[i]);
     if (!(err <= tol)) {
       ADD_FAILURE() << repro << ": " << what << "[" << i << "] got " << g[i] << " want " << want[i] << " |err| " << err
                     << " tol " << tol;

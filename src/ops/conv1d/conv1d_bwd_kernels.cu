@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kConvThreads) bwd_time(const Conv1dParams p) {
 // computes dz(t) and emits dx(t − (KW−1)), whose dz(t − KW + 1 .. t) are then all known; the
 // warp runs KW−1 steps past its range for the dz its last outputs need.
 template <class T, int NE, int KW>
-__global__ void __launch_bounds__(kConvThreads) bwd_chan(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 4) bwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int NR = NE * (KW + 1);
   __shared__ A red[kConvThreads / 32 - 1][32][NR];

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kConvThreads) fwd_time(const Conv1dParams p) {
 // Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
 template <class T, int NE, int KW>
-__global__ void __launch_bounds__(kConvThreads) fwd_chan(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
