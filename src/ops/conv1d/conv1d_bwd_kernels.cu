@@ -30,7 +30,7 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
 // lanes l + ceil(j/NE) of the same iteration or of the look-ahead.
 template <class T, int NE, int KW>
-__global__ void __launch_bounds__(kConvThreads) bwd_time(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 2, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
   const int lane = threadIdx.x & 31;
@@ -48,18 +48,50 @@ __global__ void __launch_bounds__(kConvThreads) bwd_time(const Conv1dParams p) {
   A dwr[KW], db = A(0);
 #pragma unroll
   for (int j = 0; j < KW; ++j) dwr[j] = A(0);
+  // sub-chunk k's U + 1 vectors of x and dy per lane, staged kGroups − 1 sub-chunks ahead;
   // at least one pass, so that a row with L = 0 still gets its d(initial states)
-  for (int64_t t0 = t_beg; t0 < t_end || t0 == t_beg; t0 += kSub) {
+  using V = Vec<T, NE>;
+  using Ring = StageRing<V, U + 1, 2, 3>;
+  __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
+  const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 1;
+  auto wanted = [&](int u, int64_t t) { return (u < U || lane < PB) && t < p.L; };
+  auto issue = [&](int64_t k) {
+    if constexpr (Ring::kAsync) {
+      if (k < nsub)
+#pragma unroll
+        for (int u = 0; u <= U; ++u) {
+          const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
+          if (wanted(u, t)) {
+            const int slot = static_cast<int>(k % Ring::kGroups) * (U + 1) + u;
+            cp_async<sizeof(V)>(&stage_x[slot][threadIdx.x], xr + t * p.xs[2]);
+            cp_async<sizeof(V)>(&stage_dy[slot][threadIdx.x], dyr + t * p.dys[2]);
+          }
+        }
+      cp_async_commit();
+    }
+  };
+  if constexpr (Ring::kAsync)
+    for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  for (int64_t k = 0; k < nsub; ++k) {
+    const int64_t t0 = t_beg + k * kSub;
+    if constexpr (Ring::kAsync) {
+      issue(k + Ring::kGroups - 1);
+      cp_async_wait<Ring::kGroups - 1>();
+    }
     A xv[U + 1][NE], dz[U + 1][NE];  // dz holds dy until pass 1 turns it into dz
 #pragma unroll
     for (int u = 0; u <= U; ++u) {
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if ((u < U || lane < PB) && t < p.L) {
-        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
-        load_vec<T, NE>(dyr, t, p.dys[2], dz[u]);
-      } else {
+      if (!wanted(u, t)) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = dz[u][e] = A(0);
+      } else if constexpr (Ring::kAsync) {
+        const int slot = static_cast<int>(k % Ring::kGroups) * (U + 1) + u;
+        unpack<T, NE>(stage_x[slot][threadIdx.x], xv[u]);
+        unpack<T, NE>(stage_dy[slot][threadIdx.x], dz[u]);
+      } else {
+        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
+        load_vec<T, NE>(dyr, t, p.dys[2], dz[u]);
       }
     }
     A xp[NE];
@@ -160,6 +192,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_chan(const Conv1dParams p
   using A = acc_t<T>;
   constexpr int NR = NE * (KW + 1);
   __shared__ A red[kConvThreads / 32 - 1][32][NR];
+  using V = Vec<T, NE>;  // groups of KW steps of x and dy staged kGroups − 1 groups ahead
+  using Ring = StageRing<V, KW, 2, 4>;
+  __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
   const int64_t b = bt / p.segs, sg = bt - b * p.segs;
@@ -195,16 +230,38 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_chan(const Conv1dParams p
     const T* dyb = static_cast<const T*>(p.dy) + b * p.dys[0];
     T* dxb = static_cast<T*>(p.out) + b * p.outs[0];
     const int64_t t_stop = t_end + KW - 1, t_load = min(p.L, t_stop);
+    auto issue = [&](int64_t tb) {
+      if constexpr (Ring::kAsync) {
+        const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+#pragma unroll
+        for (int s = 0; s < KW; ++s)
+          if (tb + s < t_load) {
+            cp_async<sizeof(V)>(&stage_x[slot + s][threadIdx.x], xb + (tb + s) * p.xs[2] + c0);
+            cp_async<sizeof(V)>(&stage_dy[slot + s][threadIdx.x], dyb + (tb + s) * p.dys[2] + c0);
+          }
+        cp_async_commit();
+      }
+    };
+    if constexpr (Ring::kAsync)
+      for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
     for (int64_t tb = t_beg; tb < t_stop; tb += KW) {
+      if constexpr (Ring::kAsync) {
+        issue(tb + (Ring::kGroups - 1) * KW);
+        cp_async_wait<Ring::kGroups - 1>();
+      }
+      const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
       A xn[KW][NE], gn[KW][NE];
 #pragma unroll
       for (int s = 0; s < KW; ++s) {
-        if (tb + s < t_load) {
-          load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], xn[s]);
-          load_vec<T, NE>(dyb + (tb + s) * p.dys[2], c0, p.dys[1], gn[s]);
-        } else {
+        if (tb + s >= t_load) {
 #pragma unroll
           for (int e = 0; e < NE; ++e) xn[s][e] = gn[s][e] = A(0);
+        } else if constexpr (Ring::kAsync) {
+          unpack<T, NE>(stage_x[slot + s][threadIdx.x], xn[s]);
+          unpack<T, NE>(stage_dy[slot + s][threadIdx.x], gn[s]);
+        } else {
+          load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], xn[s]);
+          load_vec<T, NE>(dyb + (tb + s) * p.dys[2], c0, p.dys[1], gn[s]);
         }
       }
 #pragma unroll

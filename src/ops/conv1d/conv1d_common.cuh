@@ -3,11 +3,30 @@
 
 #include <cstdint>
 
+#include "core/cp_async.cuh"
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/conv1d/conv1d_geometry.hpp"
 
 namespace baracuda::detail::conv1d {
+
+// Staging of a thread's own loads through shared memory with cp.async (no barrier: a thread
+// reads back only what it copied). Rings of `groups` groups, each of `per_group` vectors per
+// stream, sized to at most 32 KB per block; a vector below 4 bytes (cp.async's minimum) or a
+// ring of fewer than 2 groups falls back to plain loads.
+template <class V, int kPerGroup, int kStreams, int kMaxGroups>
+struct StageRing {
+  static constexpr int kFit = 32768 / (static_cast<int>(sizeof(V)) * kPerGroup * kStreams * kConvThreads);
+  static constexpr int kGroups = kFit < kMaxGroups ? kFit : kMaxGroups;
+  static constexpr bool kAsync = sizeof(V) >= 4 && kGroups >= 2;
+  static constexpr int kSlots = kAsync ? kGroups * kPerGroup : 1;
+};
+
+template <class T, int NE>
+__device__ __forceinline__ void unpack(const Vec<T, NE>& w, acc_t<T> (&v)[NE]) {
+#pragma unroll
+  for (int e = 0; e < NE; ++e) v[e] = to_acc(w.v[e]);
+}
 
 // NE elements at base[i·stride ...]: one aligned vector when NE > 1 (stride 1), else a scalar.
 template <class T, int NE>
@@ -39,7 +58,7 @@ __device__ __forceinline__ void store_vec(T* base, int64_t i, int64_t stride, co
 template <class A>
 __device__ __forceinline__ A sigmoid(A z) {
   if constexpr (sizeof(A) == 8) return 1.0 / (1.0 + exp(-z));
-  else return __frcp_rn(1.0f + __expf(-z));
+  else return __fdividef(1.0f, 1.0f + __expf(-z));
 }
 // act(z) and act'(z) for SiLU (z·σ(z)) or the identity.
 template <class A>

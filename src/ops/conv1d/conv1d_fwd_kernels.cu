@@ -12,7 +12,7 @@ using namespace conv1d;
 // (j < KW) comes from lane l − ceil(j/NE) of the same iteration, of the previous iteration for
 // the first lanes, or (first iteration) from a vector those lanes load before the sub-chunk.
 template <class T, int NE, int KW>
-__global__ void __launch_bounds__(kConvThreads) fwd_time(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
   const int lane = threadIdx.x & 31;
@@ -26,15 +26,41 @@ __global__ void __launch_bounds__(kConvThreads) fwd_time(const Conv1dParams p) {
   const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
   T* yr = static_cast<T*>(p.out) + b * p.outs[0] + c * p.outs[1];
   const int64_t t_beg = sg * kTimeSeg, t_end = min(p.L, t_beg + kTimeSeg);
-  for (int64_t t0 = t_beg; t0 < t_end; t0 += kSub) {
+  // sub-chunk k's U vectors per lane, staged G − 1 sub-chunks ahead
+  using Ring = StageRing<Vec<T, NE>, U, 1, 3>;
+  __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
+  const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 0;
+  auto issue = [&](int64_t k) {
+    if constexpr (Ring::kAsync) {
+      if (k < nsub)
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
+          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[(k % Ring::kGroups) * U + u][threadIdx.x], xr + t * p.xs[2]);
+        }
+      cp_async_commit();
+    }
+  };
+  if constexpr (Ring::kAsync)
+    for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  for (int64_t k = 0; k < nsub; ++k) {
+    const int64_t t0 = t_beg + k * kSub;
+    if constexpr (Ring::kAsync) {
+      issue(k + Ring::kGroups - 1);
+      cp_async_wait<Ring::kGroups - 1>();
+    }
     A xv[U][NE];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (t < t_end) load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
-      else
+      if (t >= t_end) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = A(0);
+      } else if constexpr (Ring::kAsync) {
+        unpack<T, NE>(stage[(k % Ring::kGroups) * U + u][threadIdx.x], xv[u]);
+      } else {
+        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
+      }
     }
     A xp[NE];
 #pragma unroll
@@ -99,14 +125,37 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
     for (int e = 0; e < NE; ++e) ring[s][e] = s == 0 ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
   const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
   T* yb = static_cast<T*>(p.out) + b * p.outs[0];
+  // groups of KW steps staged kGroups − 1 groups ahead
+  using Ring = StageRing<Vec<T, NE>, KW, 1, 4>;
+  __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
+  auto issue = [&](int64_t tb) {
+    if constexpr (Ring::kAsync) {
+      const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+#pragma unroll
+      for (int s = 0; s < KW; ++s)
+        if (tb + s < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xb + (tb + s) * p.xs[2] + c0);
+      cp_async_commit();
+    }
+  };
+  if constexpr (Ring::kAsync)
+    for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
   for (int64_t tb = t_beg; tb < t_end; tb += KW) {
+    if constexpr (Ring::kAsync) {
+      issue(tb + (Ring::kGroups - 1) * KW);
+      cp_async_wait<Ring::kGroups - 1>();
+    }
+    const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
     A nx[KW][NE];
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
-      if (tb + s < t_end) load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], nx[s]);
-      else
+      if (tb + s >= t_end) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) nx[s][e] = A(0);
+      } else if constexpr (Ring::kAsync) {
+        unpack<T, NE>(stage[slot + s][threadIdx.x], nx[s]);
+      } else {
+        load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], nx[s]);
+      }
     }
 #pragma unroll
     for (int s = 0; s < KW; ++s) {

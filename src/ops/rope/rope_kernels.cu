@@ -4,6 +4,7 @@
 // issued before any store (in place, items are disjoint). Angles: θ = p·ω in float64, reduced
 // mod 2π in float64 (Cody–Waite with a two-part 2π), then cos/sin in f32 (f64 for f64 data),
 // or the cache row p; computed once per (lane, token) when the lane's chunk does not change.
+#include "core/cp_async.cuh"
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/rope/rope_geometry.hpp"
@@ -70,13 +71,6 @@ __device__ __forceinline__ void rotate(A& x1, A& x2, A co, A si) {
   const A y1 = fma(x1, co, -(x2 * si)), y2 = fma(x2, co, x1 * si);
   x1 = y1;
   x2 = y2;
-}
-
-template <int B>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (B == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem) : "memory");
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(sa), "l"(gmem), "n"(B) : "memory");
 }
 
 // The kernel's variants: kAsync stages U items per pass through shared memory with cp.async,
@@ -149,7 +143,7 @@ __global__ void __launch_bounds__(rope_threads<kAsync>()) rope_kernel(const __gr
         if (ad.e2 < p.head_dim) v2[u] = *reinterpret_cast<const V*>(row + ad.e2);
       }
     }
-    if constexpr (kAsync) asm volatile("cp.async.commit_group;\n" ::: "memory");
+    if constexpr (kAsync) cp_async_commit();
   };
   A co[NP], si[NP];
   int have_c = -1, buf = 0;
@@ -157,7 +151,7 @@ __global__ void __launch_bounds__(rope_threads<kAsync>()) rope_kernel(const __gr
   for (int base = lane; base < items; base += U * L, buf ^= 1) {
     if constexpr (kAsync) {
       issue(base + U * L, buf ^ 1);  // the next pass (an empty group past the end)
-      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+      cp_async_wait<1>();
     } else {
       issue(base, 0);
     }
@@ -206,7 +200,7 @@ __global__ void __launch_bounds__(rope_threads<kAsync>()) rope_kernel(const __gr
       if (ad.e2 < p.head_dim) *reinterpret_cast<V*>(row + ad.e2) = vb;
     }
   }
-  if constexpr (kAsync) asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if constexpr (kAsync) cp_async_wait<0>();
 }
 
 template <class T, int NP, bool kInter, int U, bool kSm>
