@@ -183,11 +183,11 @@ void print_stats() {
 
 }  // namespace
 
-// Sizes: single element, odd channels, more than one time segment (2048) and chan block
+// Sizes: single element, odd channels, more than one time segment (8192) and chan block
 // (4·128 steps), partial channel blocks, L < W − 1, empty sequence.
 TEST(CausalConv1dDevice, EveryDtypeLayoutWidthView) {
   BARACUDA_REQUIRE_GPU();
-  const Size sizes[] = {{1, 1, 1}, {2, 3, 5}, {2, 64, 300}, {1, 17, 2100}, {3, 136, 700}, {2, 8, 0}, {1, 40, 2}};
+  const Size sizes[] = {{1, 1, 1}, {2, 3, 5}, {2, 64, 300}, {1, 17, 2100}, {3, 136, 700}, {2, 8, 0}, {1, 40, 2}, {1, 5, 8300}};
   const DType dts[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
   const Layout views[] = {Layout::kContiguous, Layout::kOffset1, Layout::kPaddedRows, Layout::kTransposed, Layout::kPermuted};
   uint64_t seed = 1;

@@ -259,7 +259,7 @@ Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dA
   const Choice ch = choose_kernel(d.dtype, kw, false, p.C, p.L, {{p.x, p.xs}, {p.out, p.outs}});
   set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, false);
   if (Status s = grid_ok(kFwd, p); !s.ok()) return s;
-  const detail::Conv1dLaunchFn fn = detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, kw);
+  const detail::Conv1dLaunchFn fn = detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
   if (fn == nullptr) return error(StatusCode::kInternal, kFwd, ": no kernel for ", dtype_name(d.dtype));
   return cuda_status(static_cast<cudaError_t>(fn(p, stream)), kFwd);
 }
@@ -373,7 +373,7 @@ Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ca
     const Choice ch = choose_kernel(d.dtype, kw, true, p.C, p.L, {{p.x, p.xs}, {p.dy, p.dys}, {p.out, p.outs}});
     set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, true);
     if (Status s = grid_ok(kBwd, p); !s.ok()) return s;
-    const detail::Conv1dLaunchFn fn = detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, kw);
+    const detail::Conv1dLaunchFn fn = detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
     if (fn == nullptr) return error(StatusCode::kInternal, kBwd, ": no kernel for ", dtype_name(d.dtype));
     if (Status s = cuda_status(static_cast<cudaError_t>(fn(p, stream)), kBwd); !s.ok()) return s;
     r.parts = p.B * p.segs;

@@ -29,7 +29,7 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // As the forward's (U iterations of 32 lanes × NE steps per sub-chunk), plus one look-ahead
 // iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
 // lanes l + ceil(j/NE) of the same iteration or of the look-ahead.
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 2, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
@@ -117,14 +117,14 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         A z = bias;
 #pragma unroll
         for (int j = 0; j < KW; ++j)
-          if (j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+          if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
         const A g = t < p.L ? dz[u][e] * act_grad(z, p.silu) : A(0);
         dz[u][e] = g;
         if (u < U && t < p.L) {
           db += g;
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+            if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
         }
       }
     }
@@ -142,13 +142,14 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         f[j] = lane + q < 32 ? cur : nxt;
       }
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+      const bool tail = p.dsfin != nullptr && t + NE > p.L - p.W + 1;  // dfinal reaches this vector
       A d[NE];
 #pragma unroll
       for (int e = 0; e < NE; ++e) {
-        A s = dfinal_at<T>(p, b, c, t + e);
+        A s = tail ? dfinal_at<T>(p, b, c, t + e) : A(0);
 #pragma unroll
         for (int j = 0; j < KW; ++j)
-          if (j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
+          if (kEx || j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
         d[e] = s;
       }
       if (t < p.L) store_vec<T, NE>(dxr, t, p.outs[2], d);
@@ -167,7 +168,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
           A v = dfinal_at<T>(p, b, c, s);
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (j < p.W && m + j >= KW - 1) v += wr[j] * g0[m + j >= KW - 1 ? m + j - (KW - 1) : 0];
+            if ((kEx || j < p.W) && m + j >= KW - 1) v += wr[j] * g0[m + j >= KW - 1 ? m + j - (KW - 1) : 0];
           store_ds0<T>(p, b, c, s + p.W - 1, v);
         }
       }
@@ -187,8 +188,8 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
 // Lane = NE channels, warp = kChanSteps steps, block = 4 warps consecutive in time. Step t
 // computes dz(t) and emits dx(t − (KW−1)), whose dz(t − KW + 1 .. t) are then all known; the
 // warp runs KW−1 steps past its range for the dz its last outputs need.
-template <class T, int NE, int KW>
-__global__ void __launch_bounds__(kConvThreads, 4) bwd_chan(const Conv1dParams p) {
+template <class T, int NE, int KW, bool kEx>
+__global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int NR = NE * (KW + 1);
   __shared__ A red[kConvThreads / 32 - 1][32][NR];
@@ -272,28 +273,29 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_chan(const Conv1dParams p
           A z = bias[e];
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+            if (kEx || j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
           const A g = t < p.L ? gn[s][e] * act_grad(z, p.silu) : A(0);
           gn[s][e] = g;
           if (t < t_end) {
             db[e] += g;
 #pragma unroll
             for (int j = 0; j < KW; ++j)
-              if (j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+              if (kEx || j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
           }
         }
         const int64_t sx = t - (KW - 1);
         const bool out_dx = sx >= t_beg && sx < t_end;
         const bool out_ds0 = p.ds0 != nullptr && t_beg == 0 && sx < 0 && sx >= -(p.W - 1);
         if (out_dx || out_ds0) {
+          const bool tail = p.dsfin != nullptr && sx > p.L - p.W;
           A d[NE];
 #pragma unroll
           for (int e = 0; e < NE; ++e) {
-            A v = dfinal_at<T>(p, b, c0 + e, sx);
+            A v = tail ? dfinal_at<T>(p, b, c0 + e, sx) : A(0);
 #pragma unroll
             for (int j = 0; j < KW; ++j) {
               const int m = s - (KW - 1) + j;  // dz slot relative to this block of steps
-              if (j < p.W) v += wr[j][e] * (m >= 0 ? gn[m >= 0 ? m : 0][e] : go[m >= 0 ? 0 : KW + m][e]);
+              if (kEx || j < p.W) v += wr[j][e] * (m >= 0 ? gn[m >= 0 ? m : 0][e] : go[m >= 0 ? 0 : KW + m][e]);
             }
             d[e] = v;
           }
@@ -357,30 +359,32 @@ __global__ void __launch_bounds__(256) reduce_parts(const Conv1dReduceParams p) 
   else if (p.db != nullptr) store_as<A>(p.db, p.wdt, c * p.dbs, s);
 }
 
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 int launch_bwd_time(const Conv1dParams& p, cudaStream_t s) {
   const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
   return static_cast<int>(
-      launch_kernel(bwd_time<T, NE, KW>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+      launch_kernel(bwd_time<T, NE, KW, kEx>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
 }
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 int launch_bwd_chan(const Conv1dParams& p, cudaStream_t s) {
   return static_cast<int>(
-      launch_kernel(bwd_chan<T, NE, KW>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
+      launch_kernel(bwd_chan<T, NE, KW, kEx>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
 }
 
-template <class T, int KW>
+template <class T, int KW, bool kEx>
 Conv1dLaunchFn pick(ConvKernel k, bool vec) {
   constexpr int es = sizeof(T);
-  if (k == ConvKernel::kTime) return vec ? &launch_bwd_time<T, conv_time_ne(es), KW> : &launch_bwd_time<T, 1, KW>;
-  return vec ? &launch_bwd_chan<T, conv_chan_ne(es, KW, true), KW> : &launch_bwd_chan<T, 1, KW>;
+  if (k == ConvKernel::kTime) return vec ? &launch_bwd_time<T, conv_time_ne(es), KW, kEx> : &launch_bwd_time<T, 1, KW, kEx>;
+  return vec ? &launch_bwd_chan<T, conv_chan_ne(es, KW, true), KW, kEx> : &launch_bwd_chan<T, 1, KW, kEx>;
 }
 
 }  // namespace
 
-Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int kw) {
+Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int width) {
   Conv1dLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = kw == 4 ? pick<T, 4>(k, vec) : pick<T, 8>(k, vec); });
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
+    fn = width == 4 ? pick<T, 4, true>(k, vec) : width < 4 ? pick<T, 4, false>(k, vec) : pick<T, 8, false>(k, vec);
+  });
   return fn;
 }
 

@@ -11,7 +11,7 @@ using namespace conv1d;
 // `l` of sub-chunk iteration u holds steps t0 + (u·32 + l)·NE + [0, NE). Input j steps back
 // (j < KW) comes from lane l − ceil(j/NE) of the same iteration, of the previous iteration for
 // the first lanes, or (first iteration) from a vector those lanes load before the sub-chunk.
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
         A z = bias;
 #pragma unroll
         for (int j = 0; j < KW; ++j)
-          if (j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+          if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
         y[e] = act(z, p.silu);
       }
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 // ---------------------------------------------------------------- chan kernel
 // Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
         A z = bias[e];
 #pragma unroll
         for (int j = 0; j < KW; ++j)
-          if (j < p.W) z += wr[j][e] * (s >= j ? nx[s >= j ? s - j : 0][e] : ring[s >= j ? 0 : KW + s - j][e]);
+          if (kEx || j < p.W) z += wr[j][e] * (s >= j ? nx[s >= j ? s - j : 0][e] : ring[s >= j ? 0 : KW + s - j][e]);
         y[e] = act(z, p.silu);
       }
       store_vec<T, NE>(yb + (tb + s) * p.outs[2], c0, p.outs[1], y);
@@ -186,16 +186,16 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
   }
 }
 
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 int launch_fwd_time(const Conv1dParams& p, cudaStream_t s) {
   const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
   return static_cast<int>(
-      launch_kernel(fwd_time<T, NE, KW>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+      launch_kernel(fwd_time<T, NE, KW, kEx>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
 }
-template <class T, int NE, int KW>
+template <class T, int NE, int KW, bool kEx>
 int launch_fwd_chan(const Conv1dParams& p, cudaStream_t s) {
   return static_cast<int>(
-      launch_kernel(fwd_chan<T, NE, KW>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
+      launch_kernel(fwd_chan<T, NE, KW, kEx>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
 }
 
 // ---------------------------------------------------------------- update (decode step)
@@ -261,18 +261,20 @@ int launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
       launch_kernel(update_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
 }
 
-template <class T, int KW>
+template <class T, int KW, bool kEx>
 Conv1dLaunchFn pick(ConvKernel k, bool vec) {
   constexpr int es = sizeof(T);
-  if (k == ConvKernel::kTime) return vec ? &launch_fwd_time<T, conv_time_ne(es), KW> : &launch_fwd_time<T, 1, KW>;
-  return vec ? &launch_fwd_chan<T, conv_chan_ne(es, KW, false), KW> : &launch_fwd_chan<T, 1, KW>;
+  if (k == ConvKernel::kTime) return vec ? &launch_fwd_time<T, conv_time_ne(es), KW, kEx> : &launch_fwd_time<T, 1, KW, kEx>;
+  return vec ? &launch_fwd_chan<T, conv_chan_ne(es, KW, false), KW, kEx> : &launch_fwd_chan<T, 1, KW, kEx>;
 }
 
 }  // namespace
 
-Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int kw) {
+Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int width) {
   Conv1dLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = kw == 4 ? pick<T, 4>(k, vec) : pick<T, 8>(k, vec); });
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
+    fn = width == 4 ? pick<T, 4, true>(k, vec) : width < 4 ? pick<T, 4, false>(k, vec) : pick<T, 8, false>(k, vec);
+  });
   return fn;
 }
 

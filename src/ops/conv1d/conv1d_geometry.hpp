@@ -24,7 +24,7 @@ typedef struct CUstream_st* cudaStream_t;
 namespace baracuda::detail {
 
 inline constexpr int kConvThreads = 128;   // 4 warps
-inline constexpr int64_t kTimeSeg = 2048;  // time steps per warp task (time kernel)
+inline constexpr int64_t kTimeSeg = 8192;  // time steps per warp task (time kernel)
 inline constexpr int64_t kChanSteps = 128; // time steps per warp (chan kernel); a block does 4·that
 
 inline constexpr int kConvMaxTaps = kCausalConv1dMaxWidth;
@@ -98,10 +98,11 @@ constexpr int conv_chan_ne(int es, int kw, bool backward) {
 }
 constexpr int conv_kw(int width) { return width <= 4 ? 4 : 8; }
 
-// Forward / backward main kernel for (dtype, kernel, vectorized or scalar, KW); the backward
-// launcher also runs the partial-sum reduction into dweight / dbias (dw, db pointers below).
-Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int kw);
-Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int kw);
+// Forward / backward main kernel for (dtype, kernel, vectorized or scalar, width): width 4 runs
+// a kernel compiled for exactly 4 taps (Mamba's width; no per-tap width test), widths 2-3 the
+// KW = 4 window with the missing taps skipped at run time, widths 5-8 the KW = 8 window.
+Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int width);
+Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int width);
 Conv1dUpdateLaunchFn conv1d_update_launcher(DType t);
 
 // dweight[c, k] (k < W) and dbias[c] from `parts` partial rows [parts, C, W+1].
