@@ -47,15 +47,16 @@ def time_case(r, compiled):
 
 
 def main():
-    args, ours, device = load_run()
+    args, ours, device = load_run([("--compile", "bf16")])  # dtypes to time torch.compile on ("none": skip)
     out = []
     for r in ours["records"]:
         t_eager = time_case(r, False)
-        try:
-            t_comp = time_case(r, True)
-        except Exception as e:  # noqa: BLE001 - report and keep the eager number
-            print(f"torch.compile failed for {r['case']} {r['direction']}: {e}")
-            t_comp = None
+        t_comp = None
+        if r["dtype"] in args.compile.split(","):
+            try:
+                t_comp = time_case(r, True)
+            except Exception as e:  # noqa: BLE001 - report and keep the eager number
+                print(f"torch.compile failed for {r['case']} {r['direction']}: {e}")
         out.append({
             "op": "causal_conv1d", "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"],
             "variant": f"{r['layout']} W={r['W']} silu bias",

@@ -12,11 +12,11 @@ namespace baracuda::detail::conv1d {
 
 // Staging of a thread's own loads through shared memory with cp.async (no barrier: a thread
 // reads back only what it copied). Rings of `groups` groups, each of `per_group` vectors per
-// stream, sized to at most 32 KB per block; a vector below 4 bytes (cp.async's minimum) or a
+// stream, sized to at most 40 KB per block; a vector below 4 bytes (cp.async's minimum) or a
 // ring of fewer than 2 groups falls back to plain loads.
 template <class V, int kPerGroup, int kStreams, int kMaxGroups>
 struct StageRing {
-  static constexpr int kFit = 32768 / (static_cast<int>(sizeof(V)) * kPerGroup * kStreams * kConvThreads);
+  static constexpr int kFit = 40960 / (static_cast<int>(sizeof(V)) * kPerGroup * kStreams * kConvThreads);
   static constexpr int kGroups = kFit < kMaxGroups ? kFit : kMaxGroups;
   static constexpr bool kAsync = sizeof(V) >= 4 && kGroups >= 2;
   static constexpr int kSlots = kAsync ? kGroups * kPerGroup : 1;

@@ -89,11 +89,12 @@ using Conv1dUpdateLaunchFn = int (*)(const Conv1dUpdateParams&, cudaStream_t);
 
 // Elements per vector: the time kernel uses 16-byte vectors; the chan kernel keeps KW·NE
 // values per register ring (the forward two rings, the backward four) and so narrows NE to
-// bound registers: NE·KW <= 32 forward, <= 16 backward.
+// bound registers: NE·KW <= 16 (bf16 at KW = 4: 8-byte vectors, 7 blocks/SM instead of 4).
 // `es` is the element size in bytes.
 constexpr int conv_time_ne(int es) { return 16 / es; }
 constexpr int conv_chan_ne(int es, int kw, bool backward) {
-  const int v = 16 / es, r = (backward ? 16 : 32) / kw;
+  const int v = 16 / es, r = 16 / kw;
+  (void)backward;
   return v < r ? v : r;
 }
 constexpr int conv_kw(int width) { return width <= 4 ? 4 : 8; }
