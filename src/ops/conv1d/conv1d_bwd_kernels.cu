@@ -63,8 +63,8 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_time(const Conv1dParams p
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
           if (wanted(u, t)) {
             const int slot = static_cast<int>(k % Ring::kGroups) * (U + 1) + u;
-            cp_async<sizeof(V)>(&stage_x[slot][threadIdx.x], xr + t * p.xs[2]);
-            cp_async<sizeof(V)>(&stage_dy[slot][threadIdx.x], dyr + t * p.dys[2]);
+            cp_async<sizeof(V)>(&stage_x[slot][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
+            cp_async<sizeof(V)>(&stage_dy[slot][threadIdx.x], dyr + (NE > 1 ? t : t * p.dys[2]));
           }
         }
       cp_async_commit();
@@ -231,15 +231,20 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
     const T* dyb = static_cast<const T*>(p.dy) + b * p.dys[0];
     T* dxb = static_cast<T*>(p.out) + b * p.outs[0];
     const int64_t t_stop = t_end + KW - 1, t_load = min(p.L, t_stop);
+    const int64_t xst = p.xs[2], dyst = p.dys[2];
+    const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
+    const T* dyi = dyb + c0 + t_beg * dyst;
     auto issue = [&](int64_t tb) {
       if constexpr (Ring::kAsync) {
         const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
 #pragma unroll
         for (int s = 0; s < KW; ++s)
           if (tb + s < t_load) {
-            cp_async<sizeof(V)>(&stage_x[slot + s][threadIdx.x], xb + (tb + s) * p.xs[2] + c0);
-            cp_async<sizeof(V)>(&stage_dy[slot + s][threadIdx.x], dyb + (tb + s) * p.dys[2] + c0);
+            cp_async<sizeof(V)>(&stage_x[slot + s][threadIdx.x], xi + s * xst);
+            cp_async<sizeof(V)>(&stage_dy[slot + s][threadIdx.x], dyi + s * dyst);
           }
+        xi += KW * xst;
+        dyi += KW * dyst;
         cp_async_commit();
       }
     };

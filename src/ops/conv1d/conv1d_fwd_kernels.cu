@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[(k % Ring::kGroups) * U + u][threadIdx.x], xr + t * p.xs[2]);
+          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[(k % Ring::kGroups) * U + u][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
         }
       cp_async_commit();
     }
@@ -128,17 +128,21 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
   // groups of KW steps staged kGroups − 1 groups ahead
   using Ring = StageRing<Vec<T, NE>, KW, 1, 4>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
+  const int64_t xst = p.xs[2];
+  const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
   auto issue = [&](int64_t tb) {
     if constexpr (Ring::kAsync) {
       const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
 #pragma unroll
       for (int s = 0; s < KW; ++s)
-        if (tb + s < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xb + (tb + s) * p.xs[2] + c0);
+        if (tb + s < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xi + s * xst);
+      xi += KW * xst;
       cp_async_commit();
     }
   };
   if constexpr (Ring::kAsync)
     for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
+  T* yo = yb + t_beg * p.outs[2];  // output row of step tb
   for (int64_t tb = t_beg; tb < t_end; tb += KW) {
     if constexpr (Ring::kAsync) {
       issue(tb + (Ring::kGroups - 1) * KW);
@@ -169,12 +173,13 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
           if (kEx || j < p.W) z += wr[j][e] * (s >= j ? nx[s >= j ? s - j : 0][e] : ring[s >= j ? 0 : KW + s - j][e]);
         y[e] = act(z, p.silu);
       }
-      store_vec<T, NE>(yb + (tb + s) * p.outs[2], c0, p.outs[1], y);
+      store_vec<T, NE>(yo + s * p.outs[2], c0, p.outs[1], y);
     }
 #pragma unroll
     for (int s = 0; s < KW; ++s)
 #pragma unroll
       for (int e = 0; e < NE; ++e) ring[s][e] = nx[s][e];
+    yo += KW * p.outs[2];
   }
   if (p.sfin != nullptr && sg == 0 && warp == 0) {
     for (int j = 0; j < p.W - 1; ++j)
