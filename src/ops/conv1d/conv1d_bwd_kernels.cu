@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
     for (int s = 0; s < KW; ++s)
 #pragma unroll
       for (int e = 0; e < NE; ++e) {
-        xo[s][e] = s == 0 ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
+        xo[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
         go[s][e] = A(0);
       }
     const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];

@@ -118,11 +118,12 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
     bias[e] = load_bias<A>(p, c0 + e);
   }
   const int64_t t_beg = (sg * 4 + warp) * kChanSteps, t_end = min(p.L, t_beg + kChanSteps);
-  A ring[KW][NE];  // ring[s] = x(tb − KW + s)
+  A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
 #pragma unroll
   for (int s = 0; s < KW; ++s)
 #pragma unroll
-    for (int e = 0; e < NE; ++e) ring[s][e] = s == 0 ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
+    for (int e = 0; e < NE; ++e)
+      ring[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
   const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
   T* yb = static_cast<T*>(p.out) + b * p.outs[0];
   // groups of KW steps staged kGroups − 1 groups ahead
