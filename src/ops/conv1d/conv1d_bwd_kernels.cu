@@ -30,9 +30,9 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
 // lanes l + ceil(j/NE) of the same iteration or of the look-ahead.
 template <class T, int NE, int KW, bool kEx>
-__global__ void __launch_bounds__(kConvThreads, 3) bwd_time(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
-  constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
+  constexpr int U = 2, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
   const int lane = threadIdx.x & 31;
   const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
   if (task >= p.tasks) return;
