@@ -250,6 +250,7 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
     };
     if constexpr (Ring::kAsync)
       for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
+    T* dxo = dxb + (t_beg - (KW - 1)) * p.outs[2];  // dx row of step tb's output (tb − (KW − 1))
     for (int64_t tb = t_beg; tb < t_stop; tb += KW) {
       if constexpr (Ring::kAsync) {
         issue(tb + (Ring::kGroups - 1) * KW);
@@ -270,49 +271,57 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
           load_vec<T, NE>(dyb + (tb + s) * p.dys[2], c0, p.dys[1], gn[s]);
         }
       }
+      // kIn: every step of this group is inside the warp's range, past its first KW − 1 steps
+      // and before the last W − 1 steps of the row (no range tests, no d(final / initial
+      // states)); the other groups take the tested form.
+      auto steps = [&]<bool kIn>() {
 #pragma unroll
-      for (int s = 0; s < KW; ++s) {
-        const int64_t t = tb + s;
-#pragma unroll
-        for (int e = 0; e < NE; ++e) {
-          A z = bias[e];
-#pragma unroll
-          for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
-          const A g = t < p.L ? gn[s][e] * act_grad(z, p.silu) : A(0);
-          gn[s][e] = g;
-          if (t < t_end) {
-            db[e] += g;
-#pragma unroll
-            for (int j = 0; j < KW; ++j)
-              if (kEx || j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
-          }
-        }
-        const int64_t sx = t - (KW - 1);
-        const bool out_dx = sx >= t_beg && sx < t_end;
-        const bool out_ds0 = p.ds0 != nullptr && t_beg == 0 && sx < 0 && sx >= -(p.W - 1);
-        if (out_dx || out_ds0) {
-          const bool tail = p.dsfin != nullptr && sx > p.L - p.W;
-          A d[NE];
+        for (int s = 0; s < KW; ++s) {
+          const int64_t t = tb + s;
 #pragma unroll
           for (int e = 0; e < NE; ++e) {
-            A v = tail ? dfinal_at<T>(p, b, c0 + e, sx) : A(0);
+            A z = bias[e];
 #pragma unroll
-            for (int j = 0; j < KW; ++j) {
-              const int m = s - (KW - 1) + j;  // dz slot relative to this block of steps
-              if (kEx || j < p.W) v += wr[j][e] * (m >= 0 ? gn[m >= 0 ? m : 0][e] : go[m >= 0 ? 0 : KW + m][e]);
+            for (int j = 0; j < KW; ++j)
+              if (kEx || j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+            const A g = kIn || t < p.L ? gn[s][e] * act_grad(z, p.silu) : A(0);
+            gn[s][e] = g;
+            if (kIn || t < t_end) {
+              db[e] += g;
+#pragma unroll
+              for (int j = 0; j < KW; ++j)
+                if (kEx || j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
             }
-            d[e] = v;
           }
-          if (out_dx) {
-            store_vec<T, NE>(dxb + sx * p.outs[2], c0, p.outs[1], d);
-          } else {
+          const int64_t sx = t - (KW - 1);
+          const bool out_dx = kIn || (sx >= t_beg && sx < t_end);
+          const bool out_ds0 = !kIn && p.ds0 != nullptr && t_beg == 0 && sx < 0 && sx >= -(p.W - 1);
+          if (out_dx || out_ds0) {
+            const bool tail = !kIn && p.dsfin != nullptr && sx > p.L - p.W;
+            A d[NE];
 #pragma unroll
-            for (int e = 0; e < NE; ++e)
-              if (c0 + e < p.C) store_ds0<T>(p, b, c0 + e, sx + p.W - 1, d[e]);
+            for (int e = 0; e < NE; ++e) {
+              A v = tail ? dfinal_at<T>(p, b, c0 + e, sx) : A(0);
+#pragma unroll
+              for (int j = 0; j < KW; ++j) {
+                const int m = s - (KW - 1) + j;  // dz slot relative to this group of steps
+                if (kEx || j < p.W) v += wr[j][e] * (m >= 0 ? gn[m >= 0 ? m : 0][e] : go[m >= 0 ? 0 : KW + m][e]);
+              }
+              d[e] = v;
+            }
+            if (out_dx) {
+              store_vec<T, NE>(dxo + s * p.outs[2], c0, p.outs[1], d);
+            } else {
+#pragma unroll
+              for (int e = 0; e < NE; ++e)
+                if (c0 + e < p.C) store_ds0<T>(p, b, c0 + e, sx + p.W - 1, d[e]);
+            }
           }
         }
-      }
+      };
+      if (tb >= t_beg + KW && tb + KW <= t_end && tb <= p.L - p.W) steps.template operator()<true>();
+      else steps.template operator()<false>();
+      dxo += KW * p.outs[2];
 #pragma unroll
       for (int s = 0; s < KW; ++s)
 #pragma unroll

@@ -162,9 +162,10 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p
         load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], nx[s]);
       }
     }
+    const bool full = tb + KW <= t_end;  // the whole group is inside the range: no test per step
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
-      if (tb + s >= t_end) break;
+      if (!full && tb + s >= t_end) break;
       A y[NE];
 #pragma unroll
       for (int e = 0; e < NE; ++e) {
