@@ -94,66 +94,72 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         load_vec<T, NE>(dyr, t, p.dys[2], dz[u]);
       }
     }
-    A xp[NE];
+    // kIn: the sub-chunk and its look-ahead lie inside the row and before the last W − 1 steps
+    // (no range tests, no d(final states)); otherwise the tested form.
+    auto passes = [&]<bool kIn>() {
+      A xp[NE];
 #pragma unroll
-    for (int e = 0; e < NE; ++e)
-      xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
-    // pass 1: dz, and the dweight / dbias sums over this task's steps
+      for (int e = 0; e < NE; ++e)
+        xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
+      // pass 1: dz, and the dweight / dbias sums over this task's steps
 #pragma unroll
-    for (int u = 0; u <= U; ++u) {
-      A h[KW];
-      h[0] = A(0);
+      for (int u = 0; u <= U; ++u) {
+        A h[KW];
+        h[0] = A(0);
 #pragma unroll
-      for (int j = 1; j < KW; ++j) {
-        const int q = (j + NE - 1) / NE, e = q * NE - j;
-        const int src = (lane - q) & 31;
-        const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
-        const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
-        h[j] = lane >= q ? cur : prv;
-      }
+        for (int j = 1; j < KW; ++j) {
+          const int q = (j + NE - 1) / NE, e = q * NE - j;
+          const int src = (lane - q) & 31;
+          const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
+          const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
+          h[j] = lane >= q ? cur : prv;
+        }
 #pragma unroll
-      for (int e = 0; e < NE; ++e) {
-        const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
-        A z = bias;
-#pragma unroll
-        for (int j = 0; j < KW; ++j)
-          if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
-        const A g = t < p.L ? dz[u][e] * act_grad(z, p.silu) : A(0);
-        dz[u][e] = g;
-        if (u < U && t < p.L) {
-          db += g;
+        for (int e = 0; e < NE; ++e) {
+          const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
+          A z = bias;
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+            if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+          const A g = kIn || t < p.L ? dz[u][e] * act_grad(z, p.silu) : A(0);
+          dz[u][e] = g;
+          if (u < U && (kIn || t < p.L)) {
+            db += g;
+#pragma unroll
+            for (int j = 0; j < KW; ++j)
+              if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+          }
         }
       }
-    }
-    // pass 2: dx
+      // pass 2: dx
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      A f[KW];  // f[h] = dz at (this vector's last step) + h
-      f[0] = A(0);
+      for (int u = 0; u < U; ++u) {
+        A f[KW];  // f[h] = dz at (this vector's last step) + h
+        f[0] = A(0);
 #pragma unroll
-      for (int j = 1; j < KW; ++j) {
-        const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
-        const int src = (lane + q) & 31;
-        const A cur = __shfl_sync(0xffffffffu, dz[u][e], src);
-        const A nxt = __shfl_sync(0xffffffffu, dz[u + 1][e], src);
-        f[j] = lane + q < 32 ? cur : nxt;
+        for (int j = 1; j < KW; ++j) {
+          const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
+          const int src = (lane + q) & 31;
+          const A cur = __shfl_sync(0xffffffffu, dz[u][e], src);
+          const A nxt = __shfl_sync(0xffffffffu, dz[u + 1][e], src);
+          f[j] = lane + q < 32 ? cur : nxt;
+        }
+        const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
+        const bool tail = !kIn && p.dsfin != nullptr && t + NE > p.L - p.W + 1;  // dfinal reaches this vector
+        A d[NE];
+#pragma unroll
+        for (int e = 0; e < NE; ++e) {
+          A s = tail ? dfinal_at<T>(p, b, c, t + e) : A(0);
+#pragma unroll
+          for (int j = 0; j < KW; ++j)
+            if (kEx || j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
+          d[e] = s;
+        }
+        if (kIn || t < p.L) store_vec<T, NE>(dxr, t, p.outs[2], d);
       }
-      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      const bool tail = p.dsfin != nullptr && t + NE > p.L - p.W + 1;  // dfinal reaches this vector
-      A d[NE];
-#pragma unroll
-      for (int e = 0; e < NE; ++e) {
-        A s = tail ? dfinal_at<T>(p, b, c, t + e) : A(0);
-#pragma unroll
-        for (int j = 0; j < KW; ++j)
-          if (kEx || j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
-        d[e] = s;
-      }
-      if (t < p.L) store_vec<T, NE>(dxr, t, p.outs[2], d);
-    }
+    };
+    if (t0 + kSub + 32 * NE <= p.L && t0 + kSub <= p.L - p.W + 1) passes.template operator()<true>();
+    else passes.template operator()<false>();
     // d(initial states): positions s = m − (KW−1), m < KW−1, from dz[0 .. KW−2] of lanes 0..
     if (p.ds0 != nullptr && t0 == 0) {
       A g0[KW];  // g0[m] = dz at step m
