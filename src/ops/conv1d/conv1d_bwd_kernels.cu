@@ -72,6 +72,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
   };
   if constexpr (Ring::kAsync)
     for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
+#pragma unroll
+  for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
     if constexpr (Ring::kAsync) {
@@ -97,10 +100,6 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
     // kIn: the sub-chunk and its look-ahead lie inside the row and before the last W − 1 steps
     // (no range tests, no d(final states)); otherwise the tested form.
     auto passes = [&]<bool kIn>() {
-      A xp[NE];
-#pragma unroll
-      for (int e = 0; e < NE; ++e)
-        xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
       // pass 1: dz, and the dweight / dbias sums over this task's steps
 #pragma unroll
       for (int u = 0; u <= U; ++u) {
@@ -160,6 +159,8 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
     };
     if (t0 + kSub + 32 * NE <= p.L && t0 + kSub <= p.L - p.W + 1) passes.template operator()<true>();
     else passes.template operator()<false>();
+#pragma unroll
+    for (int e = 0; e < NE; ++e) xp[e] = xv[U - 1][e];
     // d(initial states): positions s = m − (KW−1), m < KW−1, from dz[0 .. KW−2] of lanes 0..
     if (p.ds0 != nullptr && t0 == 0) {
       A g0[KW];  // g0[m] = dz at step m

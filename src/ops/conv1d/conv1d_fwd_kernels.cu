@@ -43,6 +43,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   };
   if constexpr (Ring::kAsync)
     for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
+#pragma unroll
+  for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
     if constexpr (Ring::kAsync) {
@@ -62,10 +65,6 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
         load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
       }
     }
-    A xp[NE];
-#pragma unroll
-    for (int e = 0; e < NE; ++e)
-      xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t0 + int64_t{lane - 32} * NE + e) : A(0);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       A h[KW];  // h[j] = x at (this vector's first step) − j
@@ -90,6 +89,8 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
       if (t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
     }
+#pragma unroll
+    for (int e = 0; e < NE; ++e) xp[e] = xv[U - 1][e];
   }
   if (p.sfin != nullptr && sg == 0 && lane < p.W - 1) {
     const A v = x_at<T>(p, b, c, p.L - (p.W - 1) + lane);
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 // Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
 template <class T, int NE, int KW, bool kEx>
-__global__ void __launch_bounds__(kConvThreads, 4) fwd_chan(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
