@@ -29,11 +29,11 @@
 //   their gradients share `weight_dtype` (any of those four; e.g. f32 weights with bf16 data).
 // Accumulator: f32 (f64 when dtype is f64); every output rounded once.
 // Determinism: bitwise run-to-run deterministic in every direction. The backward's dweight and
-//   dbias are reduced through fixed-order partial sums (no atomics): per 32-lane warp segment
-//   (time kernel) or per block of 4·64 time steps (channel kernel), then summed over the
-//   partials in a fixed order by a second kernel.
-// Workspace: forward and update none; backward workspace_size() bytes (partial sums, about
-//   4·C·(W+1)·B·L/1024 bytes for bf16), fixed at select().
+//   dbias are reduced through fixed-order partial sums (no atomics): per warp task of 8192
+//   time steps (time kernel) or per block of 4·128 time steps (channel kernel), then summed
+//   over the partials in index order by a second kernel.
+// Workspace: forward and update none; backward workspace_size() = B·ceil(L/512)·C·(W+1)
+//   accumulator words (4 bytes; 8 for f64), fixed at select().
 // Aliasing: no output may overlap any input or another output (the update's conv_state is
 //   read and written in place by design and must not overlap anything else).
 // Out-of-range: cache_seqlens are taken mod S (negative values wrap); state_indices outside
