@@ -115,6 +115,8 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         }
 #pragma unroll
         for (int e = 0; e < NE; ++e) {
+          // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
+          if (u == U && e >= KW - 1) continue;
           const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
           A z = bias;
 #pragma unroll
