@@ -147,13 +147,6 @@ void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int
   }
 }
 
-Status grid_ok(std::string_view op, const detail::Conv1dParams& p) {
-  const int64_t blocks = p.tasks;  // time: warps (4 per block) — below the block count anyway
-  if (blocks >= (int64_t{1} << 31))
-    return error(StatusCode::kUnsupported, op, ": problem needs ", blocks, " blocks (more than 2^31 - 1)");
-  return {};
-}
-
 void fill_sku(KernelSku& sku, std::string_view op, Direction dir, DType dt, int arch, const char* variant) {
   sku.op = std::string(op);
   sku.direction = dir;
@@ -166,6 +159,51 @@ void fill_sku(KernelSku& sku, std::string_view op, Direction dir, DType dt, int 
 PrecisionGuarantee guarantee(DType dt) {
   const DType acc = dt == DType::f64 ? DType::f64 : DType::f32;
   return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
+}
+
+// The parameters both directions share: sizes, x, the [B, C, L]-indexed output, weight,
+// bias and initial states.
+detail::Conv1dParams main_params(const CausalConv1dDescriptor& d, const TensorRef& x, const TensorRef& w,
+                                 const TensorRef& bias, const TensorRef& s0, const TensorLayout& out, void* out_data) {
+  detail::Conv1dParams p;
+  p.B = d.batch;
+  p.C = d.channels;
+  p.L = d.seq;
+  p.W = d.width;
+  p.silu = d.activation == Conv1dActivation::kSiLU;
+  p.x = x.data;
+  bct_strides(d.layout, x, p.xs);
+  p.out = out_data;
+  bct_strides(d.layout, out, p.outs);
+  p.w = w.data;
+  p.ws[0] = w.stride[0];
+  p.ws[1] = w.stride[1];
+  p.wdt = static_cast<int>(d.weight_dtype);
+  if (d.has_bias) {
+    p.bias = bias.data;
+    p.bs = bias.stride[0];
+  }
+  if (d.initial_states) {
+    p.s0 = s0.data;
+    strides3(s0, p.s0s);
+  }
+  return p;
+}
+
+// Chooses the kernel from the big operands' strides (x, the output, dy in the backward), fills
+// the geometry and launches.
+Status launch_main(std::string_view op, const CausalConv1dDescriptor& d, bool backward, detail::Conv1dParams& p,
+                   cudaStream_t stream) {
+  const int kw = detail::conv_kw(d.width);
+  const Choice ch = backward ? choose_kernel(d.dtype, kw, true, p.C, p.L, {{p.x, p.xs}, {p.dy, p.dys}, {p.out, p.outs}})
+                             : choose_kernel(d.dtype, kw, false, p.C, p.L, {{p.x, p.xs}, {p.out, p.outs}});
+  set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, backward);
+  if (p.tasks >= (int64_t{1} << 31))
+    return error(StatusCode::kUnsupported, op, ": problem needs ", p.tasks, " blocks (more than 2^31 - 1)");
+  const detail::Conv1dLaunchFn fn = backward ? detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, d.width)
+                                             : detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
+  if (fn == nullptr) return error(StatusCode::kInternal, op, ": no kernel for ", dtype_name(d.dtype));
+  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), op);
 }
 
 }  // namespace
@@ -228,40 +266,13 @@ Status CausalConv1dPlan::can_implement(const CausalConv1dArgs& a) const {
 Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   const CausalConv1dDescriptor& d = desc_;
-  detail::Conv1dParams p;
-  p.B = d.batch;
-  p.C = d.channels;
-  p.L = d.seq;
-  p.W = d.width;
-  p.silu = d.activation == Conv1dActivation::kSiLU;
-  if (p.B * p.C == 0) return {};
-  p.x = a.x.data;
-  bct_strides(d.layout, a.x, p.xs);
-  p.out = a.y.data;
-  bct_strides(d.layout, a.y, p.outs);
-  p.w = a.weight.data;
-  p.ws[0] = a.weight.stride[0];
-  p.ws[1] = a.weight.stride[1];
-  p.wdt = static_cast<int>(d.weight_dtype);
-  if (d.has_bias) {
-    p.bias = a.bias.data;
-    p.bs = a.bias.stride[0];
-  }
-  if (d.initial_states) {
-    p.s0 = a.initial_states.data;
-    strides3(a.initial_states, p.s0s);
-  }
+  if (d.batch * d.channels == 0) return {};
+  detail::Conv1dParams p = main_params(d, a.x, a.weight, a.bias, a.initial_states, a.y, a.y.data);
   if (d.final_states) {
     p.sfin = a.final_states.data;
     strides3(a.final_states, p.sfins);
   }
-  const int kw = detail::conv_kw(d.width);
-  const Choice ch = choose_kernel(d.dtype, kw, false, p.C, p.L, {{p.x, p.xs}, {p.out, p.outs}});
-  set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, false);
-  if (Status s = grid_ok(kFwd, p); !s.ok()) return s;
-  const detail::Conv1dLaunchFn fn = detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
-  if (fn == nullptr) return error(StatusCode::kInternal, kFwd, ": no kernel for ", dtype_name(d.dtype));
-  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), kFwd);
+  return launch_main(kFwd, d, /*backward=*/false, p, stream);
 }
 
 // ---------------------------------------------------------------- backward
@@ -324,16 +335,10 @@ Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ca
   const size_t need = workspace_size();
   if (need > 0 && (ws.ptr == nullptr || ws.bytes < need))
     return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes at ", ws.ptr, ", needs ", need);
-  detail::Conv1dParams p;
-  p.B = d.batch;
-  p.C = d.channels;
-  p.L = d.seq;
-  p.W = d.width;
-  p.silu = d.activation == Conv1dActivation::kSiLU;
-  if (p.C == 0) return {};
+  if (d.channels == 0) return {};
   detail::Conv1dReduceParams r;
-  r.C = p.C;
-  r.W = p.W;
+  r.C = d.channels;
+  r.W = d.width;
   r.dw = a.dweight.data;
   r.dws[0] = a.dweight.stride[0];
   r.dws[1] = a.dweight.stride[1];
@@ -343,24 +348,11 @@ Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ca
     r.dbs = a.dbias.stride[0];
   }
   r.partial = ws.ptr;
-  if (p.B > 0) {
-    p.x = a.x.data;
-    bct_strides(d.layout, a.x, p.xs);
+  if (d.batch > 0) {  // B = 0: no partial rows, the reduction writes zeros
+    detail::Conv1dParams p = main_params(d, a.x, a.weight, a.bias, a.initial_states, a.dx, a.dx.data);
     p.dy = a.dy.data;
     bct_strides(d.layout, a.dy, p.dys);
-    p.out = a.dx.data;
-    bct_strides(d.layout, a.dx, p.outs);
-    p.w = a.weight.data;
-    p.ws[0] = a.weight.stride[0];
-    p.ws[1] = a.weight.stride[1];
-    p.wdt = static_cast<int>(d.weight_dtype);
-    if (d.has_bias) {
-      p.bias = a.bias.data;
-      p.bs = a.bias.stride[0];
-    }
     if (d.initial_states) {
-      p.s0 = a.initial_states.data;
-      strides3(a.initial_states, p.s0s);
       p.ds0 = a.dinitial_states.data;
       strides3(a.dinitial_states, p.ds0s);
     }
@@ -369,13 +361,7 @@ Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ca
       strides3(a.dfinal_states, p.dsfins);
     }
     p.partial = ws.ptr;
-    const int kw = detail::conv_kw(d.width);
-    const Choice ch = choose_kernel(d.dtype, kw, true, p.C, p.L, {{p.x, p.xs}, {p.dy, p.dys}, {p.out, p.outs}});
-    set_geometry(p, ch.kernel, ch.vec, d.dtype, kw, true);
-    if (Status s = grid_ok(kBwd, p); !s.ok()) return s;
-    const detail::Conv1dLaunchFn fn = detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
-    if (fn == nullptr) return error(StatusCode::kInternal, kBwd, ": no kernel for ", dtype_name(d.dtype));
-    if (Status s = cuda_status(static_cast<cudaError_t>(fn(p, stream)), kBwd); !s.ok()) return s;
+    if (Status s = launch_main(kBwd, d, /*backward=*/true, p, stream); !s.ok()) return s;
     r.parts = p.B * p.segs;
   }
   return cuda_status(static_cast<cudaError_t>(detail::conv1d_reduce_launch(d.dtype, r, stream)), kBwd);

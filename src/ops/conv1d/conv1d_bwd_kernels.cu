@@ -382,33 +382,23 @@ __global__ void __launch_bounds__(256) reduce_parts(const Conv1dReduceParams p) 
   else if (p.db != nullptr) store_as<A>(p.db, p.wdt, c * p.dbs, s);
 }
 
-template <class T, int NE, int KW, bool kEx>
-int launch_bwd_time(const Conv1dParams& p, cudaStream_t s) {
-  const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
-  return static_cast<int>(
-      launch_kernel(bwd_time<T, NE, KW, kEx>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
-}
-template <class T, int NE, int KW, bool kEx>
-int launch_bwd_chan(const Conv1dParams& p, cudaStream_t s) {
-  return static_cast<int>(
-      launch_kernel(bwd_chan<T, NE, KW, kEx>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
-}
+struct Bwd {  // this direction's launch templates for direction_launcher
+  static constexpr bool kBackward = true;
+  template <class T, int NE, int KW, bool kEx>
+  static int time(const Conv1dParams& p, cudaStream_t s) {
+    return launch_conv(bwd_time<T, NE, KW, kEx>, ConvKernel::kTime, p, s);
+  }
+  template <class T, int NE, int KW, bool kEx>
+  static int chan(const Conv1dParams& p, cudaStream_t s) {
+    return launch_conv(bwd_chan<T, NE, KW, kEx>, ConvKernel::kChan, p, s);
+  }
+};
 
-template <class T, int KW, bool kEx>
-Conv1dLaunchFn pick(ConvKernel k, bool vec) {
-  constexpr int es = sizeof(T);
-  if (k == ConvKernel::kTime) return vec ? &launch_bwd_time<T, conv_time_ne(es), KW, kEx> : &launch_bwd_time<T, 1, KW, kEx>;
-  return vec ? &launch_bwd_chan<T, conv_chan_ne(es, KW, true), KW, kEx> : &launch_bwd_chan<T, 1, KW, kEx>;
-}
 
 }  // namespace
 
 Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int width) {
-  Conv1dLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
-    fn = width == 4 ? pick<T, 4, true>(k, vec) : width < 4 ? pick<T, 4, false>(k, vec) : pick<T, 8, false>(k, vec);
-  });
-  return fn;
+  return direction_launcher<Bwd>(t, k, vec, width);
 }
 
 int conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s) {

@@ -101,4 +101,33 @@ __device__ __forceinline__ acc_t<T> dfinal_at(const Conv1dParams& p, int64_t b, 
   return to_acc(static_cast<const T*>(p.dsfin)[b * p.dsfins[0] + c * p.dsfins[1] + j * p.dsfins[2]]);
 }
 
+// Launch shape: the time kernels run 4 warp tasks per block, the chan kernels one block per task.
+inline int launch_conv(void (*kernel)(Conv1dParams), ConvKernel k, const Conv1dParams& p, cudaStream_t s) {
+  const int64_t per_block = k == ConvKernel::kTime ? kConvThreads / 32 : 1;
+  const int64_t blocks = (p.tasks + per_block - 1) / per_block;
+  return static_cast<int>(launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+}
+
+// The launcher table of one direction. Dir provides kBackward and the static launch templates
+// time<T, NE, KW, kEx> / chan<T, NE, KW, kEx>; width 4 takes the exact kernels, 2-3 the KW = 4
+// window, 5-8 the KW = 8 window; NE = the vector width, or 1 for scalar accesses.
+template <class Dir, class T, int KW, bool kEx>
+Conv1dLaunchFn pick_launcher(ConvKernel k, bool vec) {
+  constexpr int es = sizeof(T);
+  if (k == ConvKernel::kTime)
+    return vec ? &Dir::template time<T, conv_time_ne(es), KW, kEx> : &Dir::template time<T, 1, KW, kEx>;
+  return vec ? &Dir::template chan<T, conv_chan_ne(es, KW, Dir::kBackward), KW, kEx>
+             : &Dir::template chan<T, 1, KW, kEx>;
+}
+template <class Dir>
+Conv1dLaunchFn direction_launcher(DType t, ConvKernel k, bool vec, int width) {
+  Conv1dLaunchFn fn = nullptr;
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
+    fn = width == 4  ? pick_launcher<Dir, T, 4, true>(k, vec)
+         : width < 4 ? pick_launcher<Dir, T, 4, false>(k, vec)
+                     : pick_launcher<Dir, T, 8, false>(k, vec);
+  });
+  return fn;
+}
+
 }  // namespace baracuda::detail::conv1d

@@ -194,17 +194,17 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   }
 }
 
-template <class T, int NE, int KW, bool kEx>
-int launch_fwd_time(const Conv1dParams& p, cudaStream_t s) {
-  const int64_t blocks = (p.tasks + kConvThreads / 32 - 1) / (kConvThreads / 32);
-  return static_cast<int>(
-      launch_kernel(fwd_time<T, NE, KW, kEx>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
-}
-template <class T, int NE, int KW, bool kEx>
-int launch_fwd_chan(const Conv1dParams& p, cudaStream_t s) {
-  return static_cast<int>(
-      launch_kernel(fwd_chan<T, NE, KW, kEx>, dim3(static_cast<unsigned>(p.tasks)), dim3(kConvThreads), 0, s, p));
-}
+struct Fwd {  // this direction's launch templates for direction_launcher
+  static constexpr bool kBackward = false;
+  template <class T, int NE, int KW, bool kEx>
+  static int time(const Conv1dParams& p, cudaStream_t s) {
+    return launch_conv(fwd_time<T, NE, KW, kEx>, ConvKernel::kTime, p, s);
+  }
+  template <class T, int NE, int KW, bool kEx>
+  static int chan(const Conv1dParams& p, cudaStream_t s) {
+    return launch_conv(fwd_chan<T, NE, KW, kEx>, ConvKernel::kChan, p, s);
+  }
+};
 
 // ---------------------------------------------------------------- update (decode step)
 // One thread per (b, c): reads the W−1 entries before the new tokens, walks the n new tokens
@@ -269,21 +269,10 @@ int launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
       launch_kernel(update_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
 }
 
-template <class T, int KW, bool kEx>
-Conv1dLaunchFn pick(ConvKernel k, bool vec) {
-  constexpr int es = sizeof(T);
-  if (k == ConvKernel::kTime) return vec ? &launch_fwd_time<T, conv_time_ne(es), KW, kEx> : &launch_fwd_time<T, 1, KW, kEx>;
-  return vec ? &launch_fwd_chan<T, conv_chan_ne(es, KW, false), KW, kEx> : &launch_fwd_chan<T, 1, KW, kEx>;
-}
-
 }  // namespace
 
 Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int width) {
-  Conv1dLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
-    fn = width == 4 ? pick<T, 4, true>(k, vec) : width < 4 ? pick<T, 4, false>(k, vec) : pick<T, 8, false>(k, vec);
-  });
-  return fn;
+  return direction_launcher<Fwd>(t, k, vec, width);
 }
 
 Conv1dUpdateLaunchFn conv1d_update_launcher(DType t) {
