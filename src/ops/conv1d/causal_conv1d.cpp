@@ -161,6 +161,22 @@ PrecisionGuarantee guarantee(DType dt) {
   return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
 }
 
+// Validation, architecture and sku shared by the forward and backward select().
+Status select_main(std::string_view op, const CausalConv1dDescriptor& d, const PlanPreference& pref, bool backward,
+                   KernelSku* sku) {
+  if (Status s = check_common(op, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width, d.activation,
+                              pref);
+      !s.ok())
+    return s;
+  auto arch = resolve_arch(op, pref);
+  if (!arch) return arch.status();
+  const char* variant = d.layout == Conv1dLayout::kBCL ? (backward ? "time.partials" : "time")
+                                                       : (backward ? "chan.partials" : "chan");
+  fill_sku(*sku, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
+           backward ? Direction::kBackward : Direction::kForward, d.dtype, *arch, variant);
+  return {};
+}
+
 // The parameters both directions share: sizes, x, the [B, C, L]-indexed output, weight,
 // bias and initial states.
 detail::Conv1dParams main_params(const CausalConv1dDescriptor& d, const TensorRef& x, const TensorRef& w,
@@ -232,16 +248,9 @@ size_t CausalConv1dUpdateDescriptor::hash() const {
 // ---------------------------------------------------------------- forward
 
 Result<CausalConv1dPlan> CausalConv1dPlan::select(const CausalConv1dDescriptor& d, const PlanPreference& pref) {
-  if (Status s = check_common(kFwd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
-                              d.activation, pref);
-      !s.ok())
-    return s;
-  auto arch = resolve_arch(kFwd, pref);
-  if (!arch) return arch.status();
   CausalConv1dPlan plan;
   plan.desc_ = d;
-  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
-           Direction::kForward, d.dtype, *arch, d.layout == Conv1dLayout::kBCL ? "time" : "chan");
+  if (Status s = select_main(kFwd, d, pref, /*backward=*/false, &plan.sku_); !s.ok()) return s;
   return plan;
 }
 
@@ -279,16 +288,9 @@ Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dA
 
 Result<CausalConv1dBackwardPlan> CausalConv1dBackwardPlan::select(const CausalConv1dBackwardDescriptor& d,
                                                                   const PlanPreference& pref) {
-  if (Status s = check_common(kBwd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
-                              d.activation, pref);
-      !s.ok())
-    return s;
-  auto arch = resolve_arch(kBwd, pref);
-  if (!arch) return arch.status();
   CausalConv1dBackwardPlan plan;
   plan.desc_ = d;
-  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
-           Direction::kBackward, d.dtype, *arch, d.layout == Conv1dLayout::kBCL ? "time.partials" : "chan.partials");
+  if (Status s = select_main(kBwd, d, pref, /*backward=*/true, &plan.sku_); !s.ok()) return s;
   const size_t ws = plan.workspace_size();
   if (ws > pref.max_workspace_bytes)
     return error(StatusCode::kUnsupported, kBwd, ": needs ", ws, " workspace bytes, preference allows ",

@@ -92,6 +92,57 @@ __device__ __forceinline__ A load_bias(const Conv1dParams& p, int64_t c) {
   return p.bias ? load_as<A>(p.bias, p.wdt, c * p.bs) : A(0);
 }
 
+// Taps and bias of NE consecutive channels from c0 (chan kernels): wr[j][e] is tap j of c0 + e.
+template <class A, int KW, int NE>
+__device__ __forceinline__ void load_chan_taps(const Conv1dParams& p, int64_t c0, A (&wr)[KW][NE], A (&bias)[NE]) {
+#pragma unroll
+  for (int e = 0; e < NE; ++e) {
+    A w1[KW];
+    load_taps<A, KW>(p, c0 + e, w1);
+#pragma unroll
+    for (int j = 0; j < KW; ++j) wr[j][e] = w1[j];
+    bias[e] = load_bias<A>(p, c0 + e);
+  }
+}
+
+// What a time-kernel warp owns: row (b, c) and steps [t_beg, t_end) of segment sg. False for a
+// warp past the last task.
+struct TimeTask {
+  int64_t b, c, sg, t_beg, t_end;
+};
+__device__ __forceinline__ bool time_task(const Conv1dParams& p, TimeTask& k) {
+  const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
+  if (task >= p.tasks) return false;
+  const int64_t row = task / p.segs;
+  k.sg = task - row * p.segs;
+  k.b = row / p.C;
+  k.c = row - k.b * p.C;
+  k.t_beg = k.sg * kTimeSeg;
+  k.t_end = min(p.L, k.t_beg + kTimeSeg);
+  return true;
+}
+// What a chan-kernel lane owns: batch row b, channels [c0, c0 + NE), steps [t_beg, t_end) of
+// block segment sg (warp w of the block takes the w-th kChanSteps of it).
+struct ChanTask {
+  int64_t b, sg, c0, t_beg, t_end;
+};
+__device__ __forceinline__ ChanTask chan_task(const Conv1dParams& p, int ne) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  ChanTask k;
+  const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
+  k.b = bt / p.segs;
+  k.sg = bt - k.b * p.segs;
+  k.c0 = (cb * 32 + lane) * ne;
+  k.t_beg = (k.sg * 4 + warp) * kChanSteps;
+  k.t_end = min(p.L, k.t_beg + kChanSteps);
+  return k;
+}
+// Row (b, c) of a [B, C, L]-indexed operand with (b, c, t) strides s.
+template <class T, class P>
+__device__ __forceinline__ T* row_ptr(P* base, const int64_t* s, int64_t b, int64_t c) {
+  return static_cast<T*>(base) + b * s[0] + c * s[1];
+}
+
 // Gradient of the final states reaching extended position s (x index; s < 0 is an initial
 // state): dfinal[s − L + W − 1] when that is in [0, W−1).
 template <class T>

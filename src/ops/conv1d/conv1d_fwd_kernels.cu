@@ -16,16 +16,14 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   using A = acc_t<T>;
   constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
   const int lane = threadIdx.x & 31;
-  const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
-  if (task >= p.tasks) return;
-  const int64_t row = task / p.segs, sg = task - row * p.segs;
-  const int64_t b = row / p.C, c = row - b * p.C;
+  TimeTask tk;
+  if (!time_task(p, tk)) return;
+  const int64_t b = tk.b, c = tk.c, sg = tk.sg, t_beg = tk.t_beg, t_end = tk.t_end;
   A wr[KW];
   load_taps<A, KW>(p, c, wr);
   const A bias = load_bias<A>(p, c);
-  const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
-  T* yr = static_cast<T*>(p.out) + b * p.outs[0] + c * p.outs[1];
-  const int64_t t_beg = sg * kTimeSeg, t_end = min(p.L, t_beg + kTimeSeg);
+  const T* xr = row_ptr<const T>(p.x, p.xs, b, c);
+  T* yr = row_ptr<T>(p.out, p.outs, b, c);
   // sub-chunk k's U vectors per lane, staged G − 1 sub-chunks ahead
   using Ring = StageRing<Vec<T, NE>, U, 1, 3>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
@@ -104,21 +102,12 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t bt = blockIdx.x / p.cblocks, cb = blockIdx.x - bt * p.cblocks;
-  const int64_t b = bt / p.segs, sg = bt - b * p.segs;
-  const int64_t c0 = (cb * 32 + lane) * NE;
+  const int warp = threadIdx.x >> 5;
+  const ChanTask tk = chan_task(p, NE);
+  const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg, t_end = tk.t_end;
   if (c0 >= p.C) return;
   A wr[KW][NE], bias[NE];
-#pragma unroll
-  for (int e = 0; e < NE; ++e) {
-    A w1[KW];
-    load_taps<A, KW>(p, c0 + e, w1);
-#pragma unroll
-    for (int j = 0; j < KW; ++j) wr[j][e] = w1[j];
-    bias[e] = load_bias<A>(p, c0 + e);
-  }
-  const int64_t t_beg = (sg * 4 + warp) * kChanSteps, t_end = min(p.L, t_beg + kChanSteps);
+  load_chan_taps<A, KW, NE>(p, c0, wr, bias);
   A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
 #pragma unroll
   for (int s = 0; s < KW; ++s)
