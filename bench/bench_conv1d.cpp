@@ -15,6 +15,7 @@
 
 #include "baracuda/baracuda.hpp"
 #include "baracuda/core/half_bits.hpp"
+#include "bench_data.hpp"
 #include "timing.hpp"
 
 namespace baracuda::bench {
@@ -55,39 +56,10 @@ CausalConv1dDescriptor descriptor_of(const ConvCase& c) {
   return d;
 }
 
-std::vector<uint8_t> fill_uniform(void* dev, DType dt, int64_t n, uint64_t seed, float lo, float hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  const size_t es = dtype_size(dt);
-  std::vector<uint8_t> h(static_cast<size_t>(n) * es);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = u(rng);
-    if (dt == DType::f32) std::memcpy(&h[i * es], &v, 4);
-    else {
-      const uint16_t b = float_to_bf16_bits(v);
-      std::memcpy(&h[i * es], &b, 2);
-    }
-  }
-  BENCH_CUDA_OK(cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice));
-  return h;
-}
-
 std::vector<uint8_t> download(const void* dev, size_t bytes) {
   std::vector<uint8_t> h(bytes);
   BENCH_CUDA_OK(cudaMemcpy(h.data(), dev, bytes, cudaMemcpyDeviceToHost));
   return h;
-}
-
-// Element i of a host copy of a bf16 or f32 tensor.
-double elem_at(DType dt, const std::vector<uint8_t>& h, int64_t i) {
-  if (dt == DType::f32) {
-    float v;
-    std::memcpy(&v, h.data() + i * 4, 4);
-    return v;
-  }
-  uint16_t v;
-  std::memcpy(&v, h.data() + i * 2, 2);
-  return bf16_bits_to_float(v);
 }
 
 // Host view of one [B, C, L]-indexed tensor of the case's layout (0 before t = 0).
@@ -96,11 +68,13 @@ struct HostData {
   const std::vector<uint8_t>* bytes;
   double at(int64_t b, int64_t ch, int64_t t) const {
     if (t < 0) return 0.0;
-    return elem_at(c->dt, *bytes,
-                   c->layout == Conv1dLayout::kBCL ? (b * c->C + ch) * c->L + t : (b * c->L + t) * c->C + ch);
+    const int64_t i = c->layout == Conv1dLayout::kBCL ? (b * c->C + ch) * c->L + t : (b * c->L + t) * c->C + ch;
+    return bf16_or_f32_at(c->dt, bytes->data() + i * dtype_size(c->dt));
   }
 };
-double w_at(const ConvCase& c, const std::vector<uint8_t>& h, int64_t i) { return elem_at(c.dt, h, i); }
+double w_at(const ConvCase& c, const std::vector<uint8_t>& h, int64_t i) {
+  return bf16_or_f32_at(c.dt, h.data() + i * dtype_size(c.dt));
+}
 
 double silu(double z) { return z / (1 + std::exp(-z)); }
 

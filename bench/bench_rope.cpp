@@ -16,6 +16,7 @@
 #include "baracuda/baracuda.hpp"
 #include "baracuda/core/half_bits.hpp"
 #include "rope_ref.hpp"
+#include "bench_data.hpp"
 #include "timing.hpp"
 
 namespace baracuda::bench {
@@ -63,33 +64,6 @@ RopeDescriptor descriptor_of(const RopeCase& c) {
   return d;
 }
 
-void fill_uniform(void* dev, DType dt, int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-2.f, 2.f);
-  const size_t es = dtype_size(dt);
-  std::vector<uint8_t> h(static_cast<size_t>(n) * es);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = u(rng);
-    if (dt == DType::f32) std::memcpy(&h[i * es], &v, 4);
-    else {
-      const uint16_t b = float_to_bf16_bits(v);
-      std::memcpy(&h[i * es], &b, 2);
-    }
-  }
-  BENCH_CUDA_OK(cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice));
-}
-
-double to_double(DType dt, const uint8_t* p) {
-  if (dt == DType::f32) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  uint16_t b;
-  std::memcpy(&b, p, 2);
-  return bf16_bits_to_float(b);
-}
-
 // Tokens 0, S/2 and S-1 of each side against the reference (tolerance as the device suite's).
 bool verify(const RopeCase& c, const RopeDescriptor& d, const void* const in[2], const void* const out[2],
             const std::vector<float>& cos, const std::vector<float>& sin) {
@@ -108,7 +82,7 @@ bool verify(const RopeCase& c, const RopeDescriptor& d, const void* const in[2],
       one.seq = 1;
       one.position_offset = t;
       std::vector<double> xv(static_cast<size_t>(row)), cos1, sin1;
-      for (int64_t j = 0; j < row; ++j) xv[j] = to_double(c.dt, &hi[j * es]);
+      for (int64_t j = 0; j < row; ++j) xv[j] = bf16_or_f32_at(c.dt, &hi[j * es]);
       if (d.cos_sin_cache) {  // a one-row cache holding row t
         const int64_t h2 = d.rot_dim() / 2;
         cos1.assign(cd.begin() + t * h2, cd.begin() + (t + 1) * h2);
@@ -120,9 +94,9 @@ bool verify(const RopeCase& c, const RopeDescriptor& d, const void* const in[2],
       const double eps = c.dt == DType::f32 ? 8 * 1.19e-7 : 7.81e-3;
       for (int64_t j = 0; j < row; ++j) {
         const double tol = eps * 2 * 2.0 * m + 4 * std::fabs(static_cast<double>(t)) * 2.3e-16 * 4;
-        if (!(std::fabs(to_double(c.dt, &ho[j * es]) - want[j]) <= tol)) {
+        if (!(std::fabs(bf16_or_f32_at(c.dt, &ho[j * es]) - want[j]) <= tol)) {
           std::fprintf(stderr, "rope %s: token %lld element %lld got %g want %g\n", c.name.c_str(), (long long)t,
-                       (long long)j, to_double(c.dt, &ho[j * es]), want[j]);
+                       (long long)j, bf16_or_f32_at(c.dt, &ho[j * es]), want[j]);
           return false;
         }
       }

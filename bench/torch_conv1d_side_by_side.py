@@ -13,7 +13,8 @@ import json
 import torch
 import torch.nn.functional as F
 
-from torch_side_by_side import DTYPES, load_run, median_us, write_md  # shared by every family
+from torch_side_by_side import (DTYPES, eager_compile_record, eager_compile_rows, eager_compile_table, load_run,
+                                median_us, write_md)  # shared by every family
 
 
 def make(r):
@@ -57,17 +58,7 @@ def main():
                 t_comp = time_case(r, True)
             except Exception as e:  # noqa: BLE001 - report and keep the eager number
                 print(f"torch.compile failed for {r['case']} {r['direction']}: {e}")
-        out.append({
-            "op": "causal_conv1d", "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"],
-            "variant": f"{r['layout']} W={r['W']} silu bias",
-            "ours_us": round(r["ours_us"], 2), "torch_us": round(t_eager, 2),
-            "torch_compile_us": round(t_comp, 2) if t_comp else None,
-            "speedup_vs_torch": round(t_eager / r["ours_us"], 3),
-            "speedup_vs_torch_compile": round(t_comp / r["ours_us"], 3) if t_comp else None,
-            "bound": "memory", "achieved": round(r["achieved"], 3), "unit": "TB/s", "ceiling": round(r["ceiling"], 3),
-            "fraction_of_ceiling": round(r["achieved"] / r["ceiling"], 3), "device": device,
-            "commit": args.commit, "date": args.date, "sku": r["sku"], "verified": r["verified"],
-        })
+        out.append(eager_compile_record("causal_conv1d", r, f"{r['layout']} W={r['W']} silu bias", t_eager, t_comp, device, args))
         print(out[-1])
     json.dump(out, open(args.out_json, "w"), indent=1)
     lines = [
@@ -78,15 +69,9 @@ def main():
         "backward x + dy + dx. Our backward is the deterministic one (fixed-order partial sums, no atomics). "
         "PyTorch: F.conv1d(groups=C, padding=W-1) + slice + SiLU, eager and torch.compile.",
         "",
-        "| dir | dtype | [B, L, C] | variant | ours us | torch us | compile us | vs eager | vs compile | TB/s | of copy |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *eager_compile_table("[B, L, C]"),
     ]
-    for o in out:
-        comp = f"{o['torch_compile_us']:.1f}" if o["torch_compile_us"] else "n/a"
-        vsc = f"{o['speedup_vs_torch_compile']:.2f}x" if o["speedup_vs_torch_compile"] else "n/a"
-        lines.append(f"| {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | {o['ours_us']:.1f} | "
-                     f"{o['torch_us']:.1f} | {comp} | {o['speedup_vs_torch']:.2f}x | {vsc} | "
-                     f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
+    lines += eager_compile_rows(out)
     write_md(args.out_md, lines, out, "PyTorch eager")
 
 

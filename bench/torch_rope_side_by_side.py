@@ -13,7 +13,8 @@ import json
 
 import torch
 
-from torch_side_by_side import DTYPES, load_run, median_us, write_md  # shared by every family
+from torch_side_by_side import (DTYPES, eager_compile_record, eager_compile_rows, eager_compile_table, load_run,
+                                median_us, write_md)  # shared by every family
 
 
 def rotate_half(x):
@@ -75,18 +76,9 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and keep the eager number
             print(f"torch.compile failed for {r['case']} {r['direction']}: {e}")
             t_comp = None
-        out.append({
-            "op": "rope", "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"],
-            "variant": f"{r['case']} k=[{r['S']},{r['Hk']},{r['D']}] R={r['R']} {r['pairing']}"
-                       + (" cache" if r["cache"] else "") + (" in-place" if r["in_place"] else ""),
-            "ours_us": round(r["ours_us"], 2), "torch_us": round(t_eager, 2),
-            "torch_compile_us": round(t_comp, 2) if t_comp else None,
-            "speedup_vs_torch": round(t_eager / r["ours_us"], 3),
-            "speedup_vs_torch_compile": round(t_comp / r["ours_us"], 3) if t_comp else None,
-            "bound": "memory", "achieved": round(r["achieved"], 3), "unit": "TB/s", "ceiling": round(r["ceiling"], 3),
-            "fraction_of_ceiling": round(r["achieved"] / r["ceiling"], 3), "device": device,
-            "commit": args.commit, "date": args.date, "sku": r["sku"], "verified": r["verified"],
-        })
+        variant = (f"{r['case']} k=[{r['S']},{r['Hk']},{r['D']}] R={r['R']} {r['pairing']}"
+                   + (" cache" if r["cache"] else "") + (" in-place" if r["in_place"] else ""))
+        out.append(eager_compile_record("rope", r, variant, t_eager, t_comp, device, args))
         print(out[-1])
     json.dump(out, open(args.out_json, "w"), indent=1)
     lines = [
@@ -97,15 +89,9 @@ def main():
         f"{ours['host_overhead_us']:.2f} us/call. Layout [B=1, S, H, D]; q shape listed, k as in the variant. "
         "PyTorch: the eager composite with precomputed cos/sin, and torch.compile of it.",
         "",
-        "| dir | dtype | q shape | variant | ours us | torch us | compile us | vs eager | vs compile | TB/s | of copy |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *eager_compile_table("q shape"),
     ]
-    for o in out:
-        comp = f"{o['torch_compile_us']:.1f}" if o["torch_compile_us"] else "n/a"
-        vsc = f"{o['speedup_vs_torch_compile']:.2f}x" if o["speedup_vs_torch_compile"] else "n/a"
-        lines.append(f"| {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | {o['ours_us']:.1f} | "
-                     f"{o['torch_us']:.1f} | {comp} | {o['speedup_vs_torch']:.2f}x | {vsc} | "
-                     f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
+    lines += eager_compile_rows(out)
     write_md(args.out_md, lines, out, "PyTorch eager")
 
 

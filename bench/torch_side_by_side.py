@@ -62,6 +62,38 @@ def load_run(extra_args=()):
     return args, json.load(open(args.ours)), torch.cuda.get_device_name(0)
 
 
+def eager_compile_record(op, r, variant, t_eager, t_comp, device, args):
+    """One side-by-side record of a memory-bound family timed against PyTorch eager and (when
+    t_comp is not None) torch.compile."""
+    return {
+        "op": op, "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"], "variant": variant,
+        "ours_us": round(r["ours_us"], 2), "torch_us": round(t_eager, 2),
+        "torch_compile_us": round(t_comp, 2) if t_comp else None,
+        "speedup_vs_torch": round(t_eager / r["ours_us"], 3),
+        "speedup_vs_torch_compile": round(t_comp / r["ours_us"], 3) if t_comp else None,
+        "bound": "memory", "achieved": round(r["achieved"], 3), "unit": "TB/s", "ceiling": round(r["ceiling"], 3),
+        "fraction_of_ceiling": round(r["achieved"] / r["ceiling"], 3), "device": device,
+        "commit": args.commit, "date": args.date, "sku": r["sku"], "verified": r["verified"],
+    }
+
+
+def eager_compile_table(shape_label):
+    """Header of the table eager_compile_rows fills."""
+    return [f"| dir | dtype | {shape_label} | variant | ours us | torch us | compile us | vs eager | vs compile | TB/s | of copy |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+
+def eager_compile_rows(out):
+    rows = []
+    for o in out:
+        comp = f"{o['torch_compile_us']:.1f}" if o["torch_compile_us"] else "n/a"
+        vsc = f"{o['speedup_vs_torch_compile']:.2f}x" if o["speedup_vs_torch_compile"] else "n/a"
+        rows.append(f"| {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | {o['ours_us']:.1f} | "
+                    f"{o['torch_us']:.1f} | {comp} | {o['speedup_vs_torch']:.2f}x | {vsc} | "
+                    f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
+    return rows
+
+
 def write_md(path, lines, out, label="PyTorch"):
     """Appends the min/median/max speedup line to a family's table, writes it and prints it."""
     sp = sorted(o["speedup_vs_torch"] for o in out)
