@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         for (int u = 0; u <= U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
           if (wanted(u, t)) {
-            const int slot = static_cast<int>(k % Ring::kGroups) * (U + 1) + u;
+            const int slot = Ring::slot(k) + u;
             cp_async<sizeof(V)>(&stage_x[slot][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
             cp_async<sizeof(V)>(&stage_dy[slot][threadIdx.x], dyr + (NE > 1 ? t : t * p.dys[2]));
           }
@@ -68,17 +68,13 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
       cp_async_commit();
     }
   };
-  if constexpr (Ring::kAsync)
-    for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  Ring::start(issue);
   A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
 #pragma unroll
   for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
-    if constexpr (Ring::kAsync) {
-      issue(k + Ring::kGroups - 1);
-      cp_async_wait<Ring::kGroups - 1>();
-    }
+    Ring::advance(issue, k);
     A xv[U + 1][NE], dz[U + 1][NE];  // dz holds dy until pass 1 turns it into dz
 #pragma unroll
     for (int u = 0; u <= U; ++u) {
@@ -87,7 +83,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = dz[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
-        const int slot = static_cast<int>(k % Ring::kGroups) * (U + 1) + u;
+        const int slot = Ring::slot(k) + u;
         unpack<T, NE>(stage_x[slot][threadIdx.x], xv[u]);
         unpack<T, NE>(stage_dy[slot][threadIdx.x], dz[u]);
       } else {
@@ -232,9 +228,10 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
     const int64_t xst = p.xs[2], dyst = p.dys[2];
     const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
     const T* dyi = dyb + c0 + t_beg * dyst;
-    auto issue = [&](int64_t tb) {
+    auto issue = [&](int64_t g) {  // group g = steps t_beg + g·KW + [0, KW)
       if constexpr (Ring::kAsync) {
-        const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+        const int64_t tb = t_beg + g * KW;
+        const int slot = Ring::slot(g);
 #pragma unroll
         for (int s = 0; s < KW; ++s)
           if (tb + s < t_load) {
@@ -246,15 +243,12 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
         cp_async_commit();
       }
     };
-    if constexpr (Ring::kAsync)
-      for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
+    Ring::start(issue);
     T* dxo = dxb + (t_beg - (KW - 1)) * p.outs[2];  // dx row of step tb's output (tb − (KW − 1))
     for (int64_t tb = t_beg; tb < t_stop; tb += KW) {
-      if constexpr (Ring::kAsync) {
-        issue(tb + (Ring::kGroups - 1) * KW);
-        cp_async_wait<Ring::kGroups - 1>();
-      }
-      const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+      const int64_t g = (tb - t_beg) / KW;
+      Ring::advance(issue, g);
+      const int slot = Ring::slot(g);
       A xn[KW][NE], gn[KW][NE];
 #pragma unroll
       for (int s = 0; s < KW; ++s) {

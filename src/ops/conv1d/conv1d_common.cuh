@@ -20,6 +20,22 @@ struct StageRing {
   static constexpr int kGroups = kFit < kMaxGroups ? kFit : kMaxGroups;
   static constexpr bool kAsync = sizeof(V) >= 4 && kGroups >= 2;
   static constexpr int kSlots = kAsync ? kGroups * kPerGroup : 1;
+  // issue(g) copies group g into slots (g mod kGroups)·kPerGroup + [0, kPerGroup) and commits.
+  // start: the first kGroups − 1 groups; before consuming group g: issue g + kGroups − 1, wait
+  // for g. Both are no-ops without cp.async.
+  template <class F>
+  __device__ static void start(F&& issue) {
+    if constexpr (kAsync)
+      for (int g = 0; g + 1 < kGroups; ++g) issue(int64_t{g});
+  }
+  template <class F>
+  __device__ static void advance(F&& issue, int64_t g) {
+    if constexpr (kAsync) {
+      issue(g + kGroups - 1);
+      cp_async_wait<kGroups - 1>();
+    }
+  }
+  __device__ static int slot(int64_t g) { return static_cast<int>(g % kGroups) * kPerGroup; }
 };
 
 template <class T, int NE>

@@ -34,22 +34,18 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[(k % Ring::kGroups) * U + u][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
+          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[Ring::slot(k) + u][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
         }
       cp_async_commit();
     }
   };
-  if constexpr (Ring::kAsync)
-    for (int k = 0; k + 1 < Ring::kGroups; ++k) issue(k);
+  Ring::start(issue);
   A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
 #pragma unroll
   for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
-    if constexpr (Ring::kAsync) {
-      issue(k + Ring::kGroups - 1);
-      cp_async_wait<Ring::kGroups - 1>();
-    }
+    Ring::advance(issue, k);
     A xv[U][NE];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -58,7 +54,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
-        unpack<T, NE>(stage[(k % Ring::kGroups) * U + u][threadIdx.x], xv[u]);
+        unpack<T, NE>(stage[Ring::slot(k) + u][threadIdx.x], xv[u]);
       } else {
         load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
       }
@@ -121,9 +117,10 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
   const int64_t xst = p.xs[2];
   const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
-  auto issue = [&](int64_t tb) {
+  auto issue = [&](int64_t g) {  // group g = steps t_beg + g·KW + [0, KW)
     if constexpr (Ring::kAsync) {
-      const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+      const int64_t tb = t_beg + g * KW;
+      const int slot = Ring::slot(g);
 #pragma unroll
       for (int s = 0; s < KW; ++s)
         if (tb + s < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xi + s * xst);
@@ -131,15 +128,12 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
       cp_async_commit();
     }
   };
-  if constexpr (Ring::kAsync)
-    for (int g = 0; g + 1 < Ring::kGroups; ++g) issue(t_beg + g * KW);
+  Ring::start(issue);
   T* yo = yb + t_beg * p.outs[2];  // output row of step tb
   for (int64_t tb = t_beg; tb < t_end; tb += KW) {
-    if constexpr (Ring::kAsync) {
-      issue(tb + (Ring::kGroups - 1) * KW);
-      cp_async_wait<Ring::kGroups - 1>();
-    }
-    const int slot = static_cast<int>(((tb - t_beg) / KW) % Ring::kGroups) * KW;
+    const int64_t g = (tb - t_beg) / KW;
+    Ring::advance(issue, g);
+    const int slot = Ring::slot(g);
     A nx[KW][NE];
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
