@@ -11,6 +11,7 @@
 #include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/causal_conv1d.hpp"
 #include "baracuda/ops/elementwise.hpp"
+#include "baracuda/ops/embedding.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/pad.hpp"
 #include "baracuda/ops/reduce_to_shape.hpp"

@@ -129,4 +129,21 @@ bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLa
   return representable(representable, 0, d);
 }
 
+Status check_operands(std::string_view op, const OperandList& list) {
+  const std::span<const Operand> ops(list.v, static_cast<size_t>(list.n));
+  for (const Operand& o : ops) {
+    if (Status s = check_view(op, o.name, *o.view, o.data, o.dtype, std::span<const int64_t>(o.shape, o.rank)); !s.ok())
+      return s;
+    if (o.output)
+      if (Status s = check_no_internal_overlap(op, o.name, *o.view); !s.ok()) return s;
+  }
+  for (const Operand& o : ops) {
+    if (!o.output) continue;
+    for (const Operand& t : ops)
+      if (&t != &o && views_may_overlap(*o.view, o.data, *t.view, t.data))
+        return error(StatusCode::kInvalidProblem, op, ": ", o.name, " overlaps ", t.name);
+  }
+  return {};
+}
+
 }  // namespace baracuda

@@ -63,4 +63,25 @@ bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayou
 // byte-range test (conservative).
 bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data);
 
+// One named operand of a plan call: view, data pointer, expected dtype and shape, output or not.
+struct Operand {
+  std::string_view name;
+  const TensorLayout* view;
+  const void* data;
+  DType dtype;
+  int64_t shape[kMaxRank];
+  int rank;
+  bool output;
+};
+
+// The operands of one call (at most 12), kept on the stack.
+struct OperandList {
+  Operand v[12];
+  int n = 0;
+  void push_back(const Operand& o) { v[n++] = o; }
+};
+
+// check_view on each, no internal overlap in outputs, no output touching any other operand.
+Status check_operands(std::string_view op, const OperandList& list);
+
 }  // namespace baracuda

@@ -61,42 +61,6 @@ void data_shape(Conv1dLayout layout, int64_t B, int64_t C, int64_t L, int64_t* s
   s[2] = layout == Conv1dLayout::kBCL ? L : C;
 }
 
-// One named operand of a plan: view, data pointer, expected dtype and shape, output or not.
-struct Operand {
-  std::string_view name;
-  const TensorLayout* view;
-  const void* data;
-  DType dtype;
-  int64_t shape[3];
-  int rank;
-  bool output;
-};
-
-// The operands of one call (at most 10), kept on the stack.
-struct OperandList {
-  Operand v[10];
-  int n = 0;
-  void push_back(const Operand& o) { v[n++] = o; }
-};
-
-// check_view on each, no internal overlap in outputs, no output touching any other operand.
-Status check_operands(std::string_view op, const OperandList& list) {
-  const std::span<const Operand> ops(list.v, static_cast<size_t>(list.n));
-  for (const Operand& o : ops) {
-    if (Status s = check_view(op, o.name, *o.view, o.data, o.dtype, std::span<const int64_t>(o.shape, o.rank)); !s.ok())
-      return s;
-    if (o.output)
-      if (Status s = check_no_internal_overlap(op, o.name, *o.view); !s.ok()) return s;
-  }
-  for (const Operand& o : ops) {
-    if (!o.output) continue;
-    for (const Operand& t : ops)
-      if (&t != &o && views_may_overlap(*o.view, o.data, *t.view, t.data))
-        return error(StatusCode::kInvalidProblem, op, ": ", o.name, " overlaps ", t.name);
-  }
-  return {};
-}
-
 // Whether NE-element vectors along axis `ax` (0 b, 1 c, 2 t) fit every strided operand.
 bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<std::pair<const void*, const int64_t*>> ops) {
   if (ne == 1) return true;

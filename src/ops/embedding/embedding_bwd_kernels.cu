@@ -1,0 +1,283 @@
+// Embedding / embedding_bag backward: keys and histogram, CUB scan and radix sort (or the
+// atomic counting scatter), heavy-row partials, the row writer, per-sample-weight gradients.
+// The pipeline is described in embedding_geometry.hpp.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "ops/embedding/embedding_common.cuh"
+
+namespace baracuda::detail {
+namespace emb {
+
+// 1. Per position: key, histogram, bag (offsets form), per-bag valid count (mean), invalid count.
+__global__ void __launch_bounds__(kEmbThreads) prep_kernel(const EmbParams p) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kEmbThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x; i < p.N; i += stride) {
+    const int64_t bag = find_bag(p, i);
+    const int64_t raw = load_index(p.idx, p.idx64, pos_offset(p.idx_map, i));
+    const bool in_range = raw >= 0 && raw < p.V;
+    count_flag(p.invalid, bag >= 0 && !in_range);
+    const bool valid = bag >= 0 && in_range && raw != p.padding;
+    const uint32_t key = valid ? static_cast<uint32_t>(raw) : static_cast<uint32_t>(p.V);
+    p.keys_in[i] = key;
+    if (p.sorted) p.pos_in[i] = static_cast<int>(i);
+    if (p.bag_of != nullptr) p.bag_of[i] = static_cast<int>(bag);
+    add_one_grouped(p.counts, key);
+    if (p.bag_count != nullptr && valid) add_one_grouped(p.bag_count, static_cast<uint32_t>(bag));
+  }
+}
+
+// 3 (scatter form). Slot of each valid position inside its key's range, taken by atomics.
+__global__ void __launch_bounds__(kEmbThreads) scatter_kernel(const EmbParams p) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kEmbThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x; i < p.N; i += stride) {
+    const uint32_t key = p.keys_in[i];
+    if (key == static_cast<uint32_t>(p.V)) continue;
+    const unsigned peers = __match_any_sync(__activemask(), key);
+    const int leader = __ffs(peers) - 1, lane = static_cast<int>(threadIdx.x & 31);
+    int old = 0;
+    if (lane == leader) old = atomicSub(p.counts + key, __popc(peers));
+    old = __shfl_sync(peers, old, leader);
+    const int rank = __popc(peers & ((1u << lane) - 1u));
+    const int slot = p.row_start[key] + old - 1 - rank;
+    p.keys[slot] = key;
+    p.pos[slot] = static_cast<int>(i);
+  }
+}
+
+// Bag (or position, for embedding) of a sorted slot's position.
+__device__ __forceinline__ int64_t bag_of_pos(const EmbParams& p, int64_t q) {
+  if (p.kind == EmbKind::kEmbedding) return q;
+  if (p.bag_size > 0) return q / p.bag_size;
+  return p.bag_of[q];
+}
+
+// acc += the terms of row r at sorted slots [lo, hi) (its range starts at slot seg), columns
+// [col, col + VEC). The group loads G slots' metadata at a time, then kUnroll dout rows per lane.
+template <class T, int VEC, bool kMax>
+__device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_t hi, uint32_t r, int64_t seg, int64_t col,
+                                          int lane, unsigned gm, acc_t<T> (&acc)[VEC]) {
+  constexpr int kUnroll = 4;
+  using A = acc_t<T>;
+  const int G = p.group;
+  const bool active = col < p.D;
+  const T* dout = static_cast<const T*>(p.dout);
+  const T* psw = static_cast<const T*>(p.psw);
+  for (int64_t base = lo; base < hi; base += G) {
+    int64_t my_row = -1, my_bag = 0;  // dout row offset (−1: no term)
+    A my_w = 1;
+    if (base + lane < hi) {
+      const int64_t j = base + lane, q = p.pos[j], bag = bag_of_pos(p, q);
+      my_row = pos_offset(p.row_map, bag);
+      my_bag = bag;
+      if constexpr (kMax) {  // a bag adds once per row however often r occurs in it
+        if (j > seg && bag_of_pos(p, p.pos[j - 1]) == bag) my_row = -1;
+      } else {
+        if (psw != nullptr) my_w = to_acc(psw[pos_offset(p.psw_map, q)]);
+        else if (p.kind == EmbKind::kMean) my_w = A(1) / static_cast<A>(p.bag_count[bag]);
+      }
+    }
+    const int n = static_cast<int>(hi - base < G ? hi - base : G);
+    for (int k = 0; k < n; k += kUnroll) {
+      int64_t row[kUnroll], bag[kUnroll];
+      A wt[kUnroll], v[kUnroll][VEC];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int src = (k + u) & (G - 1);
+        row[u] = gshfl(gm, my_row, src, G);
+        wt[u] = gshfl(gm, my_w, src, G);
+        bag[u] = kMax ? gshfl(gm, my_bag, src, G) : 0;
+        if (k + u >= n) row[u] = -1;
+        if (row[u] >= 0 && active) load_cols<T, VEC>(dout, row[u], col, p.row_s1, v[u]);
+      }
+      if (!active) continue;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (row[u] < 0) continue;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          if constexpr (kMax) {
+            if (load_index(p.max_idx, p.idx64, bag[u] * p.mi_s0 + (col + e) * p.mi_s1) == static_cast<int64_t>(r))
+              acc[e] += v[u][e];
+          } else {
+            acc[e] = fma(wt[u], v[u][e], acc[e]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// 4. Partials of the heavy rows (more than kEmbTile terms) meeting tile t: slot 0 for the row
+// of the tile's first slot, slot 1 for the row of its last slot (when different).
+template <class T, int VEC, bool kMax>
+__global__ void __launch_bounds__(kEmbThreads) heavy_kernel(const EmbParams p) {
+  using A = acc_t<T>;
+  const int G = p.group;
+  const unsigned gm = group_mask(G);
+  const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
+  A* part = static_cast<A*>(p.partials);
+  for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t tile = item / p.chunks, chunk = item - tile * p.chunks;
+    const int64_t a = tile * kEmbTile;
+    if (a >= total) return;
+    const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
+    const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
+    const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t r = s == 0 ? k0 : k1;
+      if (s == 1 && k1 == k0) break;
+      const int64_t rs = p.row_start[r], re = p.row_start[r + 1];
+      if (re - rs <= kEmbTile) continue;
+      A acc[VEC];
+#pragma unroll
+      for (int x = 0; x < VEC; ++x) acc[x] = 0;
+      add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e < re ? e : re, r, rs, col, lane, gm, acc);
+      if (col < p.D)
+#pragma unroll
+        for (int x = 0; x < VEC; ++x) part[(tile * 2 + s) * p.D + col + x] = acc[x];
+    }
+  });
+}
+
+// 5. Every dweight row: zeros, its terms in slot order, or its tiles' partials in tile order;
+// times 1/count with scale_grad_by_freq.
+template <class T, int VEC, bool kMax>
+__global__ void __launch_bounds__(kEmbThreads) rows_kernel(const EmbParams p) {
+  using A = acc_t<T>;
+  const int G = p.group;
+  const unsigned gm = group_mask(G);
+  const A* part = static_cast<const A*>(p.partials);
+  for_each_item(p.V * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t r = item / p.chunks, chunk = item - r * p.chunks;
+    const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
+    const int64_t s = p.row_start[r], n = p.row_start[r + 1] - s;
+    A acc[VEC];
+#pragma unroll
+    for (int x = 0; x < VEC; ++x) acc[x] = 0;
+    if (n > 0 && n <= kEmbTile) {
+      add_terms<T, VEC, kMax>(p, s, s + n, static_cast<uint32_t>(r), s, col, lane, gm, acc);
+    } else if (n > kEmbTile && col < p.D) {
+      for (int64_t t = s / kEmbTile; t <= (s + n - 1) / kEmbTile; ++t) {
+        const int slot = p.keys[t * kEmbTile] == static_cast<uint32_t>(r) ? 0 : 1;
+#pragma unroll
+        for (int x = 0; x < VEC; ++x) acc[x] += part[(t * 2 + slot) * p.D + col + x];
+      }
+    }
+    if (col >= p.D) return;
+    if (p.scale_freq && n > 0) {
+      const A c = A(1) / static_cast<A>(n);
+#pragma unroll
+      for (int x = 0; x < VEC; ++x) acc[x] *= c;
+    }
+    store_cols<T, VEC>(static_cast<T*>(p.dweight), r * p.dw_s0, col, p.dw_s1, acc);
+  });
+}
+
+// 6. d(per_sample_weights)[q] = dout[bag(q)] · weight[idx[q]] for valid q (a group per
+// position, lanes reduced in a fixed order), else 0.
+template <class T, int VEC>
+__global__ void __launch_bounds__(kEmbThreads) dpsw_kernel(const EmbParams p) {
+  using A = acc_t<T>;
+  const int G = p.group;
+  const unsigned gm = group_mask(G);
+  const T* w = static_cast<const T*>(p.weight);
+  const T* dout = static_cast<const T*>(p.dout);
+  for_each_item(p.N, G, [&](int64_t q, int lane) {
+    const uint32_t key = p.keys_in[q];
+    A dot = 0;
+    if (key != static_cast<uint32_t>(p.V)) {
+      const int64_t orow = pos_offset(p.row_map, bag_of_pos(p, q)), wrow = static_cast<int64_t>(key) * p.w_s0;
+      for (int64_t c = 0; c < p.chunks; ++c) {
+        const int64_t col = (c * G + lane) * static_cast<int64_t>(VEC);
+        if (col >= p.D) break;
+        A a[VEC], b[VEC];
+        load_cols<T, VEC>(dout, orow, col, p.row_s1, a);
+        load_cols<T, VEC>(w, wrow, col, p.w_s1, b);
+#pragma unroll
+        for (int x = 0; x < VEC; ++x) dot = fma(a[x], b[x], dot);
+      }
+    }
+    for (int m = G / 2; m > 0; m /= 2) dot += __shfl_xor_sync(gm, dot, m, G);
+    if (lane == 0) static_cast<T*>(p.dpsw)[pos_offset(p.dpsw_map, q)] = from_acc<T>(dot);
+  });
+}
+
+#define BC_TRY(expr)                                      \
+  do {                                                    \
+    const cudaError_t e_ = (expr);                        \
+    if (e_ != cudaSuccess) return static_cast<int>(e_);   \
+  } while (0)
+
+template <class T, int VEC>
+int backward_launch(const EmbParams& p0, cudaStream_t stream) {
+  EmbParams p = p0;
+  const dim3 block(kEmbThreads);
+  const bool max_mode = p.kind == EmbKind::kMax;
+  BC_TRY(cudaMemsetAsync(p.counts, 0, sizeof(int) * static_cast<size_t>(p.V + 1), stream));
+  if (p.bag_count != nullptr && p.B > 0)
+    BC_TRY(cudaMemsetAsync(p.bag_count, 0, sizeof(int) * static_cast<size_t>(p.B), stream));
+  if (p.N > 0) BC_TRY(launch_kernel(prep_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
+  size_t bytes = p.cub_bytes;
+  BC_TRY(cub::DeviceScan::ExclusiveSum(p.cub_temp, bytes, p.counts, p.row_start, p.V + 1, stream));
+  if (p.N > 0) {
+    if (p.sorted) {
+      cub::DoubleBuffer<uint32_t> keys(p.keys_in, p.keys);
+      cub::DoubleBuffer<int> pos(p.pos_in, p.pos);
+      bytes = p.cub_bytes;
+      BC_TRY(cub::DeviceRadixSort::SortPairs(p.cub_temp, bytes, keys, pos, p.N, 0, p.key_bits, stream));
+      p.keys = keys.Current();
+      p.pos = pos.Current();
+    } else {
+      BC_TRY(launch_kernel(scatter_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
+    }
+    if (p.D > 0) {
+      const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile;
+      auto heavy = max_mode ? heavy_kernel<T, VEC, true> : heavy_kernel<T, VEC, false>;
+      BC_TRY(launch_kernel(heavy, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
+    }
+  }
+  if (p.V * p.D > 0) {
+    auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
+    BC_TRY(launch_kernel(rows, dim3(grid_for(p.V * p.chunks, p.group)), block, 0, stream, p));
+  }
+  if (p.dpsw != nullptr && p.N > 0)
+    BC_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));
+  return 0;
+}
+
+}  // namespace emb
+
+EmbLaunchFn emb_backward_launcher(DType t, bool vector) {
+  switch (t) {
+    case DType::f32: return vector ? &emb::backward_launch<float, 4> : &emb::backward_launch<float, 1>;
+    case DType::f16: return vector ? &emb::backward_launch<__half, 8> : &emb::backward_launch<__half, 1>;
+    case DType::bf16: return vector ? &emb::backward_launch<__nv_bfloat16, 8> : &emb::backward_launch<__nv_bfloat16, 1>;
+    case DType::f64: return vector ? &emb::backward_launch<double, 2> : &emb::backward_launch<double, 1>;
+    default: return nullptr;
+  }
+}
+
+size_t emb_cub_bound(int64_t n, int64_t v) {
+  // Radix sort through a DoubleBuffer (onesweep): per 8-bit pass a look-back word per digit per
+  // tile of >= 1024 keys, plus histograms; scan: a descriptor word pair per tile of >= 128.
+  const size_t sort = 4 * (static_cast<size_t>(n) / 1024 + 2) * 256 * 8 + 16 * 1024;
+  const size_t scan = 16 * (static_cast<size_t>(v + 1) / 128 + 64) + 4 * 1024;
+  return (sort > scan ? sort : scan) + 64 * 1024;
+}
+
+int emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes) {
+  size_t scan = 0, sort = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int*>(nullptr), static_cast<int*>(nullptr), v + 1);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (n > 0) {
+    cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+    cub::DoubleBuffer<int> pos(nullptr, nullptr);
+    e = cub::DeviceRadixSort::SortPairs(nullptr, sort, keys, pos, n, 0, key_bits);
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  *bytes = scan > sort ? scan : sort;
+  return 0;
+}
+
+}  // namespace baracuda::detail

@@ -1,0 +1,129 @@
+// Embedding forward kernels: the row gather and the bag pooling (sum / mean / max).
+#include "ops/embedding/embedding_common.cuh"
+
+namespace baracuda::detail {
+namespace emb {
+
+// out[p, chunk] = weight[idx[p], chunk]: a G-lane group per (position, chunk of
+// kGatherUnroll·G vectors), every lane's kGatherUnroll loads issued before its stores.
+template <class T, int VEC>
+__global__ void __launch_bounds__(kEmbThreads) gather_kernel(const EmbParams p) {
+  constexpr int U = kGatherUnroll;
+  const T* w = static_cast<const T*>(p.weight);
+  T* out = static_cast<T*>(p.out);
+  for_each_item(p.N * p.chunks, p.group, [&](int64_t item, int lane) {
+    const int64_t pos = item / p.chunks, chunk = item - pos * p.chunks;
+    const int64_t raw = load_index(p.idx, p.idx64, pos_offset(p.idx_map, pos));
+    const bool ok = raw >= 0 && raw < p.V;
+    if (chunk == 0 && lane == 0) count_flag(p.invalid, !ok);
+    const int64_t wrow = ok ? raw * p.w_s0 : 0, orow = pos_offset(p.row_map, pos);
+    acc_t<T> v[U][VEC];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t col = ((chunk * U + u) * p.group + lane) * static_cast<int64_t>(VEC);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[u][e] = 0;
+      if (ok && col < p.D) load_cols<T, VEC>(w, wrow, col, p.w_s1, v[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t col = ((chunk * U + u) * p.group + lane) * static_cast<int64_t>(VEC);
+      if (col < p.D) store_cols<T, VEC>(out, orow, col, p.row_s1, v[u]);
+    }
+  });
+}
+
+// One bag × column chunk per G-lane group. The group reads G indices at a time (one per lane),
+// then walks them in position order, kUnroll rows in flight per lane.
+template <class T, int VEC, bool kMax>
+__global__ void __launch_bounds__(kEmbThreads) bag_kernel(const EmbParams p) {
+  constexpr int kUnroll = 8;
+  using A = acc_t<T>;
+  const T* w = static_cast<const T*>(p.weight);
+  const T* psw = static_cast<const T*>(p.psw);
+  const int G = p.group;
+  const unsigned gm = group_mask(G);
+  for_each_item(p.B * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t bag = item / p.chunks, chunk = item - bag * p.chunks;
+    const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
+    const bool active = col < p.D;
+    int64_t lo, hi;
+    bag_range(p, bag, &lo, &hi);
+    A acc[VEC];
+    int64_t best_idx[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] = 0, best_idx[e] = -1;
+    int64_t nvalid = 0;
+    for (int64_t base = lo; base < hi; base += G) {
+      int64_t my_row = -1;  // weight row offset, −1: skipped position
+      A my_w = 1;
+      if (base + lane < hi) {
+        const int64_t q = base + lane;
+        const int64_t raw = load_index(p.idx, p.idx64, pos_offset(p.idx_map, q));
+        const bool in_range = raw >= 0 && raw < p.V;
+        count_flag(p.invalid, !in_range);
+        if (in_range && raw != p.padding) my_row = raw;
+        if (psw != nullptr) my_w = to_acc(psw[pos_offset(p.psw_map, q)]);
+      }
+      const int n = static_cast<int>(hi - base < G ? hi - base : G);
+      for (int k = 0; k < n; k += kUnroll) {
+        int64_t r[kUnroll];
+        A wt[kUnroll], v[kUnroll][VEC];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          r[u] = gshfl(gm, my_row, (k + u) & (G - 1), G);
+          wt[u] = gshfl(gm, my_w, (k + u) & (G - 1), G);
+          if (k + u >= n) r[u] = -1;
+          if (r[u] >= 0 && active) load_cols<T, VEC>(w, r[u] * p.w_s0, col, p.w_s1, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (r[u] < 0) continue;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            if constexpr (kMax) {
+              if (nvalid == 0 || v[u][e] > acc[e]) acc[e] = v[u][e], best_idx[e] = r[u];
+            } else {
+              acc[e] = fma(wt[u], v[u][e], acc[e]);
+            }
+          }
+          ++nvalid;
+        }
+      }
+    }
+    if (!active) return;
+    if (p.kind == EmbKind::kMean && nvalid > 0)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[e] = acc[e] / static_cast<A>(nvalid);
+    store_cols<T, VEC>(static_cast<T*>(p.out), pos_offset(p.row_map, bag), col, p.row_s1, acc);
+    if constexpr (kMax)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) store_index(p.max_idx, p.idx64, bag * p.mi_s0 + (col + e) * p.mi_s1, best_idx[e]);
+  });
+}
+
+template <class T, int VEC>
+int forward_launch(const EmbParams& p, cudaStream_t stream) {
+  const dim3 block(kEmbThreads);
+  if (p.kind == EmbKind::kEmbedding) {
+    if (p.N * p.D == 0) return 0;
+    return launch_kernel(gather_kernel<T, VEC>, dim3(grid_for(p.N * p.chunks, p.group)), block, 0, stream, p);
+  }
+  if (p.B * p.D == 0) return 0;
+  auto kernel = p.kind == EmbKind::kMax ? bag_kernel<T, VEC, true> : bag_kernel<T, VEC, false>;
+  return launch_kernel(kernel, dim3(grid_for(p.B * p.chunks, p.group)), block, 0, stream, p);
+}
+
+}  // namespace emb
+
+EmbLaunchFn emb_forward_launcher(DType t, bool vector) {
+  switch (t) {
+    case DType::f32: return vector ? &emb::forward_launch<float, 4> : &emb::forward_launch<float, 1>;
+    case DType::f16: return vector ? &emb::forward_launch<__half, 8> : &emb::forward_launch<__half, 1>;
+    case DType::bf16: return vector ? &emb::forward_launch<__nv_bfloat16, 8> : &emb::forward_launch<__nv_bfloat16, 1>;
+    case DType::f64: return vector ? &emb::forward_launch<double, 2> : &emb::forward_launch<double, 1>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace baracuda::detail

@@ -1,0 +1,106 @@
+// Embedding / embedding_bag launch parameters: what the host resolves at run() and the kernels
+// read by value (embedding_common.cuh has the device side).
+//
+// Work split. A "group" of G lanes (power of two <= 32, inside one warp) owns one work item —
+// an output row (gather), a bag, a dweight row, a partial tile or a position — restricted to
+// one column chunk of G·VEC columns (gather: kGatherUnroll·G·VEC). VEC is the 16-byte vector
+// width of the dtype when every row operand allows it, else 1 (scalar, any strides).
+//
+// Backward pipeline (one per plan; sort or scatter differs only in step 3):
+//   1. prep: per position its key (the index, or V for padding / out-of-range / no bag), the
+//      per-key histogram, per-bag valid counts (mean) and the position's bag (offsets form)
+//   2. row_start = exclusive scan of the histogram (CUB)
+//   3. sort: CUB radix sort of (key, position); scatter: atomic counting scatter by key
+//   4. heavy: rows with more than kEmbTile terms are summed as per-tile partials (tile t covers
+//      sorted slots [t·kEmbTile, (t+1)·kEmbTile); at most two heavy rows meet a tile)
+//   5. rows: every dweight row written once — zeros, its terms in slot order, or its partials
+//   6. per-sample-weight gradients (optional)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/tensor.hpp"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace baracuda::detail {
+
+inline constexpr int kEmbThreads = 256;
+inline constexpr int kEmbTile = 64;       // heavy-row threshold and partial tile (sorted slots)
+inline constexpr int kGatherUnroll = 4;   // vectors in flight per lane in the gather
+
+// Position p (row-major over a view's shape) -> element offset; axes merged where contiguous.
+struct PosMap {
+  int rank = 1;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+};
+PosMap make_pos_map(const TensorLayout& t, int rank);  // over the first `rank` axes of t
+
+enum class EmbKind : int { kEmbedding = 0, kSum = 1, kMean = 2, kMax = 3 };
+
+struct EmbParams {
+  EmbKind kind = EmbKind::kEmbedding;
+  int64_t V = 0, D = 0, N = 0, B = 0;
+  int64_t bag_size = 0;      // > 0: bag of position p is p / bag_size
+  int64_t padding = -1;      // normalized padding_idx, -1: none
+  int idx64 = 1;             // index_dtype is i64 (else i32)
+  int group = 32;            // lanes per work item
+  int64_t chunks = 1;        // column chunks per row
+  // indices (position map), offsets
+  const void* idx = nullptr;
+  PosMap idx_map;
+  const void* off = nullptr;
+  int64_t off_s = 0;
+  int include_last = 0;
+  // per-sample weights (position map)
+  const void* psw = nullptr;
+  PosMap psw_map;
+  // table (forward / psw gradient)
+  const void* weight = nullptr;
+  int64_t w_s0 = 0, w_s1 = 1;
+  // forward output / backward dout: row of position (embedding) or of bag
+  void* out = nullptr;
+  const void* dout = nullptr;
+  PosMap row_map;
+  int64_t row_s1 = 1;
+  // max indices [B, D]
+  void* max_idx = nullptr;
+  int64_t mi_s0 = 0, mi_s1 = 1;
+  // backward outputs
+  void* dweight = nullptr;
+  int64_t dw_s0 = 0, dw_s1 = 1;
+  void* dpsw = nullptr;
+  PosMap dpsw_map;
+  int scale_freq = 0;
+  unsigned long long* invalid = nullptr;  // out-of-range counter
+  // backward workspace
+  int* counts = nullptr;      // [V + 1]
+  int* row_start = nullptr;   // [V + 1]
+  uint32_t* keys_in = nullptr;
+  uint32_t* keys = nullptr;   // sorted
+  int* pos_in = nullptr;
+  int* pos = nullptr;         // sorted
+  int* bag_of = nullptr;      // [N] (offsets form)
+  int* bag_count = nullptr;   // [B] (mean)
+  void* partials = nullptr;   // [tiles, 2, D] accumulator
+  void* cub_temp = nullptr;
+  size_t cub_bytes = 0;
+  int key_bits = 1;
+  int sorted = 1;
+};
+
+// Returns the cudaError_t of the launches as an int.
+using EmbLaunchFn = int (*)(const EmbParams&, cudaStream_t);
+// Forward (embedding gather or bag pooling per p.kind) and backward (the whole pipeline) for
+// dtype t with VEC = 16 / size (vector) or 1; nullptr when t is not a float dtype.
+EmbLaunchFn emb_forward_launcher(DType t, bool vector);
+EmbLaunchFn emb_backward_launcher(DType t, bool vector);
+
+// CUB scratch: a bound fixed at select() (no GPU needed) and the exact need asked of CUB at run.
+size_t emb_cub_bound(int64_t n, int64_t v);
+int emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes);
+
+}  // namespace baracuda::detail
