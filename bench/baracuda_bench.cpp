@@ -275,10 +275,12 @@ int run_rope_family(const std::string& json_path, bool quick, const std::string&
 bool rope_cases_select();
 int run_conv1d_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_conv1d.cpp
 bool conv1d_cases_select();
+int run_embedding_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_embedding.cpp
+bool emb_cases_select();
 }
 
 int main(int argc, char** argv) {
-  std::string json_path, gemm_json_path, ew_json_path, rope_json_path, conv1d_json_path, family = "all";
+  std::string json_path, gemm_json_path, ew_json_path, rope_json_path, conv1d_json_path, emb_json_path, family = "all";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -288,10 +290,11 @@ int main(int argc, char** argv) {
     else if (a == "--ew-json" && i + 1 < argc) ew_json_path = argv[++i];
     else if (a == "--rope-json" && i + 1 < argc) rope_json_path = argv[++i];
     else if (a == "--conv1d-json" && i + 1 < argc) conv1d_json_path = argv[++i];
+    else if (a == "--emb-json" && i + 1 < argc) emb_json_path = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|all] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--quick] [--filter TEXT]\n");
+      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--quick] [--filter TEXT]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -330,12 +333,14 @@ int main(int argc, char** argv) {
     const bool conv1d_ok = baracuda::bench::conv1d_cases_select();
     std::printf("  causal_conv1d: every benchmark case %s forward and backward for sm_90.\n",
                 conv1d_ok ? "selects" : "does NOT select");
+    const bool emb_ok = baracuda::bench::emb_cases_select();
+    std::printf("  embedding: every benchmark case %s forward and backward for sm_90.\n", emb_ok ? "selects" : "does NOT select");
     std::printf("baracuda_bench: no CUDA GPU on this machine, so nothing was run or timed.\n"
                 "  %d/%zu pad benchmark cases select a plan for sm_90 (checked without a GPU).\n"
                 "  gemm: the Llama-3 QKV projection %s for sm_90 (cuBLASLt picks its algorithm on the GPU).\n"
                 "  Run this on an H200 (scripts/device-check.sh) for verification and timings.\n",
                 ok, pad_cases().size(), gemm_ok ? "validates" : "FAILS to validate");
-    return ok == static_cast<int>(pad_cases().size()) && gemm_ok && ew_ok == kNumEwOps && rope_ok && conv1d_ok ? 0 : 1;
+    return ok == static_cast<int>(pad_cases().size()) && gemm_ok && ew_ok == kNumEwOps && rope_ok && conv1d_ok && emb_ok ? 0 : 1;
   }
   const std::string dev = device_name();
   const double ceiling = baracuda::bench::measure_copy_tbps();
@@ -348,6 +353,8 @@ int main(int argc, char** argv) {
   if (family == "all" || family == "rope") failures += baracuda::bench::run_rope_family(rope_json_path, quick, g_filter);
   if (family == "all" || family == "conv1d")
     failures += baracuda::bench::run_conv1d_family(conv1d_json_path, quick, g_filter);
+  if (family == "all" || family == "embedding")
+    failures += baracuda::bench::run_embedding_family(emb_json_path, quick, g_filter);
   const double overhead = host_overhead_us();
   std::printf("host overhead of PadPlan::run (checks + launch, enqueue only): %.2f us/call\n", overhead);
   if (!json_path.empty()) {

@@ -2,7 +2,7 @@
 # The whole GPU round trip in one command (run on the H200 machine from the repo root):
 # build, device + host tests, compute-sanitizer, benchmarks, PyTorch side by side.
 # Logs and tables go to $OUT (default /tmp/baracuda-out). Usage:
-#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|elementwise|rope|conv1d|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
+#   COMMIT=abc1234 DATE=2026-11-21 [BENCH_FAMILY=pad|gemm|elementwise|rope|conv1d|embedding|all] [BENCH_QUICK=1] scripts/device-check.sh [--no-sanitizer] [--no-bench]
 set -uo pipefail
 OUT=${OUT:-/tmp/baracuda-out}
 mkdir -p "$OUT"
@@ -26,9 +26,10 @@ grep -E '^\[gemm' "$OUT/ctest.log" | tee -a "$OUT/device_summary.txt"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='ElementwiseDevice.Every*:ReduceToShapeDevice.*' 2>&1 | grep -E '^\[(elementwise|reduce)' | tee -a "$OUT/device_summary.txt"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='RopeDevice.*' 2>&1 | grep -E '^\[rope' | tee -a "$OUT/device_summary.txt"
 "$BUILD/tests/baracuda_device_tests" --gtest_filter='CausalConv1dDevice.*' 2>&1 | grep -E '^\[causal_conv1d' | tee -a "$OUT/device_summary.txt"
+"$BUILD/tests/baracuda_device_tests" --gtest_filter='EmbeddingDevice.*' 2>&1 | grep -E '^\[embedding' | tee -a "$OUT/device_summary.txt"
 if [ $SAN = 1 ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-    --gtest_filter='-*Large*:*BeyondTwoToThe31*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
+    --gtest_filter='-*Large*:*BeyondTwoToThe31*:*BeyondInt32*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$? ($(grep -c 'Invalid' "$OUT/memcheck.log") invalid accesses); $(tail -1 "$OUT/memcheck.log")"
   compute-sanitizer --tool initcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
     --gtest_filter='PadDevice.EdgeGeometries:PadDevice.GraphCapture*:ElementwiseDevice.MixedDtypes*:ReduceToShapeDevice.*' > "$OUT/initcheck.log" 2>&1
@@ -40,9 +41,9 @@ if [ $SAN = 1 ]; then
   done
 fi
 if [ $BENCH = 1 ]; then
-  FAM=${BENCH_FAMILY:-all}  # pad | gemm | elementwise | rope | conv1d | all
+  FAM=${BENCH_FAMILY:-all}  # pad | gemm | elementwise | rope | conv1d | embedding | all
   "$BUILD/bench/baracuda_bench" --family "$FAM" --json "$OUT/bench_raw.json" --gemm-json "$OUT/gemm_raw.json" \
-    --ew-json "$OUT/ew_raw.json" --rope-json "$OUT/rope_raw.json" --conv1d-json "$OUT/conv1d_raw.json" \
+    --ew-json "$OUT/ew_raw.json" --rope-json "$OUT/rope_raw.json" --conv1d-json "$OUT/conv1d_raw.json" --emb-json "$OUT/emb_raw.json" \
     ${BENCH_QUICK:+--quick} > "$OUT/bench.log" 2>&1 || status=1
   cat "$OUT/bench.log"
   if [ "$FAM" = all ] || [ "$FAM" = pad ]; then
@@ -64,6 +65,11 @@ if [ $BENCH = 1 ]; then
     (cd bench && python3 torch_conv1d_side_by_side.py --ours "$OUT/conv1d_raw.json" --out-json "$OUT/causal_conv1d.json" \
       --out-md "$OUT/causal_conv1d.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_conv1d.log" 2>&1 || status=1
     tail -20 "$OUT/torch_conv1d.log"
+  fi
+  if [ "$FAM" = all ] || [ "$FAM" = embedding ]; then
+    (cd bench && python3 torch_embedding_side_by_side.py --ours "$OUT/emb_raw.json" --out-json "$OUT/embedding.json" \
+      --out-md "$OUT/embedding.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_embedding.log" 2>&1 || status=1
+    tail -20 "$OUT/torch_embedding.log"
   fi
   if [ "$FAM" = all ] || [ "$FAM" = gemm ]; then
     python3 bench/torch_gemm_side_by_side.py --ours "$OUT/gemm_raw.json" --out-json "$OUT/gemm.json" \
