@@ -25,7 +25,7 @@
 //          however often r occurs in it); scale_grad_by_freq is not allowed with max (as PyTorch).
 //   d(per_sample_weights)[p] = Σ_d dout[bag(p), d] · weight[idx[p], d] for valid p, else 0.
 //
-// Shapes: weight / dweight [V, D]; embedding indices of any shape S (numel N = num_indices),
+// Shapes: weight / dweight [V, D] (V < 2^31 − 1; offsets into every operand are 64-bit); embedding indices of any shape S (numel N = num_indices),
 //   out / dout [S..., D]; bag indices [N] or [B, bag_size], offsets [B] or [B+1],
 //   per_sample_weights / d(per_sample_weights) like the indices, out / dout / max_indices [B, D].
 //   Any strides on every operand (16-byte-aligned rows with unit stride on D take the vector

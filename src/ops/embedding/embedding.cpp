@@ -61,8 +61,8 @@ Status check_common(std::string_view op, const Common& c, bool backward, int64_t
   if (c.D < 0) return bad("embedding_dim = ", c.D, " must be >= 0");
   if (c.padding_idx && (*c.padding_idx < -c.V || *c.padding_idx >= c.V))
     return bad("padding_idx = ", *c.padding_idx, " must be in [-num_embeddings, num_embeddings) = [", -c.V, ", ", c.V, ")");
-  if (backward && c.V >= kMaxBackwardCount)
-    return error(StatusCode::kUnsupported, op, ": num_embeddings = ", c.V, " must be < 2^31 - 1 in the backward");
+  if (c.V >= kMaxBackwardCount)
+    return error(StatusCode::kUnsupported, op, ": num_embeddings = ", c.V, " must be < 2^31 - 1 (rows are addressed as int32)");
   if (backward && n > kMaxBackwardCount)
     return error(StatusCode::kUnsupported, op, ": ", n, " indices exceed the backward's 2^31 - 1");
   return {};

@@ -4,6 +4,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include <algorithm>
+
 #include "ops/embedding/embedding_common.cuh"
 
 namespace baracuda::detail {
@@ -57,7 +59,7 @@ __device__ __forceinline__ int64_t bag_of_pos(const EmbParams& p, int64_t q) {
 template <class T, int VEC, bool kMax>
 __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_t hi, uint32_t r, int64_t seg, int64_t col,
                                           int lane, unsigned gm, acc_t<T> (&acc)[VEC]) {
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = 8;
   using A = acc_t<T>;
   const int G = p.group;
   const bool active = col < p.D;
@@ -80,7 +82,8 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
     const int n = static_cast<int>(hi - base < G ? hi - base : G);
     for (int k = 0; k < n; k += kUnroll) {
       int64_t row[kUnroll], bag[kUnroll];
-      A wt[kUnroll], v[kUnroll][VEC];
+      A wt[kUnroll];
+      RawCols<T, VEC> v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int src = (k + u) & (G - 1);
@@ -88,7 +91,7 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
         wt[u] = gshfl(gm, my_w, src, G);
         bag[u] = kMax ? gshfl(gm, my_bag, src, G) : 0;
         if (k + u >= n) row[u] = -1;
-        if (row[u] >= 0 && active) load_cols<T, VEC>(dout, row[u], col, p.row_s1, v[u]);
+        if (row[u] >= 0 && active) v[u].load(dout, row[u], col, p.row_s1);
       }
       if (!active) continue;
 #pragma unroll
@@ -98,9 +101,9 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
         for (int e = 0; e < VEC; ++e) {
           if constexpr (kMax) {
             if (load_index(p.max_idx, p.idx64, bag[u] * p.mi_s0 + (col + e) * p.mi_s1) == static_cast<int64_t>(r))
-              acc[e] += v[u][e];
+              acc[e] += v[u].get(e);
           } else {
-            acc[e] = fma(wt[u], v[u][e], acc[e]);
+            acc[e] = fma(wt[u], v[u].get(e), acc[e]);
           }
         }
       }
@@ -140,38 +143,66 @@ __global__ void __launch_bounds__(kEmbThreads) heavy_kernel(const EmbParams p) {
   });
 }
 
-// 5. Every dweight row: zeros, its terms in slot order, or its tiles' partials in tile order;
-// times 1/count with scale_grad_by_freq.
+// 5. Every dweight row written once, by one of the two roles of the grid's blocks:
+//   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones;
+//   the rest: a G-lane group per (sorted slot, column chunk) that starts a row's range sums that
+//   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
+//   scale_grad_by_freq. The two roles run side by side (stores beside gathers).
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads) rows_kernel(const EmbParams p) {
+__global__ void __launch_bounds__(kEmbThreads) rows_kernel(const EmbParams p, unsigned zero_blocks) {
   using A = acc_t<T>;
+  T* dw = static_cast<T*>(p.dweight);
+  if (blockIdx.x < zero_blocks) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int64_t warps = static_cast<int64_t>(zero_blocks) * (kEmbThreads / 32), nvec = (p.D + VEC - 1) / VEC;
+    for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
+      const int64_t r = w * 32 + lane;
+      const bool zero = r < p.V && p.row_start[r + 1] == p.row_start[r];
+      unsigned m = __ballot_sync(0xffffffffu, zero);
+      A z[VEC];
+#pragma unroll
+      for (int x = 0; x < VEC; ++x) z[x] = 0;
+      while (m != 0) {
+        const int i = __ffs(m) - 1;
+        m &= m - 1;
+        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+      }
+    }
+    return;
+  }
   const int G = p.group;
   const unsigned gm = group_mask(G);
   const A* part = static_cast<const A*>(p.partials);
-  for_each_item(p.V * p.chunks, G, [&](int64_t item, int lane) {
-    const int64_t r = item / p.chunks, chunk = item - r * p.chunks;
-    const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
-    const int64_t s = p.row_start[r], n = p.row_start[r + 1] - s;
-    A acc[VEC];
+  const int64_t total = p.row_start[p.V];
+  for_each_item(
+      p.N * p.chunks, G,
+      [&](int64_t item, int lane) {
+        const int64_t j = item / p.chunks, chunk = item - j * p.chunks;
+        if (j >= total || (j > 0 && p.keys[j - 1] == p.keys[j])) return;
+        const uint32_t r = p.keys[j];
+        const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
+        const int64_t n = p.row_start[r + 1] - j;
+        A acc[VEC];
 #pragma unroll
-    for (int x = 0; x < VEC; ++x) acc[x] = 0;
-    if (n > 0 && n <= kEmbTile) {
-      add_terms<T, VEC, kMax>(p, s, s + n, static_cast<uint32_t>(r), s, col, lane, gm, acc);
-    } else if (n > kEmbTile && col < p.D) {
-      for (int64_t t = s / kEmbTile; t <= (s + n - 1) / kEmbTile; ++t) {
-        const int slot = p.keys[t * kEmbTile] == static_cast<uint32_t>(r) ? 0 : 1;
+        for (int x = 0; x < VEC; ++x) acc[x] = 0;
+        if (n <= kEmbTile) {
+          add_terms<T, VEC, kMax>(p, j, j + n, r, j, col, lane, gm, acc);
+        } else if (col < p.D) {
+          for (int64_t t = j / kEmbTile; t <= (j + n - 1) / kEmbTile; ++t) {
+            const int slot = p.keys[t * kEmbTile] == r ? 0 : 1;
 #pragma unroll
-        for (int x = 0; x < VEC; ++x) acc[x] += part[(t * 2 + slot) * p.D + col + x];
-      }
-    }
-    if (col >= p.D) return;
-    if (p.scale_freq && n > 0) {
-      const A c = A(1) / static_cast<A>(n);
+            for (int x = 0; x < VEC; ++x) acc[x] += part[(t * 2 + slot) * p.D + col + x];
+          }
+        }
+        if (col >= p.D) return;
+        if (p.scale_freq) {
+          const A c = A(1) / static_cast<A>(n);
 #pragma unroll
-      for (int x = 0; x < VEC; ++x) acc[x] *= c;
-    }
-    store_cols<T, VEC>(static_cast<T*>(p.dweight), r * p.dw_s0, col, p.dw_s1, acc);
-  });
+          for (int x = 0; x < VEC; ++x) acc[x] *= c;
+        }
+        store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, col, p.dw_s1, acc);
+      },
+      blockIdx.x - zero_blocks, gridDim.x - zero_blocks);
 }
 
 // 6. d(per_sample_weights)[q] = dout[bag(q)] · weight[idx[q]] for valid q (a group per
@@ -188,9 +219,7 @@ __global__ void __launch_bounds__(kEmbThreads) dpsw_kernel(const EmbParams p) {
     A dot = 0;
     if (key != static_cast<uint32_t>(p.V)) {
       const int64_t orow = pos_offset(p.row_map, bag_of_pos(p, q)), wrow = static_cast<int64_t>(key) * p.w_s0;
-      for (int64_t c = 0; c < p.chunks; ++c) {
-        const int64_t col = (c * G + lane) * static_cast<int64_t>(VEC);
-        if (col >= p.D) break;
+      for (int64_t col = static_cast<int64_t>(lane) * VEC; col < p.D; col += static_cast<int64_t>(G) * VEC) {
         A a[VEC], b[VEC];
         load_cols<T, VEC>(dout, orow, col, p.row_s1, a);
         load_cols<T, VEC>(w, wrow, col, p.w_s1, b);
@@ -239,7 +268,10 @@ int backward_launch(const EmbParams& p0, cudaStream_t stream) {
   }
   if (p.V * p.D > 0) {
     auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
-    BC_TRY(launch_kernel(rows, dim3(grid_for(p.V * p.chunks, p.group)), block, 0, stream, p));
+    const int64_t zero_blocks = std::min<int64_t>((p.V + kEmbThreads - 1) / kEmbThreads, int64_t{1} << 20);
+    const int64_t seg_blocks = p.N > 0 ? grid_for(p.N * p.chunks, p.group) : 1;
+    BC_TRY(launch_kernel(rows, dim3(static_cast<unsigned>(zero_blocks + seg_blocks)), block, 0, stream, p,
+                         static_cast<unsigned>(zero_blocks)));
   }
   if (p.dpsw != nullptr && p.N > 0)
     BC_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));

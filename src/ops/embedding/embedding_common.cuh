@@ -106,11 +106,24 @@ __device__ __forceinline__ void store_cols(T* base, int64_t row, int64_t col, in
   }
 }
 
+// VEC elements kept as loaded (raw, half the registers of the accumulator type for 2-byte types).
+template <class T, int VEC>
+struct RawCols {
+  Vec<T, VEC> w;
+  __device__ __forceinline__ void load(const T* base, int64_t row, int64_t col, int64_t s1) {
+    if constexpr (VEC == 1) w.v[0] = base[row + col * s1];
+    else w = *reinterpret_cast<const Vec<T, VEC>*>(base + row + col);
+  }
+  __device__ __forceinline__ acc_t<T> get(int e) const { return to_acc(w.v[e]); }
+};
+
 // Work-item loop of G-lane groups over [0, items): the whole group walks together.
+// Blocks [0, blocks) of the grid take part (block = this block's index among them).
 template <class F>
-__device__ __forceinline__ void for_each_item(int64_t items, int G, F&& f) {
-  const int64_t per_grid = static_cast<int64_t>(gridDim.x) * (kEmbThreads / G);
-  for (int64_t item = (static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x) / G; item < items; item += per_grid)
+__device__ __forceinline__ void for_each_item(int64_t items, int G, F&& f, int64_t block = -1, int64_t blocks = 0) {
+  if (block < 0) block = blockIdx.x, blocks = gridDim.x;
+  const int64_t per_grid = blocks * (kEmbThreads / G);
+  for (int64_t item = (block * kEmbThreads + threadIdx.x) / G; item < items; item += per_grid)
     f(item, static_cast<int>(threadIdx.x & (G - 1)));
 }
 

@@ -34,10 +34,10 @@ __global__ void __launch_bounds__(kEmbThreads) gather_kernel(const EmbParams p) 
 }
 
 // One bag × column chunk per G-lane group. The group reads G indices at a time (one per lane),
-// then walks them in position order, kUnroll rows in flight per lane.
+// then walks them in position order, kUnroll raw row vectors in flight per lane.
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads) bag_kernel(const EmbParams p) {
-  constexpr int kUnroll = 8;
+__global__ void __launch_bounds__(kEmbThreads, 2) bag_kernel(const EmbParams p) {
+  constexpr int kUnroll = 8;  // raw row vectors in flight per lane
   using A = acc_t<T>;
   const T* w = static_cast<const T*>(p.weight);
   const T* psw = static_cast<const T*>(p.psw);
@@ -50,41 +50,42 @@ __global__ void __launch_bounds__(kEmbThreads) bag_kernel(const EmbParams p) {
     int64_t lo, hi;
     bag_range(p, bag, &lo, &hi);
     A acc[VEC];
-    int64_t best_idx[VEC];
+    int best_idx[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) acc[e] = 0, best_idx[e] = -1;
     int64_t nvalid = 0;
     for (int64_t base = lo; base < hi; base += G) {
-      int64_t my_row = -1;  // weight row offset, −1: skipped position
+      int my_row = -1;  // table row (< 2^31), −1: skipped position
       A my_w = 1;
       if (base + lane < hi) {
         const int64_t q = base + lane;
         const int64_t raw = load_index(p.idx, p.idx64, pos_offset(p.idx_map, q));
         const bool in_range = raw >= 0 && raw < p.V;
-        count_flag(p.invalid, !in_range);
-        if (in_range && raw != p.padding) my_row = raw;
+        count_flag(p.invalid, !in_range && chunk == 0);
+        if (in_range && raw != p.padding) my_row = static_cast<int>(raw);
         if (psw != nullptr) my_w = to_acc(psw[pos_offset(p.psw_map, q)]);
       }
       const int n = static_cast<int>(hi - base < G ? hi - base : G);
       for (int k = 0; k < n; k += kUnroll) {
-        int64_t r[kUnroll];
-        A wt[kUnroll], v[kUnroll][VEC];
+        int r[kUnroll];
+        RawCols<T, VEC> v[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           r[u] = gshfl(gm, my_row, (k + u) & (G - 1), G);
-          wt[u] = gshfl(gm, my_w, (k + u) & (G - 1), G);
           if (k + u >= n) r[u] = -1;
-          if (r[u] >= 0 && active) load_cols<T, VEC>(w, r[u] * p.w_s0, col, p.w_s1, v[u]);
+          if (r[u] >= 0 && active) v[u].load(w, static_cast<int64_t>(r[u]) * p.w_s0, col, p.w_s1);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
+          const A wt = gshfl(gm, my_w, (k + u) & (G - 1), G);
           if (r[u] < 0) continue;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
+            const A x = v[u].get(e);
             if constexpr (kMax) {
-              if (nvalid == 0 || v[u][e] > acc[e]) acc[e] = v[u][e], best_idx[e] = r[u];
+              if (nvalid == 0 || x > acc[e]) acc[e] = x, best_idx[e] = r[u];
             } else {
-              acc[e] = fma(wt[u], v[u][e], acc[e]);
+              acc[e] = fma(wt, x, acc[e]);
             }
           }
           ++nvalid;
