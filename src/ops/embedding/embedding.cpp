@@ -347,7 +347,7 @@ Status EmbeddingBackwardPlan::run(cudaStream_t stream, Workspace ws, const Embed
   const BwdLayout l = bwd_layout(p.N, p.V, 0, p.D, d.dtype, false, false);
   if (Status s = bind_workspace(kEmbBwd, l, ws, &p); !s.ok()) return s;
   const bool vec = vector_fits(d.dtype, p.D, {{&a.dout, a.dout.data}, {&a.dweight, a.dweight.data}});
-  set_geometry(&p, d.dtype, vec, 1);
+  set_geometry(&p, d.dtype, vec, detail::kSegCols);
   return launch(kEmbBwd, detail::emb_backward_launcher(d.dtype, vec), p, stream);
 }
 
@@ -517,7 +517,7 @@ Status EmbeddingBagBackwardPlan::run(cudaStream_t stream, Workspace ws, const Em
   if (Status s = bind_workspace(kBagBwd, l, ws, &p); !s.ok()) return s;
   bool vec = vector_fits(d.dtype, p.D, {{&a.dout, a.dout.data}, {&a.dweight, a.dweight.data}});
   if (d.per_sample_weights_grad) vec = vec && vector_fits(d.dtype, p.D, {{&a.weight, a.weight.data}});
-  set_geometry(&p, d.dtype, vec, 1);
+  set_geometry(&p, d.dtype, vec, detail::kSegCols);
   return launch(kBagBwd, detail::emb_backward_launcher(d.dtype, vec), p, stream);
 }
 

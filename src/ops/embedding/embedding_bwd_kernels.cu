@@ -54,15 +54,26 @@ __device__ __forceinline__ int64_t bag_of_pos(const EmbParams& p, int64_t q) {
   return p.bag_of[q];
 }
 
-// acc += the terms of row r at sorted slots [lo, hi) (its range starts at slot seg), columns
-// [col, col + VEC). The group loads G slots' metadata at a time, then kUnroll dout rows per lane.
+// A lane's kSegCols vectors of a (row, column group) item: columns ((cg·kSegCols + u)·G + lane)·VEC.
+template <class T, int VEC>
+struct LaneCols {
+  acc_t<T> acc[kSegCols][VEC] = {};
+  int64_t col[kSegCols];
+  __device__ LaneCols(int64_t cg, int G, int lane) {
+#pragma unroll
+    for (int u = 0; u < kSegCols; ++u) col[u] = ((cg * kSegCols + u) * G + lane) * static_cast<int64_t>(VEC);
+  }
+};
+
+// c.acc += the terms of row r at sorted slots [lo, hi) (its range starts at slot seg). The group
+// loads G slots' metadata at a time (one per lane), then kUnroll dout rows × kSegCols vectors
+// per lane in flight.
 template <class T, int VEC, bool kMax>
-__device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_t hi, uint32_t r, int64_t seg, int64_t col,
-                                          int lane, unsigned gm, acc_t<T> (&acc)[VEC]) {
-  constexpr int kUnroll = 8;
+__device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_t hi, uint32_t r, int64_t seg, int lane,
+                                          unsigned gm, LaneCols<T, VEC>& c) {
+  constexpr int kUnroll = 2;
   using A = acc_t<T>;
   const int G = p.group;
-  const bool active = col < p.D;
   const T* dout = static_cast<const T*>(p.dout);
   const T* psw = static_cast<const T*>(p.psw);
   for (int64_t base = lo; base < hi; base += G) {
@@ -83,27 +94,32 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
     for (int k = 0; k < n; k += kUnroll) {
       int64_t row[kUnroll], bag[kUnroll];
       A wt[kUnroll];
-      RawCols<T, VEC> v[kUnroll];
+      RawCols<T, VEC> v[kUnroll][kSegCols];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int src = (k + u) & (G - 1);
-        row[u] = gshfl(gm, my_row, src, G);
-        wt[u] = gshfl(gm, my_w, src, G);
-        bag[u] = kMax ? gshfl(gm, my_bag, src, G) : 0;
-        if (k + u >= n) row[u] = -1;
-        if (row[u] >= 0 && active) v[u].load(dout, row[u], col, p.row_s1);
+      for (int t = 0; t < kUnroll; ++t) {
+        const int src = (k + t) & (G - 1);
+        row[t] = gshfl(gm, my_row, src, G);
+        wt[t] = gshfl(gm, my_w, src, G);
+        bag[t] = kMax ? gshfl(gm, my_bag, src, G) : 0;
+        if (k + t >= n) row[t] = -1;
+#pragma unroll
+        for (int u = 0; u < kSegCols; ++u)
+          if (row[t] >= 0 && c.col[u] < p.D) v[t][u].load(dout, row[t], c.col[u], p.row_s1);
       }
-      if (!active) continue;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (row[u] < 0) continue;
+      for (int t = 0; t < kUnroll; ++t) {
+        if (row[t] < 0) continue;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          if constexpr (kMax) {
-            if (load_index(p.max_idx, p.idx64, bag[u] * p.mi_s0 + (col + e) * p.mi_s1) == static_cast<int64_t>(r))
-              acc[e] += v[u].get(e);
-          } else {
-            acc[e] = fma(wt[u], v[u].get(e), acc[e]);
+        for (int u = 0; u < kSegCols; ++u) {
+          if (c.col[u] >= p.D) continue;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            if constexpr (kMax) {
+              if (load_index(p.max_idx, p.idx64, bag[t] * p.mi_s0 + (c.col[u] + e) * p.mi_s1) == static_cast<int64_t>(r))
+                c.acc[u][e] += v[t][u].get(e);
+            } else {
+              c.acc[u][e] = fma(wt[t], v[t][u].get(e), c.acc[u][e]);
+            }
           }
         }
       }
@@ -114,42 +130,43 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
 // 4. Partials of the heavy rows (more than kEmbTile terms) meeting tile t: slot 0 for the row
 // of the tile's first slot, slot 1 for the row of its last slot (when different).
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads) heavy_kernel(const EmbParams p) {
+__global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p) {
   using A = acc_t<T>;
   const int G = p.group;
   const unsigned gm = group_mask(G);
   const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
   A* part = static_cast<A*>(p.partials);
   for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
-    const int64_t tile = item / p.chunks, chunk = item - tile * p.chunks;
+    const int64_t tile = item / p.chunks, cg = item - tile * p.chunks;
     const int64_t a = tile * kEmbTile;
     if (a >= total) return;
     const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
-    const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
     const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
     for (int s = 0; s < 2; ++s) {
       const uint32_t r = s == 0 ? k0 : k1;
       if (s == 1 && k1 == k0) break;
       const int64_t rs = p.row_start[r], re = p.row_start[r + 1];
       if (re - rs <= kEmbTile) continue;
-      A acc[VEC];
+      LaneCols<T, VEC> c(cg, G, lane);
+      add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e < re ? e : re, r, rs, lane, gm, c);
 #pragma unroll
-      for (int x = 0; x < VEC; ++x) acc[x] = 0;
-      add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e < re ? e : re, r, rs, col, lane, gm, acc);
-      if (col < p.D)
+      for (int u = 0; u < kSegCols; ++u)
+        if (c.col[u] < p.D)
 #pragma unroll
-        for (int x = 0; x < VEC; ++x) part[(tile * 2 + s) * p.D + col + x] = acc[x];
+          for (int x = 0; x < VEC; ++x) part[(tile * 2 + s) * p.D + c.col[u] + x] = c.acc[u][x];
     }
   });
 }
 
 // 5. Every dweight row written once, by one of the two roles of the grid's blocks:
 //   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones;
-//   the rest: a G-lane group per (sorted slot, column chunk) that starts a row's range sums that
+//   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
 //   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
-//   scale_grad_by_freq. The two roles run side by side (stores beside gathers).
+//   scale_grad_by_freq. The two roles run side by side (stores beside gathers). A slot's key,
+//   its neighbours' keys and its position are loaded together, so a row of one term (the common
+//   case) needs no look-up of its range.
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads) rows_kernel(const EmbParams p, unsigned zero_blocks) {
+__global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p, unsigned zero_blocks) {
   using A = acc_t<T>;
   T* dw = static_cast<T*>(p.dweight);
   if (blockIdx.x < zero_blocks) {
@@ -177,30 +194,33 @@ __global__ void __launch_bounds__(kEmbThreads) rows_kernel(const EmbParams p, un
   for_each_item(
       p.N * p.chunks, G,
       [&](int64_t item, int lane) {
-        const int64_t j = item / p.chunks, chunk = item - j * p.chunks;
-        if (j >= total || (j > 0 && p.keys[j - 1] == p.keys[j])) return;
-        const uint32_t r = p.keys[j];
-        const int64_t col = (chunk * G + lane) * static_cast<int64_t>(VEC);
-        const int64_t n = p.row_start[r + 1] - j;
-        A acc[VEC];
-#pragma unroll
-        for (int x = 0; x < VEC; ++x) acc[x] = 0;
+        const int64_t j = item / p.chunks, cg = item - j * p.chunks;
+        if (j >= total) return;
+        const uint32_t r = p.keys[j], prev = j > 0 ? p.keys[j - 1] : ~0u, next = j + 1 < total ? p.keys[j + 1] : ~0u;
+        if (prev == r) return;
+        const int64_t n = next != r ? 1 : p.row_start[r + 1] - j;
+        LaneCols<T, VEC> c(cg, G, lane);
         if (n <= kEmbTile) {
-          add_terms<T, VEC, kMax>(p, j, j + n, r, j, col, lane, gm, acc);
-        } else if (col < p.D) {
+          add_terms<T, VEC, kMax>(p, j, j + n, r, j, lane, gm, c);
+        } else {
           for (int64_t t = j / kEmbTile; t <= (j + n - 1) / kEmbTile; ++t) {
             const int slot = p.keys[t * kEmbTile] == r ? 0 : 1;
 #pragma unroll
-            for (int x = 0; x < VEC; ++x) acc[x] += part[(t * 2 + slot) * p.D + col + x];
+            for (int u = 0; u < kSegCols; ++u)
+              if (c.col[u] < p.D)
+#pragma unroll
+                for (int x = 0; x < VEC; ++x) c.acc[u][x] += part[(t * 2 + slot) * p.D + c.col[u] + x];
           }
         }
-        if (col >= p.D) return;
-        if (p.scale_freq) {
-          const A c = A(1) / static_cast<A>(n);
+        const A f = p.scale_freq ? A(1) / static_cast<A>(n) : A(1);
 #pragma unroll
-          for (int x = 0; x < VEC; ++x) acc[x] *= c;
+        for (int u = 0; u < kSegCols; ++u) {
+          if (c.col[u] >= p.D) continue;
+          if (p.scale_freq)
+#pragma unroll
+            for (int x = 0; x < VEC; ++x) c.acc[u][x] *= f;
+          store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, c.col[u], p.dw_s1, c.acc[u]);
         }
-        store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, col, p.dw_s1, acc);
       },
       blockIdx.x - zero_blocks, gridDim.x - zero_blocks);
 }

@@ -3,7 +3,7 @@
 //
 // Work split. A "group" of G lanes (power of two <= 32, inside one warp) owns one work item —
 // an output row (gather), a bag, a dweight row, a partial tile or a position — restricted to
-// one column chunk of G·VEC columns (gather: kGatherUnroll·G·VEC). VEC is the 16-byte vector
+// one column chunk of G·VEC columns (gather: kGatherUnroll·G·VEC; backward rows: kSegCols·G·VEC). VEC is the 16-byte vector
 // width of the dtype when every row operand allows it, else 1 (scalar, any strides).
 //
 // Backward pipeline (one per plan; sort or scatter differs only in step 3):
@@ -30,6 +30,7 @@ namespace baracuda::detail {
 inline constexpr int kEmbThreads = 256;
 inline constexpr int kEmbTile = 64;       // heavy-row threshold and partial tile (sorted slots)
 inline constexpr int kGatherUnroll = 4;   // vectors in flight per lane in the gather
+inline constexpr int kSegCols = 4;        // vectors per lane of a backward row item
 
 // Position p (row-major over a view's shape) -> element offset; axes merged where contiguous.
 struct PosMap {
