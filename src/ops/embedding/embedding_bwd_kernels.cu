@@ -151,9 +151,12 @@ __global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p
       add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e < re ? e : re, r, rs, lane, gm, c);
 #pragma unroll
       for (int u = 0; u < kSegCols; ++u)
-        if (c.col[u] < p.D)
+        if (c.col[u] < p.D) {
+          Vec<A, VEC> v;
 #pragma unroll
-          for (int x = 0; x < VEC; ++x) part[(tile * 2 + s) * p.D + c.col[u] + x] = c.acc[u][x];
+          for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
+          *reinterpret_cast<Vec<A, VEC>*>(part + (tile * 2 + s) * p.D + c.col[u]) = v;
+        }
     }
   });
 }
@@ -179,10 +182,18 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
       A z[VEC];
 #pragma unroll
       for (int x = 0; x < VEC; ++x) z[x] = 0;
-      while (m != 0) {
-        const int i = __ffs(m) - 1;
-        m &= m - 1;
-        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+      if (nvec >= 32) {  // whole warp per zero row
+        while (m != 0) {
+          const int i = __ffs(m) - 1;
+          m &= m - 1;
+          for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+        }
+      } else {  // short rows: the lanes walk the 32 rows' vectors together
+        const int nv = static_cast<int>(nvec);
+        for (int v = lane; v < 32 * nv; v += 32) {
+          const int i = v / nv;
+          if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v - i * nv) * VEC, p.dw_s1, z);
+        }
       }
     }
     return;
@@ -202,14 +213,18 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
         LaneCols<T, VEC> c(cg, G, lane);
         if (n <= kEmbTile) {
           add_terms<T, VEC, kMax>(p, j, j + n, r, j, lane, gm, c);
-        } else {
-          for (int64_t t = j / kEmbTile; t <= (j + n - 1) / kEmbTile; ++t) {
-            const int slot = p.keys[t * kEmbTile] == r ? 0 : 1;
+        } else {  // the row is its tiles' first row except in the tile it starts inside (slot 1)
+          const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
+#pragma unroll 2
+          for (int64_t t = t0; t <= t1; ++t) {
+            const int64_t at = (t * 2 + (t * kEmbTile >= j ? 0 : 1)) * p.D;
 #pragma unroll
             for (int u = 0; u < kSegCols; ++u)
-              if (c.col[u] < p.D)
+              if (c.col[u] < p.D) {
+                const Vec<A, VEC> v = *reinterpret_cast<const Vec<A, VEC>*>(part + at + c.col[u]);
 #pragma unroll
-                for (int x = 0; x < VEC; ++x) c.acc[u][x] += part[(t * 2 + slot) * p.D + c.col[u] + x];
+                for (int x = 0; x < VEC; ++x) c.acc[u][x] += v.v[x];
+              }
           }
         }
         const A f = p.scale_freq ? A(1) / static_cast<A>(n) : A(1);
