@@ -161,36 +161,43 @@ __global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p
   });
 }
 
-// 5a. Zeros into every untouched dweight row: a warp per 32 consecutive rows (light kernel, full
-// occupancy, stores only).
-template <class T, int VEC>
-__global__ void __launch_bounds__(kEmbThreads) zero_rows_kernel(const EmbParams p) {
-  using A = acc_t<T>;
-  T* dw = static_cast<T*>(p.dweight);
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kEmbThreads / 32), nvec = (p.D + VEC - 1) / VEC;
-  A z[VEC];
-#pragma unroll
-  for (int x = 0; x < VEC; ++x) z[x] = 0;
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
-    const int64_t r = w * 32 + lane;
-    unsigned m = __ballot_sync(0xffffffffu, r < p.V && p.row_start[r + 1] == p.row_start[r]);
-    while (m != 0) {
-      const int i = __ffs(m) - 1;
-      m &= m - 1;
-      for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
-    }
-  }
-}
-
-// 5b. Every touched row, once: a G-lane group per (sorted slot, column group) that starts a
-// row's range sums that row — its terms in slot order, or its tiles' partials in tile order —
-// times 1/count with scale_grad_by_freq. A slot's key, its neighbours' keys and its position are
-// loaded together, so a row of one term (the common case) needs no look-up of its range.
+// 5. Every dweight row written once, by one of the two roles of the grid's blocks:
+//   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones;
+//   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
+//   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
+//   scale_grad_by_freq. The two roles run side by side (stores beside gathers). A slot's key,
+//   its neighbours' keys and its position are loaded together, so a row of one term (the common
+//   case) needs no look-up of its range.
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p) {
+__global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p, unsigned zero_blocks) {
   using A = acc_t<T>;
   T* dw = static_cast<T*>(p.dweight);
+  if (blockIdx.x < zero_blocks) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int64_t warps = static_cast<int64_t>(zero_blocks) * (kEmbThreads / 32), nvec = (p.D + VEC - 1) / VEC;
+    for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
+      const int64_t r = w * 32 + lane;
+      const bool zero = r < p.V && p.row_start[r + 1] == p.row_start[r];
+      unsigned m = __ballot_sync(0xffffffffu, zero);
+      A z[VEC];
+#pragma unroll
+      for (int x = 0; x < VEC; ++x) z[x] = 0;
+      if (nvec >= 32) {  // whole warp per zero row
+        while (m != 0) {
+          const int i = __ffs(m) - 1;
+          m &= m - 1;
+          for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+        }
+      } else {  // short rows: the lanes walk the 32 rows' vectors together
+        const int nv = static_cast<int>(nvec);
+        for (int v = lane; v < 32 * nv; v += 32) {
+          const int i = v / nv;
+          if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v - i * nv) * VEC, p.dw_s1, z);
+        }
+      }
+    }
+    return;
+  }
   const int G = p.group;
   const unsigned gm = group_mask(G);
   const A* part = static_cast<const A*>(p.partials);
@@ -229,7 +236,8 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p)
             for (int x = 0; x < VEC; ++x) c.acc[u][x] *= f;
           store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, c.col[u], p.dw_s1, c.acc[u]);
         }
-      });
+      },
+      blockIdx.x - zero_blocks, gridDim.x - zero_blocks);
 }
 
 // 6. d(per_sample_weights)[q] = dout[bag(q)] · weight[idx[q]] for valid q (a group per
@@ -294,12 +302,11 @@ int backward_launch(const EmbParams& p0, cudaStream_t stream) {
     }
   }
   if (p.V * p.D > 0) {
+    auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
     const int64_t zero_blocks = std::min<int64_t>((p.V + kEmbThreads - 1) / kEmbThreads, int64_t{1} << 20);
-    BC_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(zero_blocks)), block, 0, stream, p));
-    if (p.N > 0) {
-      auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
-      BC_TRY(launch_kernel(rows, dim3(grid_for(p.N * p.chunks, p.group)), block, 0, stream, p));
-    }
+    const int64_t seg_blocks = p.N > 0 ? grid_for(p.N * p.chunks, p.group) : 1;
+    BC_TRY(launch_kernel(rows, dim3(static_cast<unsigned>(zero_blocks + seg_blocks)), block, 0, stream, p,
+                         static_cast<unsigned>(zero_blocks)));
   }
   if (p.dpsw != nullptr && p.N > 0)
     BC_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));

@@ -13,8 +13,7 @@
 //   3. sort: CUB radix sort of (key, position); scatter: atomic counting scatter by key
 //   4. heavy: rows with more than kEmbTile terms are summed as per-tile partials (tile t covers
 //      sorted slots [t·kEmbTile, (t+1)·kEmbTile); at most two heavy rows meet a tile)
-//   5. rows: every dweight row written once — zeros (untouched rows), or its terms in slot order
-//      or its partials (rows with a sorted range)
+//   5. rows: every dweight row written once — zeros, its terms in slot order, or its partials
 //   6. per-sample-weight gradients (optional)
 #pragma once
 
