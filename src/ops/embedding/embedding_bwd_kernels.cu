@@ -161,6 +161,57 @@ __global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p
   });
 }
 
+// Slot of row r (whose range starts at sorted slot j) in tile t: 0 when r is the tile's first
+// row, 1 in the tile it starts inside.
+__device__ __forceinline__ int heavy_slot(int64_t t, int64_t j) { return t * kEmbTile >= j ? 0 : 1; }
+
+// 4b. Heavy rows' tile partials folded in groups of kEmbFold consecutive tiles of the row (tile
+// order), each group's sum written over its first tile's partial. The row then adds one partial
+// per group (rows_kernel), so no row adds more than N / (kEmbTile·kEmbFold) + 1 partials.
+template <class T, int VEC>
+__global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
+  using A = acc_t<T>;
+  const int G = p.group;
+  const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
+  A* part = static_cast<A*>(p.partials);
+  for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t t = item / p.chunks, cg = item - t * p.chunks;
+    const int64_t a = t * kEmbTile;
+    if (a >= total) return;
+    const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
+    const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t r = s == 0 ? k0 : k1;
+      if (s == 1 && k1 == k0) break;
+      const int64_t j = p.row_start[r], n = p.row_start[r + 1] - j;
+      const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
+      if (n <= kEmbTile || (t - t0) % kEmbFold != 0 || t1 == t0) continue;
+      const int64_t tend = t + kEmbFold - 1 < t1 ? t + kEmbFold - 1 : t1;
+      LaneCols<T, VEC> c(cg, G, lane);
+#pragma unroll 4
+      for (int64_t u2 = t; u2 <= tend; ++u2) {
+        const int64_t at = (u2 * 2 + heavy_slot(u2, j)) * p.D;
+#pragma unroll
+        for (int u = 0; u < kSegCols; ++u)
+          if (c.col[u] < p.D) {
+            const Vec<A, VEC> v = *reinterpret_cast<const Vec<A, VEC>*>(part + at + c.col[u]);
+#pragma unroll
+            for (int x = 0; x < VEC; ++x) c.acc[u][x] += v.v[x];
+          }
+      }
+      const int64_t at = (t * 2 + heavy_slot(t, j)) * p.D;
+#pragma unroll
+      for (int u = 0; u < kSegCols; ++u)
+        if (c.col[u] < p.D) {
+          Vec<A, VEC> v;
+#pragma unroll
+          for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
+          *reinterpret_cast<Vec<A, VEC>*>(part + at + c.col[u]) = v;
+        }
+    }
+  });
+}
+
 // 5. Every dweight row written once, by one of the two roles of the grid's blocks:
 //   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones;
 //   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
@@ -182,18 +233,10 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
       A z[VEC];
 #pragma unroll
       for (int x = 0; x < VEC; ++x) z[x] = 0;
-      if (nvec >= 32) {  // whole warp per zero row
-        while (m != 0) {
-          const int i = __ffs(m) - 1;
-          m &= m - 1;
-          for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
-        }
-      } else {  // short rows: the lanes walk the 32 rows' vectors together
-        const int nv = static_cast<int>(nvec);
-        for (int v = lane; v < 32 * nv; v += 32) {
-          const int i = v / nv;
-          if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v - i * nv) * VEC, p.dw_s1, z);
-        }
+      while (m != 0) {
+        const int i = __ffs(m) - 1;
+        m &= m - 1;
+        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
       }
     }
     return;
@@ -213,11 +256,11 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
         LaneCols<T, VEC> c(cg, G, lane);
         if (n <= kEmbTile) {
           add_terms<T, VEC, kMax>(p, j, j + n, r, j, lane, gm, c);
-        } else {  // the row is its tiles' first row except in the tile it starts inside (slot 1)
+        } else {  // one folded partial per kEmbFold tiles, in tile order
           const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
 #pragma unroll 2
-          for (int64_t t = t0; t <= t1; ++t) {
-            const int64_t at = (t * 2 + (t * kEmbTile >= j ? 0 : 1)) * p.D;
+          for (int64_t t = t0; t <= t1; t += kEmbFold) {
+            const int64_t at = (t * 2 + heavy_slot(t, j)) * p.D;
 #pragma unroll
             for (int u = 0; u < kSegCols; ++u)
               if (c.col[u] < p.D) {
@@ -299,6 +342,7 @@ int backward_launch(const EmbParams& p0, cudaStream_t stream) {
       const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile;
       auto heavy = max_mode ? heavy_kernel<T, VEC, true> : heavy_kernel<T, VEC, false>;
       BC_TRY(launch_kernel(heavy, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
+      BC_TRY(launch_kernel(fold_kernel<T, VEC>, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
     }
   }
   if (p.V * p.D > 0) {

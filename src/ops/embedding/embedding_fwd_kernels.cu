@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kEmbThreads) gather_kernel(const EmbParams p) 
 // One bag × column chunk per G-lane group. The group reads G indices at a time (one per lane),
 // then walks them in position order, kUnroll raw row vectors in flight per lane.
 template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads, sizeof(T) == 2 && VEC > 1 ? 1 : 2) bag_kernel(const EmbParams p) {
+__global__ void __launch_bounds__(kEmbThreads, 2) bag_kernel(const EmbParams p) {
   constexpr int kUnroll = 8;  // raw row vectors in flight per lane
   using A = acc_t<T>;
   const T* w = static_cast<const T*>(p.weight);

@@ -13,6 +13,7 @@
 //   3. sort: CUB radix sort of (key, position); scatter: atomic counting scatter by key
 //   4. heavy: rows with more than kEmbTile terms are summed as per-tile partials (tile t covers
 //      sorted slots [t·kEmbTile, (t+1)·kEmbTile); at most two heavy rows meet a tile)
+//   4b. fold: a heavy row's tile partials summed in groups of kEmbFold tiles (tile order)
 //   5. rows: every dweight row written once — zeros, its terms in slot order, or its partials
 //   6. per-sample-weight gradients (optional)
 #pragma once
@@ -31,6 +32,7 @@ inline constexpr int kEmbThreads = 256;
 inline constexpr int kEmbTile = 64;       // heavy-row threshold and partial tile (sorted slots)
 inline constexpr int kGatherUnroll = 4;   // vectors in flight per lane in the gather
 inline constexpr int kSegCols = 4;        // vectors per lane of a backward row item
+inline constexpr int kEmbFold = 16;       // heavy-row tile partials folded per group
 
 // Position p (row-major over a view's shape) -> element offset; axes merged where contiguous.
 struct PosMap {
