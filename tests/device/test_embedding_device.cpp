@@ -353,6 +353,9 @@ TEST(EmbeddingDevice, SortDeterministicAndGraphCapturable) {
   StridedBuffer idx = make_index_buf(DType::i64, {N}, Layout::kContiguous, iv);
   DevMem ws(bp->workspace_size());
   ASSERT_TRUE(bp->run(nullptr, {ws.p, bp->workspace_size()}, {idx.ref(), g.ref(), dw1.mut(), {}}).ok());
+  // the graph below runs on a non-blocking stream with the same workspace: finish this run first
+  // (without it, compute-sanitizer's slow kernels let the two overlap)
+  BARACUDA_CUDA_OK(cudaDeviceSynchronize());
   cudaStream_t s;
   BARACUDA_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t graph;
