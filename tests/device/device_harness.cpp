@@ -252,4 +252,52 @@ std::string shape_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+double rounding_eps(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : dtype_eps(t); }
+double accumulator_eps(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : 1.1920928955078125e-07; }
+
+std::vector<double> logical_values(const StridedBuffer& s) {
+  std::vector<double> v(static_cast<size_t>(s.numel()));
+  for (int64_t f = 0; f < s.numel(); ++f) v[static_cast<size_t>(f)] = bits_to_double(s.dtype, s.get_bits(f));
+  return v;
+}
+
+std::vector<double> abs_values(std::vector<double> v) {
+  for (double& e : v) e = std::fabs(e);
+  return v;
+}
+
+StridedBuffer poisoned_buffer(DType dt, std::vector<int64_t> shape, Layout l, uint8_t poison, std::mt19937_64* rng) {
+  StridedBuffer b(dt, std::move(shape), l);
+  b.fill_storage(poison);
+  if (rng != nullptr) fill_random(b, *rng, false);
+  b.upload();
+  return b;
+}
+
+bool download_and_check_gaps(const char* what, const std::string& repro, StridedBuffer& got, uint8_t poison) {
+  got.download();
+  int64_t gap = -1;
+  if (got.gaps_hold(poison, &gap)) return true;
+  ADD_FAILURE() << repro << ": " << what << " wrote outside its view at storage element " << gap;
+  return false;
+}
+
+bool within_tolerance(const char* what, const std::string& repro, const std::vector<double>& got,
+                      const std::vector<double>& want, const std::vector<double>& mag, DType out, DType acc,
+                      ErrorStats& S) {
+  const double oe = rounding_eps(out), ae = accumulator_eps(acc), atol = out == DType::f16 ? 3e-8 : 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ++S.elements;
+    if (std::isnan(got[i]) && std::isnan(want[i])) continue;
+    const double tol = atol + oe * std::fabs(want[i]) + 64 * ae * mag[i] + 1e-300, err = std::fabs(got[i] - want[i]);
+    if (!(err <= tol)) {
+      ADD_FAILURE() << repro << ": " << what << "[" << i << "] got " << got[i] << " want " << want[i] << " |err| " << err
+                    << " tol " << tol;
+      return false;
+    }
+    if (err / tol > S.worst) S.worst = err / tol, S.worst_at = repro + " " + what;
+  }
+  return true;
+}
+
 }  // namespace baracuda::test

@@ -90,4 +90,33 @@ void fill_random(StridedBuffer& b, std::mt19937_64& rng, bool specials);
 
 std::string shape_str(const std::vector<int64_t>& v);
 
+// Unit roundoff of a result dtype (f64: 2^-52) and of its accumulator (f32, or f64 for f64).
+double rounding_eps(DType t);
+double accumulator_eps(DType t);
+
+// The view's logical elements (row-major) as double; |v| elementwise.
+std::vector<double> logical_values(const StridedBuffer& s);
+std::vector<double> abs_values(std::vector<double> v);
+
+// A buffer whose whole storage holds `poison`, then (rng given) random logical values; uploaded.
+StridedBuffer poisoned_buffer(DType dt, std::vector<int64_t> shape, Layout l, uint8_t poison, std::mt19937_64* rng);
+
+// Worst error / tolerance seen by a family's comparisons.
+struct ErrorStats {
+  int64_t cases = 0, elements = 0;
+  double worst = 0;
+  std::string worst_at;
+};
+
+// Downloads `got` and fails (ADD_FAILURE, false) when a storage element outside the view lost
+// its poison.
+bool download_and_check_gaps(const char* what, const std::string& repro, StridedBuffer& got, uint8_t poison);
+
+// |got − want| <= atol + rounding_eps(out)·|want| + 64·accumulator_eps(acc)·mag for every element
+// (mag: the same sums over absolute values; atol: half of f16's smallest subnormal for f16;
+// NaN equals NaN); the first violation fails the test. Records the worst ratio in S.
+bool within_tolerance(const char* what, const std::string& repro, const std::vector<double>& got,
+                      const std::vector<double>& want, const std::vector<double>& mag, DType out, DType acc,
+                      ErrorStats& S);
+
 }  // namespace baracuda::test

@@ -20,15 +20,7 @@ namespace {
 
 constexpr uint8_t kPoison = 0xFF;  // NaN in every float dtype
 
-struct Stats {
-  int64_t cases = 0, elements = 0;
-  double worst = 0;
-  std::string worst_at;
-};
-Stats g_stats[3];  // fwd, bwd, update
-
-double eps_of(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : dtype_eps(t); }
-double acc_eps(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : 1.1920928955078125e-07; }
+ErrorStats g_stats[3];  // fwd, bwd, update
 
 std::vector<int64_t> data_shape(Conv1dLayout l, int64_t B, int64_t C, int64_t L) {
   return l == Conv1dLayout::kBCL ? std::vector<int64_t>{B, C, L} : std::vector<int64_t>{B, L, C};
@@ -47,51 +39,20 @@ std::vector<double> values(const StridedBuffer& s, Conv1dLayout l, int64_t B, in
         v[static_cast<size_t>((b * C + c) * L + t)] = bits_to_double(s.dtype, s.get_bits(flat_of(l, C, L, b, c, t)));
   return v;
 }
-std::vector<double> values(const StridedBuffer& s) {
-  std::vector<double> v(static_cast<size_t>(s.numel()));
-  for (int64_t f = 0; f < s.numel(); ++f) v[static_cast<size_t>(f)] = bits_to_double(s.dtype, s.get_bits(f));
-  return v;
-}
-std::vector<double> absv(std::vector<double> v) {
-  for (double& e : v) e = std::fabs(e);
-  return v;
-}
+std::vector<double> values(const StridedBuffer& s) { return logical_values(s); }
+std::vector<double> absv(std::vector<double> v) { return abs_values(std::move(v)); }
 
 StridedBuffer make_buf(DType dt, std::vector<int64_t> shape, Layout l, std::mt19937_64* rng) {
-  StridedBuffer b(dt, std::move(shape), l);
-  b.fill_storage(kPoison);
-  if (rng != nullptr) fill_random(b, *rng, false);
-  b.upload();
-  return b;
+  return poisoned_buffer(dt, std::move(shape), l, kPoison, rng);
 }
 
 // Compares `got` (view, [B, C, L] order when `l` given) with want; tol = out_eps·|want| +
 // 64·acc_eps·mag (mag: the same sums over absolute values). Checks the canary gaps too.
 bool compare(const char* what, const std::string& repro, StridedBuffer& got, const std::vector<double>& want,
-             const std::vector<double>& mag, DType acc_dt, const std::vector<int64_t>* bcl, Conv1dLayout l, Stats& S) {
-  got.download();
-  int64_t gap = -1;
-  if (!got.gaps_hold(kPoison, &gap)) {
-    ADD_FAILURE() << repro << ": " << what << " wrote outside its view at storage element " << gap;
-    return false;
-  }
+             const std::vector<double>& mag, DType acc_dt, const std::vector<int64_t>* bcl, Conv1dLayout l, ErrorStats& S) {
+  if (!download_and_check_gaps(what, repro, got, kPoison)) return false;
   const std::vector<double> g = bcl ? values(got, l, (*bcl)[0], (*bcl)[1], (*bcl)[2]) : values(got);
-  const double oe = eps_of(got.dtype), ae = acc_eps(acc_dt);
-  const double atol = got.dtype == DType::f16 ? 3e-8 : 0;  // half of f16's smallest subnormal
-  for (size_t i = 0; i < want.size(); ++i) {
-    ++S.elements;
-    const double tol = atol + oe * std::fabs(want[i]) + 64 * ae * mag[i] + 1e-300, err = std::fabs(g[i] - want[i]);
-    if (!(err <= tol)) {
-      ADD_FAILURE() << repro << ": " << what << "[" << i << "] got " << g[i] << " want " << want[i] << " |err| " << err
-                    << " tol " << tol;
-      return false;
-    }
-    if (err / tol > S.worst) {
-      S.worst = err / tol;
-      S.worst_at = repro + " " + what;
-    }
-  }
-  return true;
+  return within_tolerance(what, repro, g, want, mag, got.dtype, acc_dt, S);
 }
 
 struct Size {

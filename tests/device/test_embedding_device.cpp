@@ -21,32 +21,12 @@ namespace {
 
 constexpr uint8_t kPoison = 0xFF;
 
-struct Stats {
-  int64_t cases = 0, elements = 0;
-  double worst = 0;
-  std::string worst_at;
-};
-Stats g_stats[2];  // fwd, bwd
+ErrorStats g_stats[2];  // fwd, bwd
 
-double eps_of(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : dtype_eps(t); }
-double acc_eps(DType t) { return t == DType::f64 ? 2.220446049250313e-16 : 1.1920928955078125e-07; }
-
-std::vector<double> values(const StridedBuffer& s) {
-  std::vector<double> v(static_cast<size_t>(s.numel()));
-  for (int64_t f = 0; f < s.numel(); ++f) v[static_cast<size_t>(f)] = bits_to_double(s.dtype, s.get_bits(f));
-  return v;
-}
-std::vector<double> absv(std::vector<double> v) {
-  for (double& e : v) e = std::fabs(e);
-  return v;
-}
-
+std::vector<double> values(const StridedBuffer& s) { return logical_values(s); }
+std::vector<double> absv(std::vector<double> v) { return abs_values(std::move(v)); }
 StridedBuffer make_buf(DType dt, std::vector<int64_t> shape, Layout l, std::mt19937_64* rng) {
-  StridedBuffer b(dt, std::move(shape), l);
-  b.fill_storage(kPoison);
-  if (rng != nullptr) fill_random(b, *rng, false);
-  b.upload();
-  return b;
+  return poisoned_buffer(dt, std::move(shape), l, kPoison, rng);
 }
 StridedBuffer make_index_buf(DType it, std::vector<int64_t> shape, Layout l, const std::vector<int64_t>& v) {
   StridedBuffer b(it, std::move(shape), l);
@@ -74,27 +54,9 @@ std::vector<int64_t> make_indices(int64_t n, int64_t V, int pattern, std::mt1993
 }
 
 bool compare(const char* what, const std::string& repro, StridedBuffer& got, const std::vector<double>& want,
-             const std::vector<double>& mag, DType acc_dt, Stats& S) {
-  got.download();
-  int64_t gap = -1;
-  if (!got.gaps_hold(kPoison, &gap)) {
-    ADD_FAILURE() << repro << ": " << what << " wrote outside its view at storage element " << gap;
-    return false;
-  }
-  const std::vector<double> g = values(got);
-  const double oe = eps_of(got.dtype), ae = acc_eps(acc_dt), atol = got.dtype == DType::f16 ? 3e-8 : 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    ++S.elements;
-    const double tol = atol + oe * std::fabs(want[i]) + 64 * ae * mag[i] + 1e-300, err = std::fabs(g[i] - want[i]);
-    const bool same_nan = std::isnan(g[i]) && std::isnan(want[i]);
-    if (!same_nan && !(err <= tol)) {
-      ADD_FAILURE() << repro << ": " << what << "[" << i << "] got " << g[i] << " want " << want[i] << " |err| " << err
-                    << " tol " << tol;
-      return false;
-    }
-    if (!same_nan && err / tol > S.worst) S.worst = err / tol, S.worst_at = repro + " " + what;
-  }
-  return true;
+             const std::vector<double>& mag, DType acc_dt, ErrorStats& S) {
+  return download_and_check_gaps(what, repro, got, kPoison) &&
+         within_tolerance(what, repro, values(got), want, mag, got.dtype, acc_dt, S);
 }
 
 int64_t read_counter(void* dev) {

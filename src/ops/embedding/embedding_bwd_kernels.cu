@@ -127,88 +127,85 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
   }
 }
 
-// 4. Partials of the heavy rows (more than kEmbTile terms) meeting tile t: slot 0 for the row
-// of the tile's first slot, slot 1 for the row of its last slot (when different).
-template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p) {
-  using A = acc_t<T>;
-  const int G = p.group;
-  const unsigned gm = group_mask(G);
-  const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
-  A* part = static_cast<A*>(p.partials);
-  for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
-    const int64_t tile = item / p.chunks, cg = item - tile * p.chunks;
-    const int64_t a = tile * kEmbTile;
-    if (a >= total) return;
-    const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
-    const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
-    for (int s = 0; s < 2; ++s) {
-      const uint32_t r = s == 0 ? k0 : k1;
-      if (s == 1 && k1 == k0) break;
-      const int64_t rs = p.row_start[r], re = p.row_start[r + 1];
-      if (re - rs <= kEmbTile) continue;
-      LaneCols<T, VEC> c(cg, G, lane);
-      add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e < re ? e : re, r, rs, lane, gm, c);
+// f(s, r, rs, re) for each heavy row r (more than kEmbTile terms, slots [rs, re)) meeting tile t:
+// s = 0 for the row of the tile's first slot, 1 for the row of its last slot (when different).
+template <class F>
+__device__ __forceinline__ void for_heavy_rows(const EmbParams& p, int64_t t, int64_t total, F&& f) {
+  const int64_t a = t * kEmbTile;
+  if (a >= total) return;
+  const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
+  const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t r = s == 0 ? k0 : k1;
+    if (s == 1 && k1 == k0) break;
+    const int64_t rs = p.row_start[r], re = p.row_start[r + 1];
+    if (re - rs > kEmbTile) f(s, r, rs, re);
+  }
+}
+
+// The lane's columns of partial row `at` (element offset): added into c, or written from c.
+template <class T, int VEC>
+__device__ __forceinline__ void add_partial(const acc_t<T>* part, int64_t at, int64_t D, LaneCols<T, VEC>& c) {
 #pragma unroll
-      for (int u = 0; u < kSegCols; ++u)
-        if (c.col[u] < p.D) {
-          Vec<A, VEC> v;
+  for (int u = 0; u < kSegCols; ++u)
+    if (c.col[u] < D) {
+      const Vec<acc_t<T>, VEC> v = *reinterpret_cast<const Vec<acc_t<T>, VEC>*>(part + at + c.col[u]);
 #pragma unroll
-          for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
-          *reinterpret_cast<Vec<A, VEC>*>(part + (tile * 2 + s) * p.D + c.col[u]) = v;
-        }
+      for (int x = 0; x < VEC; ++x) c.acc[u][x] += v.v[x];
     }
-  });
+}
+template <class T, int VEC>
+__device__ __forceinline__ void store_partial(acc_t<T>* part, int64_t at, int64_t D, const LaneCols<T, VEC>& c) {
+#pragma unroll
+  for (int u = 0; u < kSegCols; ++u)
+    if (c.col[u] < D) {
+      Vec<acc_t<T>, VEC> v;
+#pragma unroll
+      for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
+      *reinterpret_cast<Vec<acc_t<T>, VEC>*>(part + at + c.col[u]) = v;
+    }
 }
 
 // Slot of row r (whose range starts at sorted slot j) in tile t: 0 when r is the tile's first
 // row, 1 in the tile it starts inside.
 __device__ __forceinline__ int heavy_slot(int64_t t, int64_t j) { return t * kEmbTile >= j ? 0 : 1; }
 
+// 4. One partial per (tile, heavy row meeting it), at partial row t·2 + slot.
+template <class T, int VEC, bool kMax>
+__global__ void __launch_bounds__(kEmbThreads, 2) heavy_kernel(const EmbParams p) {
+  const int G = p.group;
+  const unsigned gm = group_mask(G);
+  const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
+  for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t t = item / p.chunks, cg = item - t * p.chunks;
+    for_heavy_rows(p, t, total, [&](int s, uint32_t r, int64_t rs, int64_t re) {
+      const int64_t a = t * kEmbTile, e = a + kEmbTile < re ? a + kEmbTile : re;
+      LaneCols<T, VEC> c(cg, G, lane);
+      add_terms<T, VEC, kMax>(p, a > rs ? a : rs, e, r, rs, lane, gm, c);
+      store_partial(static_cast<acc_t<T>*>(p.partials), (t * 2 + s) * p.D, p.D, c);
+    });
+  });
+}
+
 // 4b. Heavy rows' tile partials folded in groups of kEmbFold consecutive tiles of the row (tile
 // order), each group's sum written over its first tile's partial. The row then adds one partial
 // per group (rows_kernel), so no row adds more than N / (kEmbTile·kEmbFold) + 1 partials.
 template <class T, int VEC>
 __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
-  using A = acc_t<T>;
   const int G = p.group;
   const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile, total = p.row_start[p.V];
-  A* part = static_cast<A*>(p.partials);
+  acc_t<T>* part = static_cast<acc_t<T>*>(p.partials);
   for_each_item(tiles * p.chunks, G, [&](int64_t item, int lane) {
     const int64_t t = item / p.chunks, cg = item - t * p.chunks;
-    const int64_t a = t * kEmbTile;
-    if (a >= total) return;
-    const int64_t e = a + kEmbTile < total ? a + kEmbTile : total;
-    const uint32_t k0 = p.keys[a], k1 = p.keys[e - 1];
-    for (int s = 0; s < 2; ++s) {
-      const uint32_t r = s == 0 ? k0 : k1;
-      if (s == 1 && k1 == k0) break;
-      const int64_t j = p.row_start[r], n = p.row_start[r + 1] - j;
-      const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
-      if (n <= kEmbTile || (t - t0) % kEmbFold != 0 || t1 == t0) continue;
+    for_heavy_rows(p, t, total, [&](int s, uint32_t, int64_t j, int64_t re) {
+      const int64_t t0 = j / kEmbTile, t1 = (re - 1) / kEmbTile;
+      if ((t - t0) % kEmbFold != 0) return;
       const int64_t tend = t + kEmbFold - 1 < t1 ? t + kEmbFold - 1 : t1;
       LaneCols<T, VEC> c(cg, G, lane);
 #pragma unroll 4
-      for (int64_t u2 = t; u2 <= tend; ++u2) {
-        const int64_t at = (u2 * 2 + heavy_slot(u2, j)) * p.D;
-#pragma unroll
-        for (int u = 0; u < kSegCols; ++u)
-          if (c.col[u] < p.D) {
-            const Vec<A, VEC> v = *reinterpret_cast<const Vec<A, VEC>*>(part + at + c.col[u]);
-#pragma unroll
-            for (int x = 0; x < VEC; ++x) c.acc[u][x] += v.v[x];
-          }
-      }
-      const int64_t at = (t * 2 + heavy_slot(t, j)) * p.D;
-#pragma unroll
-      for (int u = 0; u < kSegCols; ++u)
-        if (c.col[u] < p.D) {
-          Vec<A, VEC> v;
-#pragma unroll
-          for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
-          *reinterpret_cast<Vec<A, VEC>*>(part + at + c.col[u]) = v;
-        }
-    }
+      for (int64_t u = t; u <= tend; ++u) add_partial(part, (u * 2 + heavy_slot(u, j)) * p.D, p.D, c);
+      store_partial(part, (t * 2 + s) * p.D, p.D, c);
+    });
   });
 }
 
@@ -259,16 +256,7 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
         } else {  // one folded partial per kEmbFold tiles, in tile order
           const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
 #pragma unroll 2
-          for (int64_t t = t0; t <= t1; t += kEmbFold) {
-            const int64_t at = (t * 2 + heavy_slot(t, j)) * p.D;
-#pragma unroll
-            for (int u = 0; u < kSegCols; ++u)
-              if (c.col[u] < p.D) {
-                const Vec<A, VEC> v = *reinterpret_cast<const Vec<A, VEC>*>(part + at + c.col[u]);
-#pragma unroll
-                for (int x = 0; x < VEC; ++x) c.acc[u][x] += v.v[x];
-              }
-          }
+          for (int64_t t = t0; t <= t1; t += kEmbFold) add_partial(part, (t * 2 + heavy_slot(t, j)) * p.D, p.D, c);
         }
         const A f = p.scale_freq ? A(1) / static_cast<A>(n) : A(1);
 #pragma unroll
