@@ -129,6 +129,12 @@ bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLa
   return representable(representable, 0, d);
 }
 
+Status check_workspace_budget(std::string_view op, size_t need, size_t max_workspace_bytes) {
+  if (need <= max_workspace_bytes) return {};
+  return error(StatusCode::kUnsupported, op, ": needs ", need, " workspace bytes (max_workspace_bytes = ",
+               max_workspace_bytes, ")");
+}
+
 Status check_operands(std::string_view op, const OperandList& list) {
   const std::span<const Operand> ops(list.v, static_cast<size_t>(list.n));
   for (const Operand& o : ops) {

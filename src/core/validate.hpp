@@ -81,6 +81,9 @@ struct OperandList {
   void push_back(const Operand& o) { v[n++] = o; }
 };
 
+// kUnsupported when a plan's workspace exceeds PlanPreference::max_workspace_bytes.
+Status check_workspace_budget(std::string_view op, size_t need, size_t max_workspace_bytes);
+
 // check_view on each, no internal overlap in outputs, no output touching any other operand.
 Status check_operands(std::string_view op, const OperandList& list);
 

@@ -255,10 +255,7 @@ Result<CausalConv1dBackwardPlan> CausalConv1dBackwardPlan::select(const CausalCo
   CausalConv1dBackwardPlan plan;
   plan.desc_ = d;
   if (Status s = select_main(kBwd, d, pref, /*backward=*/true, &plan.sku_); !s.ok()) return s;
-  const size_t ws = plan.workspace_size();
-  if (ws > pref.max_workspace_bytes)
-    return error(StatusCode::kUnsupported, kBwd, ": needs ", ws, " workspace bytes, preference allows ",
-                 pref.max_workspace_bytes);
+  if (Status s = check_workspace_budget(kBwd, plan.workspace_size(), pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
 }
 

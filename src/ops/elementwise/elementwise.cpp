@@ -694,9 +694,7 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
   }
   res->reduce_ws_offset = off;
   p.workspace_ = off + reduce_ws;
-  if (p.workspace_ > pref.max_workspace_bytes)
-    return error(StatusCode::kUnsupported, kBwd, ": needs ", p.workspace_, " workspace bytes for the broadcast operands' reductions (max_workspace_bytes = ",
-                 pref.max_workspace_bytes, ")");
+  if (Status s = check_workspace_budget(kBwd, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return p;
 }
 

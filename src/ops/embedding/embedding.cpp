@@ -304,9 +304,7 @@ Result<EmbeddingBackwardPlan> EmbeddingBackwardPlan::select(const EmbeddingBackw
   if (Status s = select_embedding(kEmbBwd, d, pref, true, &plan.sku_, &plan.sorted_); !s.ok()) return s;
   plan.desc_ = d;
   plan.workspace_ = bwd_layout(d.num_indices, d.num_embeddings, 0, d.embedding_dim, d.dtype, false, false).total;
-  if (plan.workspace_ > pref.max_workspace_bytes)
-    return error(StatusCode::kUnsupported, kEmbBwd, ": needs ", plan.workspace_, " workspace bytes, preference allows ",
-                 pref.max_workspace_bytes);
+  if (Status s = check_workspace_budget(kEmbBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
 }
 
@@ -466,9 +464,7 @@ Result<EmbeddingBagBackwardPlan> EmbeddingBagBackwardPlan::select(const Embeddin
   plan.workspace_ = bwd_layout(d.indices_count(), d.num_embeddings, d.num_bags, d.embedding_dim, d.dtype, d.bag_size == 0,
                                d.mode == EmbeddingBagMode::kMean)
                         .total;
-  if (plan.workspace_ > pref.max_workspace_bytes)
-    return error(StatusCode::kUnsupported, kBagBwd, ": needs ", plan.workspace_, " workspace bytes, preference allows ",
-                 pref.max_workspace_bytes);
+  if (Status s = check_workspace_budget(kBagBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
 }
 

@@ -304,8 +304,13 @@ __global__ void __launch_bounds__(kEmbThreads) dpsw_kernel(const EmbParams p) {
     if (e_ != cudaSuccess) return static_cast<int>(e_);   \
   } while (0)
 
+struct Backward {
+  template <class T, int VEC>
+  static int fn(const EmbParams& p, cudaStream_t stream);
+};
+
 template <class T, int VEC>
-int backward_launch(const EmbParams& p0, cudaStream_t stream) {
+int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
   EmbParams p = p0;
   const dim3 block(kEmbThreads);
   const bool max_mode = p.kind == EmbKind::kMax;
@@ -347,15 +352,7 @@ int backward_launch(const EmbParams& p0, cudaStream_t stream) {
 
 }  // namespace emb
 
-EmbLaunchFn emb_backward_launcher(DType t, bool vector) {
-  switch (t) {
-    case DType::f32: return vector ? &emb::backward_launch<float, 4> : &emb::backward_launch<float, 1>;
-    case DType::f16: return vector ? &emb::backward_launch<__half, 8> : &emb::backward_launch<__half, 1>;
-    case DType::bf16: return vector ? &emb::backward_launch<__nv_bfloat16, 8> : &emb::backward_launch<__nv_bfloat16, 1>;
-    case DType::f64: return vector ? &emb::backward_launch<double, 2> : &emb::backward_launch<double, 1>;
-    default: return nullptr;
-  }
-}
+EmbLaunchFn emb_backward_launcher(DType t, bool vector) { return emb::launcher_for<emb::Backward>(t, vector); }
 
 size_t emb_cub_bound(int64_t n, int64_t v) {
   // Radix sort through a DoubleBuffer (onesweep): per 8-bit pass a look-back word per digit per

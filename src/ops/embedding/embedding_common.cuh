@@ -127,6 +127,18 @@ __device__ __forceinline__ void for_each_item(int64_t items, int G, F&& f, int64
     f(item, static_cast<int>(threadIdx.x & (G - 1)));
 }
 
+// The instance of L::fn<T, VEC> for dtype t: VEC = 16 / sizeof(T) when `vector`, else 1.
+template <class L>
+EmbLaunchFn launcher_for(DType t, bool vector) {
+  switch (t) {
+    case DType::f32: return vector ? &L::template fn<float, 4> : &L::template fn<float, 1>;
+    case DType::f16: return vector ? &L::template fn<__half, 8> : &L::template fn<__half, 1>;
+    case DType::bf16: return vector ? &L::template fn<__nv_bfloat16, 8> : &L::template fn<__nv_bfloat16, 1>;
+    case DType::f64: return vector ? &L::template fn<double, 2> : &L::template fn<double, 1>;
+    default: return nullptr;
+  }
+}
+
 inline unsigned grid_for(int64_t items, int G) {
   const int64_t blocks = (items * G + kEmbThreads - 1) / kEmbThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > (int64_t{1} << 30) ? (int64_t{1} << 30) : blocks);

@@ -103,8 +103,13 @@ __global__ void __launch_bounds__(kEmbThreads, 2) bag_kernel(const EmbParams p) 
   });
 }
 
+struct Forward {
+  template <class T, int VEC>
+  static int fn(const EmbParams& p, cudaStream_t stream);
+};
+
 template <class T, int VEC>
-int forward_launch(const EmbParams& p, cudaStream_t stream) {
+int Forward::fn(const EmbParams& p, cudaStream_t stream) {
   const dim3 block(kEmbThreads);
   if (p.kind == EmbKind::kEmbedding) {
     if (p.N * p.D == 0) return 0;
@@ -117,14 +122,6 @@ int forward_launch(const EmbParams& p, cudaStream_t stream) {
 
 }  // namespace emb
 
-EmbLaunchFn emb_forward_launcher(DType t, bool vector) {
-  switch (t) {
-    case DType::f32: return vector ? &emb::forward_launch<float, 4> : &emb::forward_launch<float, 1>;
-    case DType::f16: return vector ? &emb::forward_launch<__half, 8> : &emb::forward_launch<__half, 1>;
-    case DType::bf16: return vector ? &emb::forward_launch<__nv_bfloat16, 8> : &emb::forward_launch<__nv_bfloat16, 1>;
-    case DType::f64: return vector ? &emb::forward_launch<double, 2> : &emb::forward_launch<double, 1>;
-    default: return nullptr;
-  }
-}
+EmbLaunchFn emb_forward_launcher(DType t, bool vector) { return emb::launcher_for<emb::Forward>(t, vector); }
 
 }  // namespace baracuda::detail

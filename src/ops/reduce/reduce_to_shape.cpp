@@ -200,8 +200,7 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   choose_splits(&g2);
   const int64_t splits = std::max(g.splits, g2.splits);
   p.workspace_ = splits > 1 ? static_cast<size_t>(splits * g.K) * acc : 0;
-  if (p.workspace_ > pref.max_workspace_bytes)
-    return error(StatusCode::kUnsupported, kOp, ": needs ", p.workspace_, " workspace bytes (max_workspace_bytes = ", pref.max_workspace_bytes, ")");
+  if (Status s = check_workspace_budget(kOp, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   p.sku_.op = cat("reduce_to_shape.", reduce_op_name(d.op));
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.in_dtype;
