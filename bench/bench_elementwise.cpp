@@ -291,6 +291,29 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
       r.us = median_us([&] { (void)p->run(nullptr, {}, a); }, 2, quick ? 5 : 15);
       R.finish(r);
     }
+  // frexp with both results (FrexpPlan): mantissa in the input dtype, exponent i32
+  for (DType dt : {DType::bf16, DType::f32}) {
+    const std::string line = "frexp2 " + std::string(dtype_name(dt)) + " contiguous";
+    if (!filter.empty() && line.find(filter) == std::string::npos) continue;
+    auto p = FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::tensor(dt, {n})}));
+    if (!p) continue;
+    DeviceBuffer x(n * dtype_size(dt)), m(n * dtype_size(dt)), e(n * 4);
+    fill_device(x.p, dt, n, 3);
+    FrexpArgs a;
+    a.in = TensorRef::make(x.p, dt, {n});
+    a.mantissa = TensorMut::make(m.p, dt, {n});
+    a.exponent = TensorMut::make(e.p, DType::i32, {n});
+    EwRecord r;
+    r.op = "frexp2";
+    r.dtype = std::string(dtype_name(dt));
+    r.variant = "contiguous";
+    r.shape = {n};
+    r.direction = "fwd";
+    r.sku = p->sku().name();
+    r.bytes = static_cast<double>(n) * (2 * dtype_size(dt) + 4);
+    r.us = median_us([&] { (void)p->run(nullptr, {}, a); }, 2, quick ? 5 : 15);
+    R.finish(r);
+  }
   // broadcast and strided cases of representative ops (2^28 outputs)
   const int64_t rows = quick ? 4096 : 16384, cols = quick ? 4096 : 16384;
   for (DType dt : {DType::bf16, DType::f32}) {

@@ -30,7 +30,8 @@ UNARY = {
     "isnan": torch.isnan, "isposinf": torch.isposinf, "isneginf": torch.isneginf, "signbit": torch.signbit,
     "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not, "clamp": lambda x: torch.clamp(x, -0.5, 1.25),
     "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma, "sigmoid": torch.sigmoid,
-    "ndtr": S.ndtr, "digamma": torch.digamma, "erfcx": S.erfcx, "ndtri": S.ndtri, "i0": torch.i0, "i1": S.i1, "polygamma": lambda x: torch.polygamma(1, x), "log_ndtr": S.log_ndtr, "entr": S.entr, "relu": torch.relu, "relu6": F.relu6,
+    "ndtr": S.ndtr, "digamma": torch.digamma, "erfcx": S.erfcx, "ndtri": S.ndtri, "i0": torch.i0, "i1": S.i1, "i0e": S.i0e, "i1e": S.i1e,
+    "frexp": lambda x: torch.frexp(x)[0], "frexp2": torch.frexp, "polygamma": lambda x: torch.polygamma(1, x), "log_ndtr": S.log_ndtr, "entr": S.entr, "relu": torch.relu, "relu6": F.relu6,
     "leaky_relu": F.leaky_relu, "rrelu": lambda x: F.rrelu(x, training=False), "elu": F.elu, "selu": F.selu, "celu": F.celu,
     "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu, "mish": F.mish,
     "logsigmoid": F.logsigmoid, "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "hardtanh": F.hardtanh,
@@ -38,7 +39,7 @@ UNARY = {
     "softsign": F.softsign, "threshold": lambda x: F.threshold(x, 0.5, 0.0),
 }
 BINARY = {
-    "zeta": S.zeta, "xlogy": torch.xlogy, "xlog1py": S.xlog1py, "prelu": lambda a, w: torch.where(a > 0, a, w * a),
+    "zeta": S.zeta, "igamma": torch.igamma, "igammac": torch.igammac, "xlogy": torch.xlogy, "xlog1py": S.xlog1py, "prelu": lambda a, w: torch.where(a > 0, a, w * a),
     "glu": lambda a, b: a * torch.sigmoid(b), "swiglu": lambda a, b: F.silu(a) * b, "geglu": lambda a, b: F.gelu(a) * b,
     "reglu": lambda a, b: F.relu(a) * b, "add": torch.add, "sub": torch.sub, "rsub": torch.rsub, "mul": torch.mul,
     "div": torch.div, "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
@@ -118,7 +119,9 @@ def torch_us(r):
             y = torch.empty(r["shape"], device="cuda", dtype=xs[0].dtype)
             return median_us(lambda: torch.exp(xs[0], out=y), warm=3, reps=15)
         return median_us(lambda: fn(*xs), warm=3, reps=15)
-    leaves = [x.detach().requires_grad_(x.is_floating_point()) for x in xs]
+    # igamma/igammac: PyTorch has no derivative in a (operand 0), nor do we
+    no_grad = {"igamma": {0}, "igammac": {0}}.get(op, set())
+    leaves = [x.detach().requires_grad_(x.is_floating_point() and k not in no_grad) for k, x in enumerate(xs)]
     y = fn(*leaves)
     g = torch.empty_like(y).uniform_(-1, 1)
     need = [x for x in leaves if x.requires_grad]

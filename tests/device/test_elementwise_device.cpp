@@ -46,7 +46,8 @@ bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
 double op_k(EwOp op) {
   switch (op) {
     case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
-    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1: case EwOp::polygamma: case EwOp::zeta:
+    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1: case EwOp::i0e: case EwOp::i1e: case EwOp::igamma: case EwOp::igammac:
+    case EwOp::polygamma: case EwOp::zeta:
     case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
     case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
     case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
@@ -385,6 +386,130 @@ TEST(ElementwiseDevice, EveryOpEveryDtypeEveryLayout) {
     }
   }
   print_stats("fwd", "elements");
+}
+
+// Special functions over their whole domains (the matrix above draws from [-2, 2]): igamma and
+// igammac with a, x log-uniform in [1e-3, 1e4], with large a next to x = a (Temme's branch above
+// 1e3 in float and 1e7 in double), and i0e / i1e over [-1000, 1000] (Hankel's series past 80 /
+// 700). Compared with the float64 reference at the operands' rounded values, op_k tolerance.
+TEST(ElementwiseDevice, SpecialFunctionsOverWideDomains) {
+  BARACUDA_REQUIRE_GPU();
+  std::mt19937_64 rng(4242);
+  std::uniform_real_distribution<double> lg(-3.0, 4.0), big(3.0, 8.0), rel(-3e-3, 3e-3), bes(-1000.0, 1000.0);
+  const int64_t n = 4096;
+  for (EwOp op : {EwOp::igamma, EwOp::igammac, EwOp::i0e, EwOp::i1e}) {
+    const int ar = ew_op_arity(op);
+    for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+      std::vector<StridedBuffer> in;
+      for (int k = 0; k < ar; ++k) in.emplace_back(dt, std::vector<int64_t>{n}, Layout::kContiguous);
+      for (int64_t i = 0; i < n; ++i) {
+        if (ar == 1) {
+          in[0].set_bits(i, double_to_bits(dt, bes(rng)));
+          continue;
+        }
+        double a = std::pow(10.0, lg(rng)), x = std::pow(10.0, lg(rng));
+        if (i % 4 == 0) {  // large a, x within a few standard deviations of a
+          a = std::pow(10.0, dt == DType::f16 ? 4.0 : big(rng));
+          x = a * (1.0 + rel(rng));
+        }
+        in[0].set_bits(i, double_to_bits(dt, a));
+        in[1].set_bits(i, double_to_bits(dt, x));
+      }
+      ElementwiseDescriptor d;
+      d.op = op;
+      d.num_operands = ar;
+      ElementwiseArgs args;
+      for (int k = 0; k < ar; ++k) {
+        in[k].upload();
+        d.operand[k] = EwOperand::tensor(dt, {n});
+        args.in[k] = in[k].ref();
+      }
+      auto plan = ElementwisePlan::select(d);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      StridedBuffer out(dt, {n}, Layout::kContiguous);
+      out.fill_storage(0xFF);
+      out.upload();
+      args.out = out.mut();
+      ASSERT_TRUE(plan->run(nullptr, {}, args).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      out.download();
+      const DType cdt = plan->precision_guarantee().math;
+      Stats& S = g_stats["wide"];
+      S.cases++;
+      const double p0[4] = {};
+      for (int64_t i = 0; i < n; ++i) {
+        double x[3] = {};
+        for (int k = 0; k < ar; ++k) x[k] = bits_to_double(dt, in[k].get_bits(i));
+        const double want = ref::store_as(dt, ref::ew_forward(op, x, p0));
+        const double got = bits_to_double(dt, out.get_bits(i));
+        S.elements++;
+        if (std::isnan(want) || std::isinf(want)) {
+          S.nonfinite++;
+          ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << ew_op_name(op) << " " << dtype_name(dt) << " x=(" << x[0] << ", " << x[1] << ")";
+          continue;
+        }
+        const double err = std::fabs(got - want), tol = tol_for(dt, op_k(op), want);
+        if (err == 0) S.exact++;
+        else if (err / tol > S.worst) S.worst = err / tol, S.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(dt));
+        ASSERT_LE(err, tol) << "repro: " << ew_op_name(op) << " " << dtype_name(dt) << " (math " << dtype_name(cdt) << ") x=(" << x[0]
+                            << ", " << x[1] << ") got " << got << " want " << want;
+      }
+    }
+  }
+  print_stats("wide", "elements");
+}
+
+// FrexpPlan: mantissa and exponent from one pass, bit-exact against the host's frexp, over
+// every float dtype, strided / permuted / in-place views, special values and subnormals.
+TEST(ElementwiseDevice, FrexpBothResults) {
+  BARACUDA_REQUIRE_GPU();
+  std::mt19937_64 rng(515);
+  std::uniform_real_distribution<double> lg(-40.0, 40.0);
+  int64_t checked = 0;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    for (Layout l : {Layout::kContiguous, Layout::kStep2, Layout::kPermuted, Layout::kOffset1}) {
+      for (bool inplace : {false, true}) {
+        if (inplace && l != Layout::kContiguous) continue;
+        const std::vector<int64_t> shape{37, 129};
+        StridedBuffer x(dt, shape, l);
+        const int64_t n = x.numel();
+        for (int64_t f = 0; f < n; ++f) {
+          const double v = (rng() & 1 ? -1.0 : 1.0) * std::exp2(lg(rng));
+          x.set_bits(f, double_to_bits(dt, v));
+        }
+        const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -0.5, 3.0, 1e-45, 6e-8, 1e-40, 5e-324};
+        for (int i = 0; i < 12; ++i) x.set_bits(i * 7, double_to_bits(dt, sp[i]));
+        std::vector<double> xv = logical_values(x);
+        x.upload();
+        auto plan = FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::tensor(dt, shape)}));
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        StridedBuffer m = poisoned_buffer(dt, shape, l == Layout::kPermuted ? Layout::kContiguous : l, 0xA5, nullptr);
+        StridedBuffer e = poisoned_buffer(DType::i32, shape, Layout::kPermuted, 0xA5, nullptr);
+        FrexpArgs a;
+        a.in = x.ref();
+        a.mantissa = inplace ? x.mut() : m.mut();
+        a.exponent = e.mut();
+        const Status st = plan->run(nullptr, {}, a);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::string repro = std::string("frexp ") + std::string(dtype_name(dt)) + " " + layout_name(l) + (inplace ? " in-place" : "");
+        StridedBuffer& mb = inplace ? x : m;
+        if (!inplace) ASSERT_TRUE(download_and_check_gaps("mantissa", repro, m, 0xA5));
+        else x.download();
+        ASSERT_TRUE(download_and_check_gaps("exponent", repro, e, 0xA5));
+        for (int64_t f = 0; f < n; ++f) {
+          int we = 0;
+          const double wm = std::isfinite(xv[f]) ? std::frexp(xv[f], &we) : xv[f];
+          const double gm = bits_to_double(dt, mb.get_bits(f));
+          const int ge = static_cast<int32_t>(e.get_bits(f));
+          const bool ok = (std::isnan(wm) ? std::isnan(gm) : (gm == wm && std::signbit(gm) == std::signbit(wm))) && ge == we;
+          ASSERT_TRUE(ok) << repro << " elem " << f << " x=" << xv[f] << " got (" << gm << ", " << ge << ") want (" << wm << ", " << we << ")";
+          ++checked;
+        }
+      }
+    }
+  }
+  std::printf("[elementwise frexp] %lld (mantissa, exponent) pairs exact\n", static_cast<long long>(checked));
 }
 
 TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {

@@ -13,6 +13,7 @@
 #include "core/validate.hpp"
 #include "elementwise_ref.hpp"
 #include "host/host_test_util.hpp"
+#include "ops/elementwise/ew_math.hpp"
 #include "ops/elementwise/ew_params.hpp"
 
 namespace baracuda {
@@ -20,6 +21,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNoParams[4] = {};
 
 PlanPreference host_pref() { return baracuda::test::hopper(); }
 using baracuda::test::expect_error;
@@ -200,6 +202,101 @@ TEST(EwReference, PyTorchSpecialValues) {
   expect_same(fwd(EwOp::isclose, {kNaN, kNaN}, {1e-5, 1e-8, 1.0}), 1.0, "isclose(nan, nan, equal_nan)");
 }
 
+// igamma / igammac / their x-derivative and i0e / i1e against values computed with mpmath
+// (40 digits: gammainc(a, 0, x, regularized=True), exp(-|x|) besseli(nu, x)), through every
+// branch: series, continued fraction, large-a prefactor, Temme's uniform term (a > 1e3 in
+// float, 1e7 in double), Hankel's series (|x| > 80 in float, 700 in double).
+TEST(EwReference, IncompleteGammaAndScaledBesselAgainstMpmath) {
+  struct G { double a, x, p, q, dpdx; };
+  const G g[] = {
+      {0.5, 0.3, 0.56142197391900014, 0.43857802608099986, 0.76309057876818596},
+      {2.0, 1.0, 0.26424111765711536, 0.73575888234288464, 0.36787944117144232},
+      {0.001, 0.5, 0.99943993334352925, 0.00056006665647074989, 0.0012129196984382425},
+      {5.0, 50.0, 0.99999999999999995, 5.4497019829205293e-17, 5.0227860624060359e-17},
+      {100.0, 50.0, 3.2000653245851253e-10, 0.99999999967999347, 3.2606387042954601e-10},
+      {100.0, 100.0, 0.51329879827914866, 0.48670120172085134, 0.039860996809147135},
+      {1000.0, 1010.0, 0.62767894473699473, 0.37232105526300527, 0.01188451503603511},
+      {20000.0, 20100.0, 0.76061670556141765, 0.23938329443858235, 0.0021878328378327906},
+      {100000.0, 100300.0, 0.82863631125120765, 0.17136368874879235, 0.00080272398878442456},
+      {0.25, 12.0, 0.99999975161153898, 2.4838846101984572e-7, 2.6284468986380603e-7},
+      {50.0, 80.0, 0.99986921602340859, 0.00013078397659141034, 5.2935368685313973e-5},
+      {1500.0, 1480.0, 0.30499261901585626, 0.69500738098414374, 0.009125233779382117},
+      {3e7, 30004000.0, 0.76740426931771612, 0.23259573068228388, 5.5781471506460469e-5},
+  };
+  // double: relative 1e-13, plus 2e-16 absolute for the complement taken as 1 - (other) (its
+  // rounding is relative to 1, not to the small result: the 1e-3 row's Q)
+  auto near = [](double got, double want, double rel, double abs) { return std::fabs(got - want) <= rel * std::fabs(want) + abs; };
+  for (const G& c : g) {
+    const double dx[3] = {c.a, c.x, 0};
+    double grad[3];
+    EXPECT_PRED4(near, fwd(EwOp::igamma, {c.a, c.x}), c.p, 1e-13, 2e-16) << "igamma(" << c.a << ", " << c.x << ")";
+    EXPECT_PRED4(near, fwd(EwOp::igammac, {c.a, c.x}), c.q, 1e-13, 2e-16) << "igammac(" << c.a << ", " << c.x << ")";
+    ref::ew_backward(EwOp::igamma, dx, 1.0, kNoParams, grad);
+    EXPECT_PRED4(near, grad[1], c.dpdx, 1e-12, 0.0) << "d igamma / dx (" << c.a << ", " << c.x << ")";
+    EXPECT_EQ(grad[0], 0.0);
+    // float math (f32 / f16 / bf16 results): against the double reference at the float inputs,
+    // within the device suite's tolerance (64 eps of f32, relative to 1 + |result|)
+    const float af = static_cast<float>(c.a), xf = static_cast<float>(c.x);
+    const double pd = ew::m::igamma_pq<double>(af, xf, false), qd = ew::m::igamma_pq<double>(af, xf, true);
+    EXPECT_PRED4(near, ew::m::igamma_pq<float>(af, xf, false), pd, 64 * 1.1920929e-7, 64 * 1.1920929e-7) << "f32 igamma(" << c.a << ", " << c.x << ")";
+    EXPECT_PRED4(near, ew::m::igamma_pq<float>(af, xf, true), qd, 64 * 1.1920929e-7, 64 * 1.1920929e-7) << "f32 igammac(" << c.a << ", " << c.x << ")";
+  }
+  // boundaries (PyTorch / SciPy)
+  expect_same(fwd(EwOp::igamma, {-1.0, 1.0}), kNaN, "igamma(-1, 1)");
+  expect_same(fwd(EwOp::igamma, {0.0, 0.0}), kNaN, "igamma(0, 0)");
+  expect_same(fwd(EwOp::igamma, {0.0, 2.0}), 1.0, "igamma(0, 2)");
+  expect_same(fwd(EwOp::igammac, {0.0, 2.0}), 0.0, "igammac(0, 2)");
+  expect_same(fwd(EwOp::igamma, {3.0, 0.0}), 0.0, "igamma(3, 0)");
+  expect_same(fwd(EwOp::igammac, {3.0, 0.0}), 1.0, "igammac(3, 0)");
+  expect_same(fwd(EwOp::igamma, {kInf, 5.0}), 0.0, "igamma(inf, 5)");
+  expect_same(fwd(EwOp::igamma, {kInf, kInf}), kNaN, "igamma(inf, inf)");
+  expect_same(fwd(EwOp::igamma, {3.0, kInf}), 1.0, "igamma(3, inf)");
+  expect_same(fwd(EwOp::igammac, {3.0, kInf}), 0.0, "igammac(3, inf)");
+  expect_same(fwd(EwOp::igamma, {kNaN, 1.0}), kNaN, "igamma(nan, 1)");
+
+  struct B { double x, i0e, i1e; };
+  const B b[] = {{0.0, 1.0, 0.0},
+                 {1.0, 0.46575960759364044, 0.20791041534970845},
+                 {-2.5, 0.27004644161220274, -0.20658464953126655},
+                 {10.0, 0.12783333716342861, 0.12126268138445552},
+                 {85.0, 0.043335426492424391, 0.043079753484277879},
+                 {200.0, 0.028227159949111916, 0.028156503394832918},
+                 {1000.0, 0.012617240455891257, 0.012610930256928629}};
+  for (const B& c : b) {
+    EXPECT_PRED4(near, fwd(EwOp::i0e, {c.x}), c.i0e, 1e-14, 0.0) << "i0e(" << c.x << ")";
+    EXPECT_PRED4(near, fwd(EwOp::i1e, {c.x}), c.i1e, 1e-14, 0.0) << "i1e(" << c.x << ")";
+    const float xf = static_cast<float>(c.x);
+    EXPECT_PRED4(near, ew::m::bessel_i0e(xf), c.i0e, 8 * 1.1920929e-7, 0.0) << "f32 i0e(" << c.x << ")";
+    EXPECT_PRED4(near, ew::m::bessel_i1e(xf), c.i1e, 8 * 1.1920929e-7, 0.0) << "f32 i1e(" << c.x << ")";
+  }
+  expect_same(fwd(EwOp::i0e, {kInf}), 0.0, "i0e(inf)");
+  expect_same(fwd(EwOp::i1e, {-kInf}), -0.0, "i1e(-inf)");
+  expect_same(fwd(EwOp::i0e, {kNaN}), kNaN, "i0e(nan)");
+}
+
+// frexp: mantissa in [0.5, 1) with the input's sign; 0, inf, NaN pass through with exponent 0.
+TEST(EwReference, FrexpMantissaAndExponent) {
+  int e = 7;
+  EXPECT_EQ(ew::m::frexp(8.0, &e), 0.5);
+  EXPECT_EQ(e, 4);
+  EXPECT_EQ(ew::m::frexp(-0.375f, &e), -0.75f);
+  EXPECT_EQ(e, -1);
+  EXPECT_EQ(ew::m::frexp(1e-45f, &e), 0.5f);  // subnormal float
+  EXPECT_EQ(e, -148);
+  expect_same(ew::m::frexp(-0.0, &e), -0.0, "frexp(-0)");
+  EXPECT_EQ(e, 0);
+  expect_same(ew::m::frexp(-kInf, &e), -kInf, "frexp(-inf)");
+  EXPECT_EQ(e, 0);
+  expect_same(ew::m::frexp(kNaN, &e), kNaN, "frexp(nan)");
+  EXPECT_EQ(e, 0);
+  expect_same(fwd(EwOp::frexp, {-12.0}), -0.75, "frexp(-12).mantissa");
+  // d mantissa / dx = 2^-e
+  const double x[3] = {-12.0, 0, 0};
+  double g[3];
+  ref::ew_backward(EwOp::frexp, x, 1.0, kNoParams, g);
+  EXPECT_EQ(g[0], 1.0 / 16);
+}
+
 TEST(EwReference, IntegerSemanticsAsPyTorch) {
   auto i8 = [](int64_t v) { return ref::store_int(DType::i8, v); };
   // int8 rows of the probe: floor_divide, remainder, fmod, div_trunc, gcd, lcm
@@ -256,7 +353,7 @@ double sample(EwOp op, int k, std::mt19937_64& rng) {
     case EwOp::log1p: return pos(rng) - 0.5;
     case EwOp::asin: case EwOp::acos: case EwOp::atanh: case EwOp::erfinv: return unit(rng);
     case EwOp::ndtri: return prob(rng);
-    case EwOp::digamma: case EwOp::polygamma: return pos(rng);
+    case EwOp::digamma: case EwOp::polygamma: case EwOp::igamma: case EwOp::igammac: return pos(rng);
     case EwOp::acosh: return pos(rng) + 1.1;
     case EwOp::logit: return prob(rng);
     case EwOp::pow: case EwOp::float_power: return k == 0 ? pos(rng) : u(rng);
@@ -388,6 +485,31 @@ TEST(EwValidation, ArgsOverlapAndShapes) {
   expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "shape");
   a.out = TensorMut::make(buf + 128, DType::f32, {4, 8}, {0, 1});
   expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "overlapping");
+}
+
+TEST(EwValidation, FrexpPlan) {
+  const auto x = EwOperand::tensor(DType::bf16, {4, 8});
+  auto plan = FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {x}), host_pref());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_TRUE(plan->precision_guarantee().bit_exact);
+  expect_error(FrexpPlan::select(ElementwiseDescriptor::make(EwOp::exp, {x}), host_pref()).status(), StatusCode::kInvalidProblem,
+               "not frexp");
+  expect_error(FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::tensor(DType::i32, {3})}), host_pref()).status(),
+               StatusCode::kUnsupported, "floating dtypes only");
+  alignas(16) static uint16_t xs[32], ms[64];
+  alignas(16) static int32_t es[40];
+  FrexpArgs a;
+  a.in = TensorRef::make(xs, DType::bf16, {4, 8});
+  a.mantissa = TensorMut::make(ms, DType::bf16, {4, 8});
+  a.exponent = TensorMut::make(es, DType::i32, {4, 8});
+  EXPECT_TRUE(plan->can_implement(a).ok()) << plan->can_implement(a).to_string();
+  a.mantissa = TensorMut::make(xs, DType::bf16, {4, 8});  // in place
+  EXPECT_TRUE(plan->can_implement(a).ok());
+  a.exponent = TensorMut::make(es, DType::f32, {4, 8});
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "exponent");
+  a.mantissa = TensorMut::make(ms, DType::bf16, {4, 8});
+  a.exponent = TensorMut::make(ms, DType::i32, {4, 8});  // on the mantissa's bytes
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "exponent overlaps mantissa");
 }
 
 TEST(EwValidation, SplitHalvesAreDisjointViews) {

@@ -160,6 +160,35 @@ class ElementwiseBackwardPlan {
   std::shared_ptr<const detail::EwResolved> r_;  // immutable after select; copies share it
 };
 
+// frexp (torch.frexp) with both results from one pass: x = mantissa * 2^exponent,
+//   |mantissa| in [0.5, 1); +-0, +-inf and NaN give themselves as mantissa and exponent 0.
+// Descriptor: ElementwiseDescriptor::make(EwOp::frexp, {x}) with a floating x (f32, f16, bf16,
+//   f64); out_dtype must be unset. Computed in f32 (f64 for f64); bit-exact (no rounding occurs).
+// Args: mantissa has x's dtype and shape, exponent is i32 with x's shape; any strides (general
+//   strided path). mantissa may alias x exactly; no other overlap. Workspace: none.
+// Backward: ElementwiseBackwardPlan of EwOp::frexp (d mantissa / dx = 2^-exponent).
+struct FrexpArgs {
+  TensorRef in;
+  TensorMut mantissa;
+  TensorMut exponent;
+};
+
+class FrexpPlan {
+ public:
+  static Result<FrexpPlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const FrexpArgs& args) const;
+  size_t workspace_size() const { return 0; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const;
+  Status run(cudaStream_t stream, Workspace ws, const FrexpArgs& args) const;
+  const ElementwiseDescriptor& descriptor() const { return desc_; }
+
+ private:
+  ElementwiseDescriptor desc_;
+  KernelSku sku_;
+  std::shared_ptr<const detail::EwResolved> r_;
+};
+
 // The two halves of axis `dim` of x (the value/gate split of GLU-style ops): a = x[..., :n/2],
 // b = x[..., n/2:] as views (no copy). Fails when the extent is odd.
 Status split_halves(const TensorRef& x, int dim, TensorRef* a, TensorRef* b);

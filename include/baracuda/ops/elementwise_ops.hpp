@@ -26,6 +26,7 @@
   X(round, 1, kNum, 1, unary)            /* p0 = decimals (integer; 0 = half-to-even) */      \
   X(trunc, 1, kNum, 1, unary)                                                                 \
   X(frac, 1, kFloatOnly, 1, unary)                                                            \
+  X(frexp, 1, kFloatOnly, 1, unary)      /* mantissa; FrexpPlan gives mantissa and exponent */ \
   X(exp, 1, kFloat, 1, unary)                                                                 \
   X(exp2, 1, kFloat, 1, unary)                                                                \
   X(expm1, 1, kFloat, 1, unary)                                                               \
@@ -74,6 +75,10 @@
   X(ndtri, 1, kFloat, 1, special)        /* inverse of ndtr */                                \
   X(i0, 1, kFloat, 1, special)           /* modified Bessel I0 */                             \
   X(i1, 1, kFloat, 1, special)           /* modified Bessel I1 (torch.special.i1) */          \
+  X(i0e, 1, kFloat, 1, special)          /* exp(-|x|) I0(x) */                                \
+  X(i1e, 1, kFloat, 1, special)          /* exp(-|x|) I1(x) */                                \
+  X(igamma, 2, kFloat, 2, special)       /* P(a, x), regularized lower incomplete gamma */    \
+  X(igammac, 2, kFloat, 2, special)      /* Q(a, x) = 1 - P(a, x) */                          \
   X(polygamma, 1, kFloat, 1, special)    /* p0 = n (integer >= 0): n-th derivative of digamma */ \
   X(zeta, 2, kFloat, 0, special)         /* Hurwitz zeta(x, q) */                             \
   X(sigmoid, 1, kFloat, 1, special)                                                           \

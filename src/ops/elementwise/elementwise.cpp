@@ -646,6 +646,71 @@ Status ElementwisePlan::run(cudaStream_t stream, Workspace, const ElementwiseArg
   return ew::run_iter(kFwd, it, r_->r.k, r_->r.s, desc_.saturate_fp8, stream);
 }
 
+// ------------------------------------------------------------------ FrexpPlan
+namespace {
+constexpr std::string_view kFrexp = "frexp";
+}
+
+Result<FrexpPlan> FrexpPlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
+  if (desc.op != EwOp::frexp)
+    return error(StatusCode::kInvalidProblem, kFrexp, ": descriptor op is ", ew_op_name(desc.op), ", not frexp");
+  if (desc.out_dtype) return error(StatusCode::kInvalidProblem, kFrexp, ": out_dtype must be unset (mantissa has the input's dtype)");
+  if (desc.num_operands == 1 && desc.operand[0].is_scalar)
+    return error(StatusCode::kInvalidProblem, kFrexp, ": the operand must be a tensor");
+  FrexpPlan p;
+  auto res = std::make_shared<detail::EwResolved>();
+  p.r_ = res;
+  auto r = resolve(kFrexp, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
+  if (!r) return r.status();
+  res->r = *r;
+  res->r.k = ew::ew_frexp_kernels(r->compute);
+  if (!res->r.k.strided) return error(StatusCode::kInternal, kFrexp, ": no kernel");
+  p.sku_.op = "ew.frexp2";
+  p.sku_.variant = "strided";
+  p.desc_ = desc;
+  return p;
+}
+
+PrecisionGuarantee FrexpPlan::precision_guarantee() const {
+  PrecisionGuarantee g = guarantee(r_->r);
+  g.bit_exact = true;
+  return g;
+}
+
+Status FrexpPlan::can_implement(const FrexpArgs& a) const {
+  if (!r_) return error(StatusCode::kInvalidProblem, kFrexp, ": plan was not selected");
+  if (Status s = check_operands(kFrexp, desc_, &a.in); !s.ok()) return s;
+  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
+  if (Status s = check_view(kFrexp, "mantissa", a.mantissa, a.mantissa.data, r_->r.out, os); !s.ok()) return s;
+  if (Status s = check_view(kFrexp, "exponent", a.exponent, a.exponent.data, DType::i32, os); !s.ok()) return s;
+  if (Status s = check_no_internal_overlap(kFrexp, "mantissa", a.mantissa); !s.ok()) return s;
+  if (Status s = check_no_internal_overlap(kFrexp, "exponent", a.exponent); !s.ok()) return s;
+  if (Status s = check_alias(kFrexp, "mantissa", a.mantissa, "in", a.in); !s.ok()) return s;
+  if (a.exponent.numel() > 0 && views_may_overlap(a.exponent, a.exponent.data, a.in, a.in.data))
+    return error(StatusCode::kInvalidProblem, kFrexp, ": exponent overlaps in");
+  if (a.exponent.numel() > 0 && views_may_overlap(a.exponent, a.exponent.data, a.mantissa, a.mantissa.data))
+    return error(StatusCode::kInvalidProblem, kFrexp, ": exponent overlaps mantissa");
+  return {};
+}
+
+Status FrexpPlan::run(cudaStream_t stream, Workspace, const FrexpArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  ew::Iter it;
+  it.rank = r_->out_rank;
+  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
+  it.ni = 1;
+  it.no = 2;
+  fill_operand(desc_, 0, a.in, it.rank, it.size, &it.in[0]);
+  const TensorMut* outs[2] = {&a.mantissa, &a.exponent};
+  for (int o = 0; o < 2; ++o) {
+    it.out[o].data = outs[o]->data;
+    it.out[o].dtype = outs[o]->dtype;
+    aligned_strides(*outs[o], it.rank, it.size, it.out[o].stride);
+    it.out_on[o] = true;
+  }
+  return ew::run_iter(kFrexp, it, r_->r.k, r_->r.s, false, stream);
+}
+
 // ------------------------------------------------------------------ ElementwiseBackwardPlan
 Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
   ElementwiseBackwardPlan p;

@@ -110,5 +110,7 @@ struct EwKernels {
 // Defined by the instantiation units (ew_inst_<group>.cu). rows_in/rows_out: the storage dtypes
 // of a uniform-dtype problem (rows == null if the op has no kernel for them).
 EwKernels ew_find_kernels(int op, bool backward, DType rows_in, DType rows_out, EwCompute c);
+// frexp's two-result kernel (strided path only: its results have different dtypes).
+EwKernels ew_frexp_kernels(EwCompute c);
 
 }  // namespace baracuda::ew

@@ -1,3 +1,12 @@
 // Kernel instantiations of the elementwise ops of group "unary" (elementwise_ops.hpp).
 #define EW_GROUP_unary BARACUDA_EW_DEFINE
 #include "ops/elementwise/ew_inst_group.cuh"
+
+namespace baracuda::ew {
+EwKernels ew_frexp_kernels(EwCompute c) {
+  EwKernels k;
+  if (c == EwCompute::kF32) k.strided = &launch_strided<FrexpBoth, float>;
+  if (c == EwCompute::kF64) k.strided = &launch_strided<FrexpBoth, double>;
+  return k;
+}
+}  // namespace baracuda::ew

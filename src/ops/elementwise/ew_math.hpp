@@ -143,6 +143,18 @@ EW_HD double rsqrt(double x) {
 #endif
 }
 
+// frexp with PyTorch's exponent for 0, inf and NaN (0; the value itself is the mantissa).
+EW_HD float frexp(float x, int* e) {
+  *e = 0;
+  return isfinite(x) ? ::frexpf(x, e) : x;
+}
+EW_HD double frexp(double x, int* e) {
+  *e = 0;
+  return isfinite(x) ? ::frexp(x, e) : x;
+}
+EW_HD float ldexp(float x, int e) { return ::ldexpf(x, e); }
+EW_HD double ldexp(double x, int e) { return ::ldexp(x, e); }
+
 // ---- host implementations where the C library has none (double; float goes through double)
 namespace host {
 // erfinv: a rational first guess refined by Newton steps on erf (quadratic convergence).
@@ -429,6 +441,130 @@ EW_HD T polygamma(int n, T x) {
   if (n == 1) return trigamma(x);
   const T fact = exp(lgamma(T(n) + T(1)));
   return ((n % 2) ? T(1) : T(-1)) * fact * zeta(T(n) + T(1), x);
+}
+
+// Exponentially scaled modified Bessel functions i0e(x) = exp(-|x|) I0(x) (even) and
+// i1e(x) = exp(-|x|) I1(x) (odd). While I_nu(|x|) is finite in the type (|x| <= 80 in float,
+// 700 in double) the product of exp(-|x|) and I_nu; beyond, Hankel's large-argument series
+// e^-x I_nu(x) = (2 pi x)^-1/2 sum_k t_k, t_0 = 1, t_k = t_(k-1) ((2k-1)^2 - 4 nu^2) / (8 k x),
+// whose terms fall by more than 1/100 per step there.
+template <class T> EW_HD T bessel_ie_large(T ax, T mu) {
+  T t = T(1), s = T(1);
+  for (int k = 1; k < 40; ++k) {
+    t *= (T(2 * k - 1) * T(2 * k - 1) - mu) / (T(8 * k) * ax);
+    s += t;
+    if (fabs(t) <= std::numeric_limits<T>::epsilon() * fabs(s)) break;
+  }
+  return s / sqrt(T(6.28318530717958647692) * ax);
+}
+template <class T> EW_HD T bessel_ie_cut() { return sizeof(T) == 4 ? T(80) : T(700); }
+template <class T> EW_HD T bessel_i0e(T x) {
+  const T ax = fabs(x);
+  if (ax != ax) return ax;
+  if (ax <= bessel_ie_cut<T>()) return exp(-ax) * bessel_i0(ax);
+  return bessel_ie_large(ax, T(0));
+}
+template <class T> EW_HD T bessel_i1e(T x) {
+  const T ax = fabs(x);
+  if (ax != ax) return ax;
+  const T r = ax <= bessel_ie_cut<T>() ? exp(-ax) * bessel_i1(ax) : bessel_ie_large(ax, T(4));
+  return x < T(0) ? -r : r;
+}
+
+// log(1 + t) - t without the cancellation near 0: with s = t / (2 + t), log(1 + t) =
+// 2 atanh(s) = 2 (s + s^3/3 + s^5/5 ...) and t - 2s = s t, so the difference is
+// -s t + 2 (s^3/3 + s^5/5 ...); |s| <= 1/3 for |t| < 1/2.
+template <class T> EW_HD T log1pmx(T t) {
+  if (!(fabs(t) < T(0.5))) return log1p(t) - t;
+  const T s = t / (T(2) + t), s2 = s * s;
+  T term = s * s2, sum = T(0);
+  for (int k = 3; k < 80; k += 2) {
+    const T add = term / T(k);
+    sum += add;
+    if (fabs(add) <= std::numeric_limits<T>::epsilon() * fabs(sum)) break;
+    term *= s2;
+  }
+  return T(2) * sum - s * t;
+}
+
+// Regularized incomplete gamma functions P(a, x) = igamma, Q(a, x) = 1 - P = igammac.
+// log(x^a e^-x / Gamma(a)): below a = 20 directly; above, with Stirling's series for lgamma(a)
+// and t = (x - a) / a, as a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's
+// correction), which keeps its accuracy where a log x, x and lgamma(a) cancel.
+template <class T> EW_HD T igamma_log_prefactor(T a, T x) {
+  if (a < T(20)) return a * log(x) - x - lgamma(a);
+  const T ia = T(1) / a, ia2 = ia * ia;
+  const T corr = ia * (T(1) / T(12) - ia2 * (T(1) / T(360) - ia2 * (T(1) / T(1260) - ia2 * (T(1) / T(1680) -
+                 ia2 * (T(1) / T(1188) - ia2 * (T(691) / T(360360)))))));
+  return a * log1pmx((x - a) / a) + T(0.5) * log(a) - T(0.91893853320467274178) - corr;
+}
+// P by its power series sum_n x^n / (a (a+1) ... (a+n)) (x < a + 1: the terms fall from the start).
+template <class T> EW_HD T igamma_series(T a, T x) {
+  T ap = a, del = T(1) / a, sum = del;
+  for (int n = 0; n < 100000; ++n) {
+    ap += T(1);
+    del *= x / ap;
+    sum += del;
+    if (fabs(del) <= fabs(sum) * std::numeric_limits<T>::epsilon()) break;
+  }
+  return sum * exp(igamma_log_prefactor(a, x));
+}
+// Q by Legendre's continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),
+// evaluated with the modified Lentz method (x >= a + 1).
+template <class T> EW_HD T igammac_fraction(T a, T x) {
+  const T tiny = std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
+  T b = x + T(1) - a, c = T(1) / tiny, d = T(1) / b, h = d;
+  for (int i = 1; i < 100000; ++i) {
+    const T an = -T(i) * (T(i) - a);
+    b += T(2);
+    d = an * d + b;
+    if (fabs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (fabs(c) < tiny) c = tiny;
+    d = T(1) / d;
+    const T del = d * c;
+    h *= del;
+    if (fabs(del - T(1)) <= std::numeric_limits<T>::epsilon()) break;
+  }
+  return h * exp(igamma_log_prefactor(a, x));
+}
+// Large a (above 1e3 in float, 1e7 in double, where the series would take sqrt(a) terms): the
+// leading term of Temme's uniform expansion, Q = erfc(eta sqrt(a/2)) / 2 + R, P = erfc(-eta
+// sqrt(a/2)) / 2 - R, R = exp(-a eta^2 / 2) / sqrt(2 pi a) c0(eta), eta^2 / 2 = lambda - 1 -
+// log(lambda), lambda = x / a, c0 = 1 / (lambda - 1) - 1 / eta (its Taylor series near eta = 0).
+// The next term is below c1(0) / a = 1 / (540 a) of the R factor: 2e-8 (float), 3e-14 (double).
+template <class T> EW_HD T igamma_uniform(T a, T x, bool upper) {
+  const T t = (x - a) / a, l = log1pmx(t);  // l = -eta^2 / 2
+  const T eta = copysign(sqrt(T(-2) * l), t);
+  const T c0 = fabs(eta) < T(0.02) ? T(-1) / T(3) + eta * (T(1) / T(12) - eta * (T(2) / T(135) - eta * (T(1) / T(864))))
+                                   : T(1) / t - T(1) / eta;
+  const T r = exp(a * l) / sqrt(T(6.28318530717958647692) * a) * c0;
+  const T z = eta * sqrt(a / T(2));
+  return upper ? T(0.5) * erfc(z) + r : T(0.5) * erfc(-z) - r;
+}
+// Boundary values as PyTorch (and SciPy): NaN outside a, x >= 0 and for (0, 0) and (inf, inf).
+template <class T> EW_HD T igamma_pq(T a, T x, bool upper) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  if (a != a || x != x || a < T(0) || x < T(0)) return nan;
+  if (a == T(0)) return x > T(0) ? (upper ? T(0) : T(1)) : nan;
+  if (x == T(0)) return upper ? T(1) : T(0);
+  if (a == inf) return x == inf ? nan : (upper ? T(1) : T(0));
+  if (x == inf) return upper ? T(0) : T(1);
+  if (a > (sizeof(T) == 4 ? T(1e3) : T(1e7))) return igamma_uniform(a, x, upper);
+  if (x < a + T(1)) {
+    const T p = igamma_series(a, x);
+    return upper ? T(1) - p : p;
+  }
+  const T q = igammac_fraction(a, x);
+  return upper ? q : T(1) - q;
+}
+// dP/dx = x^(a-1) e^-x / Gamma(a) (= -dQ/dx); at x = 0: inf for a < 1, 1 for a = 1, 0 above.
+template <class T> EW_HD T igamma_dx(T a, T x) {
+  const T inf = std::numeric_limits<T>::infinity();
+  if (a != a || x != x || a < T(0) || x < T(0)) return std::numeric_limits<T>::quiet_NaN();
+  if (a == T(0) || a == inf || x == inf) return T(0);
+  if (x == T(0)) return a < T(1) ? inf : (a == T(1) ? T(1) : T(0));
+  return exp(igamma_log_prefactor(a, x) - log(x));
 }
 
 }  // namespace baracuda::ew::m

@@ -196,6 +196,11 @@ EW_UN(frac) {
   F1 { UNUSED_P; return x - m::trunc(x); }
   D1 { UNUSED_P; (void)x; return g; }
 };
+// frexp's mantissa (x = m 2^e, |m| in [0.5, 1)); dm/dx = 2^-e. FrexpBoth gives m and e at once.
+EW_UN(frexp) {
+  F1 { UNUSED_P; int e; return m::frexp(x, &e); }
+  D1 { UNUSED_P; int e; m::frexp(x, &e); return g * m::ldexp(C(1), -e); }
+};
 EW_UN(exp) {
   F1 { UNUSED_P; return m::exp(x); }
   D1 { UNUSED_P; return g * m::exp(x); }
@@ -414,6 +419,28 @@ EW_UN(i1) {
     if (x == C(0)) return g * C(0.5);
     return g * (m::bessel_i0(x) - m::bessel_i1(x) / x);
   }
+};
+EW_UN(i0e) {  // exp(-|x|) I0(x); i0e'(x) = i1e(x) - sgn(x) i0e(x) (0 at the kink x = 0, as PyTorch)
+  F1 { UNUSED_P; return m::bessel_i0e(x); }
+  D1 { UNUSED_P; return g * (m::bessel_i1e(x) - sgn(x) * m::bessel_i0e(x)); }
+};
+EW_UN(i1e) {  // exp(-|x|) I1(x); i1e'(x) = i0e(x) - i1e(x) (sgn(x) + 1/x), 1/2 at 0
+  F1 { UNUSED_P; return m::bessel_i1e(x); }
+  D1 {
+    UNUSED_P;
+    if (x == C(0)) return g * C(0.5);
+    return g * (m::bessel_i0e(x) - m::bessel_i1e(x) * (sgn(x) + C(1) / x));
+  }
+};
+// (a, x): regularized lower / upper incomplete gamma; differentiable in x only (PyTorch has no
+// derivative in a either)
+EW_UN(igamma) {
+  F2 { UNUSED_P; return m::igamma_pq(a, b, false); }
+  D2 { UNUSED_P; da = C(0); db = g * m::igamma_dx(a, b); }
+};
+EW_UN(igammac) {
+  F2 { UNUSED_P; return m::igamma_pq(a, b, true); }
+  D2 { UNUSED_P; da = C(0); db = -g * m::igamma_dx(a, b); }
 };
 // p0 = n
 EW_UN(polygamma) {
@@ -915,6 +942,16 @@ struct Fwd {
     if constexpr (Arity == 1) out[0] = Op::f(in[0], p);
     else if constexpr (Arity == 2) out[0] = Op::f(in[0], in[1], p);
     else out[0] = Op::f(in[0], in[1], in[2], p);
+  }
+};
+// frexp's two results (FrexpPlan): out = {mantissa, exponent}.
+struct FrexpBoth {
+  static constexpr int NI = 1, NO = 2;
+  template <class C>
+  EW_HD static void apply(const C* in, C* out, const P<C>&) {
+    int e;
+    out[0] = m::frexp(in[0], &e);
+    out[1] = static_cast<C>(e);
   }
 };
 template <class Op, int Arity>
