@@ -253,6 +253,16 @@ TEST(EwReference, IncompleteGammaAndScaledBesselAgainstMpmath) {
   expect_same(fwd(EwOp::igamma, {3.0, kInf}), 1.0, "igamma(3, inf)");
   expect_same(fwd(EwOp::igammac, {3.0, kInf}), 0.0, "igammac(3, inf)");
   expect_same(fwd(EwOp::igamma, {kNaN, 1.0}), kNaN, "igamma(nan, 1)");
+  // d/dx at the boundary: what PyTorch 2.11 returns (scripts/probe/torch_new_special_probe.py)
+  const double ba[] = {-1.0, 0.0, 0.0, 3.0, 3.0, kInf, kInf, 3.0, kNaN, 1.0, 0.5, 2.0};
+  const double bx[] = {1.0, 0.0, 2.0, 0.0, kInf, 5.0, kInf, kNaN, 1.0, 0.0, 0.0, 0.0};
+  const double bg[] = {0.0, kNaN, 0.0, 0.0, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kInf, 0.0};
+  for (int i = 0; i < 12; ++i) {
+    const double xs[3] = {ba[i], bx[i], 0};
+    double gr[3];
+    ref::ew_backward(EwOp::igamma, xs, 1.0, kNoParams, gr);
+    expect_same(gr[1], bg[i], "d igamma / dx at (" + std::to_string(ba[i]) + ", " + std::to_string(bx[i]) + ")");
+  }
 
   struct B { double x, i0e, i1e; };
   const B b[] = {{0.0, 1.0, 0.0},

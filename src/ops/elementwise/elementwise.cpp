@@ -663,10 +663,10 @@ Result<FrexpPlan> FrexpPlan::select(const ElementwiseDescriptor& desc, const Pla
   auto r = resolve(kFrexp, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
   if (!r) return r.status();
   res->r = *r;
-  res->r.k = ew::ew_frexp_kernels(r->compute);
+  res->r.k = ew::ew_frexp_kernels(desc.operand[0].dtype, r->compute);
   if (!res->r.k.strided) return error(StatusCode::kInternal, kFrexp, ": no kernel");
   p.sku_.op = "ew.frexp2";
-  p.sku_.variant = "strided";
+  p.sku_.variant = res->r.k.rows ? cat("rows", res->r.k.rows_vec, "+strided") : "strided";
   p.desc_ = desc;
   return p;
 }

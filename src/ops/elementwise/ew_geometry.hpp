@@ -105,12 +105,14 @@ struct EwKernels {
   EwStridedFn strided = nullptr;
   EwTileFn tile = nullptr;  // f32 compute only
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes
+  DType rows_out1 = DType::c128;  // output 1's storage dtype when it is not rows_out (frexp: i32)
 };
 
 // Defined by the instantiation units (ew_inst_<group>.cu). rows_in/rows_out: the storage dtypes
 // of a uniform-dtype problem (rows == null if the op has no kernel for them).
 EwKernels ew_find_kernels(int op, bool backward, DType rows_in, DType rows_out, EwCompute c);
-// frexp's two-result kernel (strided path only: its results have different dtypes).
-EwKernels ew_frexp_kernels(EwCompute c);
+// frexp's two-result kernels: rows (mantissa in the input's storage dtype ri, exponent i32)
+// and strided.
+EwKernels ew_frexp_kernels(DType ri, EwCompute c);
 
 }  // namespace baracuda::ew

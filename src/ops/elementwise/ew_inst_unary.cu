@@ -3,8 +3,14 @@
 #include "ops/elementwise/ew_inst_group.cuh"
 
 namespace baracuda::ew {
-EwKernels ew_frexp_kernels(EwCompute c) {
+EwKernels ew_frexp_kernels(DType ri, EwCompute c) {
   EwKernels k;
+  dispatch_storage<true, false>(ri, [&]<class T>() {
+    k.rows = &launch_rows<FrexpBoth, T, T, -1>;
+    k.rows_vec = RowsShape<T, T, 1>::VEC;
+  });
+  k.rows_in = k.rows_out = ri;
+  k.rows_out1 = DType::i32;
   if (c == EwCompute::kF32) k.strided = &launch_strided<FrexpBoth, float>;
   if (c == EwCompute::kF64) k.strided = &launch_strided<FrexpBoth, double>;
   return k;

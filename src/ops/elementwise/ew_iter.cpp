@@ -120,7 +120,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
     g.out_on[o] = it.out_on[o];
     if (!it.out_on[o]) continue;
     const IterOperand& x = it.out[o];
-    if (x.dtype != k.rows_out) return false;
+    if (x.dtype != (o == 1 && k.rows_out1 != DType::c128 ? k.rows_out1 : k.rows_out)) return false;
     const int64_t inner = it.rank == 0 ? 1 : x.stride[last];
     if (inner != 1 && cols != 1) return false;
     g.out[o] = const_cast<void*>(x.data);

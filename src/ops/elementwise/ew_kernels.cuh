@@ -11,6 +11,7 @@
 #include <cuda_fp8.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "baracuda/ops/elementwise_ops.hpp"
 #include "core/cuda_types.cuh"
@@ -202,21 +203,23 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
     }
     const uint32_t c0 = col[u];
     const bool full = c0 + VEC <= g.cols;
-#pragma unroll
-    for (int o = 0; o < NO; ++o) {
-      if (!g.out_on[o]) continue;
-      TO* dst = static_cast<TO*>(g.out[o]) + static_cast<int64_t>(row[u]) * g.out_rs[o];
+    // output O in its storage type (TO, or what the adapter fixes: frexp's i32 exponent)
+    auto store = [&]<int O>() {
+      using TS = typename A::template out_t<O, TO>;
+      if (!g.out_on[O]) return;
+      TS* dst = static_cast<TS*>(g.out[O]) + static_cast<int64_t>(row[u]) * g.out_rs[O];
       if (full) {
-        Vec<TO, VEC> w;
+        Vec<TS, VEC> w;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) w.v[e] = from_c<TO>(y[o][e], g.sat_fp8 != 0);
-        *reinterpret_cast<Vec<TO, VEC>*>(dst + c0) = w;
+        for (int e = 0; e < VEC; ++e) w.v[e] = from_c<TS>(y[O][e], g.sat_fp8 != 0);
+        *reinterpret_cast<Vec<TS, VEC>*>(dst + c0) = w;
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-          if (c0 + e < g.cols) dst[c0 + e] = from_c<TO>(y[o][e], g.sat_fp8 != 0);
+          if (c0 + e < g.cols) dst[c0 + e] = from_c<TS>(y[O][e], g.sat_fp8 != 0);
       }
-    }
+    };
+    [&]<int... O>(std::integer_sequence<int, O...>) { (store.template operator()<O>(), ...); }(std::make_integer_sequence<int, NO>{});
   }
 }
 

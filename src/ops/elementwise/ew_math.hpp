@@ -558,13 +558,13 @@ template <class T> EW_HD T igamma_pq(T a, T x, bool upper) {
   const T q = igammac_fraction(a, x);
   return upper ? q : T(1) - q;
 }
-// dP/dx = x^(a-1) e^-x / Gamma(a) (= -dQ/dx); at x = 0: inf for a < 1, 1 for a = 1, 0 above.
+// dP/dx = x^(a-1) e^-x / Gamma(a) (= -dQ/dx). Inside a, x in (0, inf) through the stable
+// prefactor; elsewhere PyTorch's formula exp((a - 1) log x - x - lgamma(a)) as it evaluates
+// (igamma(1, 0)' is NaN there, igamma(-1, 1)' is 0, igamma(3, inf)' is NaN ...).
 template <class T> EW_HD T igamma_dx(T a, T x) {
   const T inf = std::numeric_limits<T>::infinity();
-  if (a != a || x != x || a < T(0) || x < T(0)) return std::numeric_limits<T>::quiet_NaN();
-  if (a == T(0) || a == inf || x == inf) return T(0);
-  if (x == T(0)) return a < T(1) ? inf : (a == T(1) ? T(1) : T(0));
-  return exp(igamma_log_prefactor(a, x) - log(x));
+  if (a > T(0) && x > T(0) && a < inf && x < inf) return exp(igamma_log_prefactor(a, x) - log(x));
+  return exp((a - T(1)) * log(x) - x - lgamma(a));
 }
 
 }  // namespace baracuda::ew::m

@@ -937,6 +937,7 @@ EW_UN(fma) {
 template <class Op, int Arity>
 struct Fwd {
   static constexpr int NI = Arity, NO = 1;
+  template <int O, class TO> using out_t = TO;  // storage type of output O (rows kernel)
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
     if constexpr (Arity == 1) out[0] = Op::f(in[0], p);
@@ -944,9 +945,11 @@ struct Fwd {
     else out[0] = Op::f(in[0], in[1], in[2], p);
   }
 };
-// frexp's two results (FrexpPlan): out = {mantissa, exponent}.
+// frexp's two results (FrexpPlan): out = {mantissa, exponent}; the exponent is stored as i32
+// whatever the mantissa's storage type.
 struct FrexpBoth {
   static constexpr int NI = 1, NO = 2;
+  template <int O, class TO> using out_t = std::conditional_t<O == 1, int32_t, TO>;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>&) {
     int e;
@@ -957,6 +960,7 @@ struct FrexpBoth {
 template <class Op, int Arity>
 struct Bwd {
   static constexpr int NI = Arity + 1, NO = Arity;
+  template <int O, class TO> using out_t = TO;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
     if constexpr (Arity == 1) out[0] = Op::df(in[1], in[0], p);
