@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_types.cuh"
@@ -83,10 +85,19 @@ __global__ void __launch_bounds__(256) pointwise_kernel(const __grid_constant__ 
 // two rows' loads in flight (no per-element index division, one bias load per thread).
 // With `partial`, each block also writes the column sums of the values it stored (f32, f64 for
 // f64; its rows in a fixed order) to partial[blockIdx.y][col]: the bias gradient, in the same pass.
-template <class T, int VEC>
-__global__ void __launch_bounds__(256, 3) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g, int64_t rows,
-                                                             int64_t vcols, int tc, acc_t<T>* partial) {
+// MODE = act + 4 * backward (GemmActivation, PointwiseGeometry::backward) is a template
+// parameter: with one activation's code per kernel the backward fits 4 blocks/SM without spills
+// (the run-time switch over every activation needed 80 registers and spilled at 3 blocks/SM);
+// the forward (bias in registers, preact store) stays at 3.
+constexpr int rows_blocks_per_sm(int mode) { return mode >= 4 ? 4 : 3; }
+inline constexpr int kRowsWidestMode = 7;  // a mode with the most blocks per SM (the largest grid)
+template <class T, int VEC, int MODE>
+__global__ void __launch_bounds__(256, rows_blocks_per_sm(MODE)) pointwise_rows_kernel(const __grid_constant__ PointwiseGeometry g,
+                                                                              int64_t rows, int64_t vcols, int tc,
+                                                                              acc_t<T>* partial) {
   using A = acc_t<T>;
+  constexpr bool kBackward = MODE >= 4;
+  constexpr int kAct = MODE & 3;
   struct alignas(16) Vec {
     T v[VEC];
   };
@@ -105,15 +116,15 @@ __global__ void __launch_bounds__(256, 3) pointwise_rows_kernel(const __grid_con
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
       const A v = g.src ? scale * to_acc(src.v[j]) : A(0);
-      if (g.backward) {
-        out.v[j] = from_acc<T>(v * activate_grad(g.act, to_acc(aux.v[j])));
+      if constexpr (kBackward) {
+        out.v[j] = from_acc<T>(v * activate_grad(kAct, to_acc(aux.v[j])));
       } else {
         A z = g.bias ? v + bias[j] : v;  // no bias: -0 stays -0
         if (g.aux) {
           pre.v[j] = from_acc<T>(z);
           z = to_acc(pre.v[j]);
         }
-        out.v[j] = from_acc<T>(activate(g.act, z));
+        out.v[j] = from_acc<T>(activate(kAct, z));
       }
       sum[j] += to_acc(out.v[j]);
     }
@@ -127,19 +138,19 @@ __global__ void __launch_bounds__(256, 3) pointwise_rows_kernel(const __grid_con
       const int64_t i0 = r * vcols + cv, i1 = (r + row_step) * vcols + cv;
       Vec s0{}, s1{}, x0{}, x1{}, o0, o1, p0, p1;
       if (src) s0 = src[i0], s1 = src[i1];
-      if (g.backward) x0 = aux[i0], x1 = aux[i1];
+      if (kBackward) x0 = aux[i0], x1 = aux[i1];
       apply(s0, x0, o0, p0);
       apply(s1, x1, o1, p1);
-      if (!g.backward && aux) aux[i0] = p0, aux[i1] = p1;
+      if (!kBackward && aux) aux[i0] = p0, aux[i1] = p1;
       out[i0] = o0, out[i1] = o1;
     }
     if (r < rows) {
       const int64_t i0 = r * vcols + cv;
       Vec s0{}, x0{}, o0, p0;
       if (src) s0 = src[i0];
-      if (g.backward) x0 = aux[i0];
+      if (kBackward) x0 = aux[i0];
       apply(s0, x0, o0, p0);
-      if (!g.backward && aux) aux[i0] = p0;
+      if (!kBackward && aux) aux[i0] = p0;
       out[i0] = o0;
     }
   }
@@ -183,14 +194,14 @@ struct RowsGrid {
   int tc = 1;
   int64_t gx = 1, gy = 1;
 };
-RowsGrid rows_grid(int64_t rows, int64_t vcols) {
+RowsGrid rows_grid(int64_t rows, int64_t vcols, int mode) {
   RowsGrid rg;
   while (rg.tc < 256 && rg.tc < vcols) rg.tc *= 2;
   rg.gx = (vcols + rg.tc - 1) / rg.tc;
   const int64_t rows_per_block = 256 / rg.tc;
-  // one wave: 3 resident blocks per SM (the kernel's launch bounds), each walking its rows
+  // one wave: the resident blocks per SM of the kernel's launch bounds, each walking its rows
   rg.gy = std::max<int64_t>(1, std::min<int64_t>({(rows + rows_per_block - 1) / rows_per_block,
-                                                  std::max<int64_t>(1, 132 * 3 / rg.gx), 65535}));
+                                                  std::max<int64_t>(1, 132 * rows_blocks_per_sm(mode) / rg.gx), 65535}));
   return rg;
 }
 
@@ -300,12 +311,17 @@ Status launch_rows(DType dt, const PointwiseGeometry& g, void* partial, cudaStre
   const int64_t n_cols = g.ext[g.rank - 1];
   const int vec = static_cast<int>(16 / dtype_size(dt));
   const int64_t vcols = n_cols / vec, rows = g.numel / n_cols;
-  const RowsGrid rg = rows_grid(rows, vcols);
+  if (g.act < 0 || g.act > 3) return error(StatusCode::kInternal, "gemm epilogue: activation ", g.act);
+  const int mode = g.act + (g.backward ? 4 : 0);
+  const RowsGrid rg = rows_grid(rows, vcols, mode);
   if (gy_out) *gy_out = rg.gy;
   cudaError_t e = cudaSuccess;
   const bool ok = dispatch_float(dt, [&]<class T>() {
     constexpr int V = 16 / sizeof(T);
-    e = launch_kernel(pointwise_rows_kernel<T, V>, dim3(static_cast<unsigned>(rg.gx), static_cast<unsigned>(rg.gy)), dim3(256), 0,
+    const auto kernels = [&]<int... M>(std::integer_sequence<int, M...>) {
+      return std::array{&pointwise_rows_kernel<T, V, M>...};
+    }(std::make_integer_sequence<int, 8>{});
+    e = launch_kernel(kernels[mode], dim3(static_cast<unsigned>(rg.gx), static_cast<unsigned>(rg.gy)), dim3(256), 0,
                       stream, g, rows, vcols, rg.tc, static_cast<acc_t<T>*>(partial));
   });
   if (!ok) return error(StatusCode::kInternal, "gemm epilogue: dtype ", dtype_name(dt), " not instantiated");
@@ -327,7 +343,7 @@ Status launch_pointwise(DType dt, const PointwiseGeometry& g, cudaStream_t strea
 size_t pointwise_colsum_workspace(DType dt, int64_t rows, int64_t cols) {
   const size_t acc = dt == DType::f64 ? 8 : 4;
   const int64_t vec = static_cast<int64_t>(16 / dtype_size(dt));
-  const size_t fused = cols % vec == 0 && cols > 0 ? static_cast<size_t>(rows_grid(rows, cols / vec).gy * cols) * acc : 0;
+  const size_t fused = cols % vec == 0 && cols > 0 ? static_cast<size_t>(rows_grid(rows, cols / vec, kRowsWidestMode).gy * cols) * acc : 0;
   return std::max(fused, column_sum_workspace(dt, rows, cols));
 }
 
