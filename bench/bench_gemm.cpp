@@ -57,6 +57,7 @@ struct GemmRecord {
   bool verified;
   int algos_timed;
   double heuristic_ms = -1;  // autotuned records: the heuristic plan timed alternately with the tuned one
+  double plain_ms = -1;      // epilogue records: the plain GEMM of the same problem timed alternately
 };
 
 // Best time over cuBLASLt's top-16 heuristic algorithms for D[M,N] = A[M,K]·op(B), row-major,
@@ -134,8 +135,11 @@ bool verify_linear_sampled(const void* x, const void* w, const void* y, int64_t 
 
 // Selects desc under pref and times run(); 0 on failure (printed). With pref.autotune the plan is
 // timed alternately with the heuristic plan of the same descriptor, whose time goes to *baseline.
+// pair (optional): a plan timed alternately with this one (its time in *paired_ms), e.g. the
+// plain GEMM under an epilogue, so clock drift between rows does not enter their difference.
 double time_gemm(const std::string& label, const GemmDescriptor& desc, const PlanPreference& pref, const GemmArgs& args,
-                 int reps, std::string* sku, int* failures, double* baseline = nullptr) {
+                 int reps, std::string* sku, int* failures, double* baseline = nullptr,
+                 const std::pair<const GemmPlan*, const GemmArgs*>& pair = {}, double* paired_ms = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = GemmPlan::select(desc, pref);
   const double select_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -146,11 +150,15 @@ double time_gemm(const std::string& label, const GemmDescriptor& desc, const Pla
     return 0;
   }
   if (pref.autotune) std::printf("%s: autotuned select() took %.1f ms\n", label.c_str(), select_ms);
-  DeviceBuffer ws(std::max(plan->workspace_size(), heur->workspace_size()));
+  const size_t pair_ws = pair.first ? pair.first->workspace_size() : 0;
+  DeviceBuffer ws(std::max({plan->workspace_size(), heur->workspace_size(), pair_ws}));
   Status st, st2;
   double ms = 0;
   auto run_plan = [&] { st = plan->run(nullptr, {ws.p, plan->workspace_size()}, args); };
-  if (pref.autotune && baseline) {
+  if (pair.first && paired_ms) {
+    auto pr = paired_median_ms(run_plan, [&] { st2 = pair.first->run(nullptr, {ws.p, pair_ws}, *pair.second); }, 2, reps);
+    ms = pr.first, *paired_ms = pr.second;
+  } else if (pref.autotune && baseline) {
     auto pr = paired_median_ms(run_plan, [&] { st2 = heur->run(nullptr, {ws.p, heur->workspace_size()}, args); }, 2, reps);
     ms = pr.first, *baseline = pr.second;
   } else {
@@ -247,15 +255,21 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
                   100.0 * best / ours, ok ? "" : "VERIFY-FAIL", r.sku.c_str());
       recs.push_back(r);
 
-      auto variant = [&](const char* v, const GemmDescriptor& dv, const PlanPreference& pv, const GemmArgs& av) {
+      // paired: time the plain GEMM alternately with this variant (the epilogue's own cost)
+      auto variant = [&](const char* v, const GemmDescriptor& dv, const PlanPreference& pv, const GemmArgs& av,
+                         bool paired = false) {
         std::string sku;
-        double base = 0;
-        const double ms = time_gemm(label + " " + v, dv, pv, av, reps, &sku, &failures, &base);
+        double base = 0, plain = -1;
+        const double ms = time_gemm(label + " " + v, dv, pv, av, reps, &sku, &failures, &base,
+                                    paired ? std::make_pair(&*plan, &args) : std::pair<const GemmPlan*, const GemmArgs*>{}, &plain);
         if (ms <= 0) return;
         std::printf("%-16s %-5s %-26s ours %9.3f ms %7.1f TFLOP/s %s", s.name, dir, v, ms, flop / ms / 1e9, sku.c_str());
         if (base > 0) std::printf("  (heuristic plan, timed alternately: %.3f ms, tuned/heuristic %.3f)", base, ms / base);
+        if (plain > 0) std::printf("  (plain GEMM, timed alternately: %.3f ms; epilogue +%.3f ms)", plain, ms - plain);
         std::printf("\n");
-        recs.push_back({s.name, d, v, sku, M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, true, timed, base});
+        GemmRecord rec{s.name, d, v, sku, M, N, K, ms, best, flop / ms / 1e9, flop / best / 1e9, true, timed, base};
+        rec.plain_ms = plain;
+        recs.push_back(rec);
       };
       PlanPreference tuned;
       tuned.autotune = true;
@@ -272,7 +286,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
         ae.bias.data = bias.p;
         GemmDescriptor de = GemmDescriptor::linear(X, W, &BL, OUT);
         de.activation = GemmActivation::kGeluTanh;
-        variant("bias_gelu_tanh_fused", de, {}, ae);
+        variant("bias_gelu_tanh_fused", de, {}, ae, true);
         variant("bias_gelu_tanh_autotuned", de, tuned, ae);
         de.epilogue_impl = GemmEpilogueImpl::kSeparate;
         variant("bias_gelu_tanh_separate", de, {}, ae);
@@ -289,7 +303,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
         GemmDescriptor dg = desc;
         dg.grad_activation = GemmActivation::kGeluTanh;
         dg.has_bias_grad = true;
-        variant("dgelu_bgrad_default", dg, {}, ag);  // kAuto without timing: the separate form
+        variant("dgelu_bgrad_default", dg, {}, ag, true);  // kAuto without timing: the separate form
         variant("dgelu_bgrad_autotuned", dg, tuned, ag);
         dg.epilogue_impl = GemmEpilogueImpl::kFused;
         variant("dgelu_bgrad_fused", dg, {}, ag);
@@ -380,9 +394,9 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
       std::fprintf(f,
                    "  {\"op\": \"%s\", \"direction\": \"%s\", \"dtype\": \"bf16\", \"variant\": \"%s\", \"sku\": \"%s\", "
                    "\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_ms\": %.4f, \"lt_best_ms\": %.4f, \"ours_tflops\": %.2f, "
-                   "\"lt_best_tflops\": %.2f, \"lt_algos_timed\": %d, \"heuristic_ms\": %.4f, \"verified\": %s}%s\n",
+                   "\"lt_best_tflops\": %.2f, \"lt_algos_timed\": %d, \"heuristic_ms\": %.4f, \"plain_ms\": %.4f, \"verified\": %s}%s\n",
                    r.op.c_str(), r.direction.c_str(), r.variant.c_str(), r.sku.c_str(), (long long)r.m, (long long)r.n,
-                   (long long)r.k, r.ours_ms, r.lt_best_ms, r.ours_tflops, r.lt_best_tflops, r.algos_timed, r.heuristic_ms,
+                   (long long)r.k, r.ours_ms, r.lt_best_ms, r.ours_tflops, r.lt_best_tflops, r.algos_timed, r.heuristic_ms, r.plain_ms,
                    r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");

@@ -25,7 +25,26 @@ def median_ms(fn, warm=2, reps=15):
     return median_us(fn, warm, reps) / 1000.0
 
 
+def paired_median_ms(fa, fb, warm=2, reps=15):
+    """fa and fb timed alternately (CUDA events): clock drift between them cancels."""
+    for _ in range(warm):
+        fa(), fb()
+    torch.cuda.synchronize()
+    ta, tb = [], []
+    for _ in range(reps):
+        for f, t in ((fa, ta), (fb, tb)):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            f()
+            b.record()
+            b.synchronize()
+            t.append(a.elapsed_time(b))
+    return statistics.median(ta), statistics.median(tb)
+
+
 def torch_ms(r):
+    """PyTorch's time for record r; for records with a paired plain GEMM (epilogue rows), a pair
+    (composite ms, plain matmul ms timed alternately)."""
     m, n, k = r["m"], r["n"], r["k"]
     bf = torch.bfloat16
     reps = 7 if m * n * k > (1 << 42) else 15
@@ -51,7 +70,10 @@ def torch_ms(r):
         w = torch.empty(n, k, device="cuda", dtype=bf).uniform_(-1, 1)
         if r["variant"].startswith("bias_gelu"):
             bias = torch.empty(n, device="cuda", dtype=bf).uniform_(-1, 1)
-            return median_ms(lambda: F.gelu(F.linear(x, w, bias), approximate="tanh"), reps=reps)
+            fn = lambda: F.gelu(F.linear(x, w, bias), approximate="tanh")
+            if r.get("plain_ms", -1) > 0:
+                return paired_median_ms(fn, lambda: F.linear(x, w), reps=reps)
+            return median_ms(fn, reps=reps)
         return median_ms(lambda: F.linear(x, w), reps=reps)
     if d == "dgrad":  # dX[T, in] = dY[T, out] @ W[out, in]
         dy = torch.empty(m, k, device="cuda", dtype=bf).uniform_(-1, 1)
@@ -62,6 +84,8 @@ def torch_ms(r):
             def dgelu_bgrad():
                 g = torch.ops.aten.gelu_backward(torch.matmul(dy, w), z, approximate="tanh")
                 return g, g.sum(0)
+            if r.get("plain_ms", -1) > 0:
+                return paired_median_ms(dgelu_bgrad, lambda: torch.matmul(dy, w), reps=reps)
             return median_ms(dgelu_bgrad, reps=reps)
         return median_ms(lambda: torch.matmul(dy, w), reps=reps)
     # wgrad: dW[out, in] = dY[T, out]^T @ X[T, in]
@@ -75,6 +99,9 @@ def main():
     out = []
     for r in ours["records"]:
         t = torch_ms(r)
+        t_plain = None
+        if isinstance(t, tuple):
+            t, t_plain = t
         torch.cuda.empty_cache()
         flop = r["ours_tflops"] * 1e9 * r["ours_ms"]  # the record's own flop count
         has_ceiling = r["lt_best_ms"] > 0
@@ -91,6 +118,9 @@ def main():
         })
         if r.get("heuristic_ms", -1) > 0:
             out[-1]["heuristic_plan_us"] = round(1000 * r["heuristic_ms"], 1)
+        if t_plain is not None and r.get("plain_ms", -1) > 0:
+            out[-1]["plain_gemm_us"] = round(1000 * r["plain_ms"], 1)
+            out[-1]["torch_plain_gemm_us"] = round(1000 * t_plain, 1)
     json.dump(out, open(args.out_json, "w"), indent=1)
     lines = [
         f"# gemm: baracuda vs PyTorch {torch.__version__} on {device}",
@@ -114,6 +144,16 @@ def main():
         for o in tuned:
             lines.append(f"- {o['op']} {o['direction']} {o['variant']}: tuned {o['ours_us'] / 1000:.3f} ms, heuristic "
                          f"{o['heuristic_plan_us'] / 1000:.3f} ms ({o['heuristic_plan_us'] / o['ours_us']:.3f}x)")
+    paired = [o for o in out if "plain_gemm_us" in o]
+    if paired:
+        lines += ["", "Epilogue cost over the plain GEMM of the same problem, each side timed alternately with its own "
+                  "plain GEMM in its own process (clock drift between rows cancels; the GEMMs themselves are compared above):", ""]
+        for o in paired:
+            ours_c = (o["ours_us"] - o["plain_gemm_us"]) / 1000
+            torch_c = (o["torch_us"] - o["torch_plain_gemm_us"]) / 1000
+            lines.append(f"- {o['op']} {o['direction']} {o['variant']}: ours +{ours_c:.3f} ms over {o['plain_gemm_us'] / 1000:.3f} ms, "
+                         f"PyTorch +{torch_c:.3f} ms over {o['torch_plain_gemm_us'] / 1000:.3f} ms "
+                         f"(PyTorch's epilogue / ours: {torch_c / ours_c if ours_c > 0 else float('inf'):.2f}x)")
     sp = sorted(o["speedup_vs_torch"] for o in out)
     if sp:
         lines += ["", f"Speedup vs PyTorch: min {sp[0]:.3f}x, median {statistics.median(sp):.3f}x, max {sp[-1]:.3f}x."]
