@@ -600,6 +600,16 @@ void fill_operand(const ElementwiseDescriptor& d, int k, const TensorRef& t, int
   aligned_strides(t, r, shape, io->stride);
 }
 
+// An iteration over the plan's output shape with ni inputs and no outputs (views filled by the caller).
+ew::Iter iter_over(const detail::EwResolved& r, int ni, int no) {
+  ew::Iter it;
+  it.rank = r.out_rank;
+  std::copy(r.out_shape, r.out_shape + it.rank, it.size);
+  it.ni = ni;
+  it.no = no;
+  return it;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ ElementwisePlan
@@ -632,11 +642,7 @@ Status ElementwisePlan::can_implement(const ElementwiseArgs& a) const {
 
 Status ElementwisePlan::run(cudaStream_t stream, Workspace, const ElementwiseArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
-  ew::Iter it;
-  it.rank = r_->out_rank;
-  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
-  it.ni = desc_.num_operands;
-  it.no = 1;
+  ew::Iter it = iter_over(*r_, desc_.num_operands, 1);
   for (int k = 0; k < it.ni; ++k) fill_operand(desc_, k, a.in[k], it.rank, it.size, &it.in[k]);
   it.out[0].data = a.out.data;
   it.out[0].dtype = out_dtype_;
@@ -695,11 +701,7 @@ Status FrexpPlan::can_implement(const FrexpArgs& a) const {
 
 Status FrexpPlan::run(cudaStream_t stream, Workspace, const FrexpArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
-  ew::Iter it;
-  it.rank = r_->out_rank;
-  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
-  it.ni = 1;
-  it.no = 2;
+  ew::Iter it = iter_over(*r_, 1, 2);
   fill_operand(desc_, 0, a.in, it.rank, it.size, &it.in[0]);
   const TensorMut* outs[2] = {&a.mantissa, &a.exponent};
   for (int o = 0; o < 2; ++o) {
@@ -802,11 +804,7 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
   if (workspace_ > 0 && (ws.ptr == nullptr || ws.bytes < workspace_))
     return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes (ptr ", ws.ptr, "); needs ", workspace_);
   const unsigned gm = ew_op_grad_mask(desc_.op);
-  ew::Iter it;
-  it.rank = r_->out_rank;
-  std::copy(r_->out_shape, r_->out_shape + it.rank, it.size);
-  it.ni = desc_.num_operands + 1;
-  it.no = desc_.num_operands;
+  ew::Iter it = iter_over(*r_, desc_.num_operands + 1, desc_.num_operands);
   it.in[0].data = a.grad_out.data;
   it.in[0].dtype = r_->r.out;
   aligned_strides(a.grad_out, it.rank, it.size, it.in[0].stride);
