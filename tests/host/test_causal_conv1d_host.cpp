@@ -14,15 +14,9 @@
 using namespace baracuda;
 using baracuda::test::expect_error;
 using baracuda::test::hopper;
+using baracuda::test::uniform_values;
 
 namespace {
-
-std::vector<double> random_vec(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.5, 1.5);
-  std::vector<double> v(n);
-  for (double& e : v) e = u(rng);
-  return v;
-}
 
 double silu(double z) { return z / (1 + std::exp(-z)); }
 
@@ -56,8 +50,8 @@ TEST(CausalConv1dReference, ChunkedEqualsWhole) {
   for (int W : {2, 4, 7}) {
     const int64_t B = 2, C = 3, L = 11, L1 = 4;
     ref::Conv1dShape s{B, C, L, W, true};
-    auto x = random_vec(B * C * L, rng), w = random_vec(C * W, rng), bias = random_vec(C, rng);
-    auto s0 = random_vec(B * C * (W - 1), rng);
+    auto x = uniform_values(B * C * L, rng), w = uniform_values(C * W, rng), bias = uniform_values(C, rng);
+    auto s0 = uniform_values(B * C * (W - 1), rng);
     std::vector<double> y, fin;
     ref::causal_conv1d_forward(s, x, w, bias, s0, &y, &fin);
     std::vector<double> xa, xb;
@@ -86,8 +80,8 @@ TEST(CausalConv1dReference, BackwardMatchesFiniteDifferences) {
       for (int64_t L : {1, 5, 9}) {
         const int64_t B = 2, C = 2, W1 = W - 1;
         ref::Conv1dShape s{B, C, L, W, silu};
-        auto x = random_vec(B * C * L, rng), w = random_vec(C * W, rng), bias = random_vec(C, rng);
-        auto s0 = random_vec(B * C * W1, rng), dy = random_vec(B * C * L, rng), dfin = random_vec(B * C * W1, rng);
+        auto x = uniform_values(B * C * L, rng), w = uniform_values(C * W, rng), bias = uniform_values(C, rng);
+        auto s0 = uniform_values(B * C * W1, rng), dy = uniform_values(B * C * L, rng), dfin = uniform_values(B * C * W1, rng);
         auto loss = [&](const std::vector<double>& xx, const std::vector<double>& ww, const std::vector<double>& bb,
                          const std::vector<double>& ss) {
           std::vector<double> y, fin;
@@ -127,8 +121,8 @@ TEST(CausalConv1dReference, UpdateMatchesForward) {
     for (int64_t S : {int64_t(W - 1), int64_t(W + 2)}) {
       const int64_t B = 2, C = 3, L = 7, W1 = W - 1;
       ref::Conv1dShape s{B, C, L, W, true};
-      auto x = random_vec(B * C * L, rng), w = random_vec(C * W, rng), bias = random_vec(C, rng);
-      auto st = random_vec(B * C * S, rng);
+      auto x = uniform_values(B * C * L, rng), w = uniform_values(C * W, rng), bias = uniform_values(C, rng);
+      auto st = uniform_values(B * C * S, rng);
       std::vector<double> s0(B * C * W1);
       for (int64_t r = 0; r < B * C; ++r)
         for (int64_t j = 0; j < W1; ++j) s0[r * W1 + j] = st[r * S + S - W1 + j];

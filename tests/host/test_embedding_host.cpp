@@ -13,15 +13,9 @@
 using namespace baracuda;
 using baracuda::test::expect_error;
 using baracuda::test::hopper;
+using baracuda::test::uniform_values;
 
 namespace {
-
-std::vector<double> randv(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(n);
-  for (double& e : v) e = u(rng);
-  return v;
-}
 
 }  // namespace
 
@@ -87,8 +81,8 @@ TEST(EmbeddingReference, BackwardMatchesFiniteDifferences) {
   const std::vector<int64_t> idx{1, 3, 3, 4, 0, 5, 3, 1, 8, 2};
   std::vector<int64_t> lo, hi;
   ref::bag_ranges_from_offsets({0, 4, 4, 7}, 4, 10, false, &lo, &hi);
-  const std::vector<double> w = randv(static_cast<size_t>(V * D), rng), psw = randv(idx.size(), rng);
-  const std::vector<double> dout = randv(static_cast<size_t>(4 * D), rng);
+  const std::vector<double> w = uniform_values(static_cast<size_t>(V * D), rng), psw = uniform_values(idx.size(), rng);
+  const std::vector<double> dout = uniform_values(static_cast<size_t>(4 * D), rng);
   const double h = 1e-6;
   for (ref::BagMode mode : {ref::BagMode::kSum, ref::BagMode::kMean, ref::BagMode::kMax}) {
     const std::vector<double> p = mode == ref::BagMode::kSum ? psw : std::vector<double>{};
@@ -118,7 +112,7 @@ TEST(EmbeddingReference, BackwardMatchesFiniteDifferences) {
   }
   // plain embedding: the forward is a gather, its gradient a scatter-add
   std::vector<double> out, dw;
-  const std::vector<double> g = randv(idx.size() * D, rng);
+  const std::vector<double> g = uniform_values(idx.size() * D, rng);
   ref::embedding_forward(s, w, idx, &out);
   ref::embedding_backward(s, idx, g, false, &dw);
   for (size_t i = 0; i < w.size(); ++i) {

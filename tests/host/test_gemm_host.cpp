@@ -9,6 +9,7 @@
 #include "baracuda/ops/bilinear.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "gemm_ref.hpp"
+#include "host/host_test_util.hpp"
 #include "ops/gemm/gemm_core.hpp"
 
 namespace baracuda {
@@ -17,19 +18,6 @@ namespace {
 TensorLayout L(DType dt, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides = {}) {
   return TensorLayout::make(dt, std::span<const int64_t>(shape.begin(), shape.size()),
                             std::span<const int64_t>(strides.begin(), strides.size()));
-}
-
-PlanPreference sm90() {
-  PlanPreference p;
-  p.target_arch = 90;
-  return p;
-}
-
-std::vector<double> uniform_vector(std::mt19937_64& rng, size_t n) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
 }
 
 // Central finite differences of loss() with respect to each element of x, against gx.
@@ -81,7 +69,7 @@ TEST(GemmReference, HandComputedCases) {
 // Central finite differences of sum(out · d_out) against the backward reference.
 TEST(GemmReference, BackwardMatchesFiniteDifferences) {
   std::mt19937_64 rng(5);
-  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
+  auto rnd = [&](size_t n) { return test::uniform_values(n, rng); };
   struct C {
     GemmDescriptor d;
     size_t na, nb, nc, nbias, nout;
@@ -130,7 +118,7 @@ TEST(GemmReference, BackwardMatchesFiniteDifferences) {
 // the (finite-difference-checked) backward reference gives for layer 1 with d_out = dH.
 TEST(GemmReference, BackwardEpilogueChainsLayers) {
   std::mt19937_64 rng(9);
-  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
+  auto rnd = [&](size_t n) { return test::uniform_values(n, rng); };
   const int64_t T = 5, In = 4, H = 6, Out = 3;
   for (GemmActivation act : {GemmActivation::kRelu, GemmActivation::kGeluTanh, GemmActivation::kGeluErf}) {
     const std::vector<double> x = rnd(T * In), w1 = rnd(H * In), b1 = rnd(H), w2 = rnd(Out * H), dy = rnd(T * Out);
@@ -158,7 +146,7 @@ TEST(GemmReference, BackwardEpilogueChainsLayers) {
 
 TEST(GemmReference, BilinearBackwardMatchesFiniteDifferences) {
   std::mt19937_64 rng(11);
-  auto rnd = [&](size_t n) { return uniform_vector(rng, n); };
+  auto rnd = [&](size_t n) { return test::uniform_values(n, rng); };
   const int64_t B = 3, I = 4, J = 2, O = 5;
   std::vector<double> x1 = rnd(B * I), x2 = rnd(B * J), w = rnd(O * I * J), bias = rnd(O), dy = rnd(B * O);
   // hand case: B = 1, I = J = O = 1: y = x1 w x2 + b
@@ -181,7 +169,7 @@ TEST(GemmReference, BilinearBackwardMatchesFiniteDifferences) {
 
 // ------------------------------------------------------------------ validation
 TEST(GemmPlanHost, ValidationErrorsNameTheField) {
-  const PlanPreference p = sm90();
+  const PlanPreference p = test::hopper();
   auto msg = [&](const GemmDescriptor& d) {
     auto r = GemmPlan::select(d, p);
     EXPECT_FALSE(r.ok());
@@ -226,7 +214,7 @@ TEST(GemmPlanHost, ValidationErrorsNameTheField) {
 
 TEST(GemmPlanHost, SelectWithoutGpuValidatesAndDefersTheAlgorithm) {
   auto d = GemmDescriptor::mm(L(DType::bf16, {64, 32}), L(DType::bf16, {32, 48}), L(DType::bf16, {64, 48}));
-  auto plan = GemmPlan::select(d, sm90());
+  auto plan = GemmPlan::select(d, test::hopper());
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->sku().backend, Backend::kCuBLASLt);
   EXPECT_EQ(plan->sku().arch, 90);
@@ -253,12 +241,12 @@ TEST(GemmPlanHost, SelectWithoutGpuValidatesAndDefersTheAlgorithm) {
   d2.alpha = 2;
   EXPECT_FALSE(d == d2);
   // backward selects without a GPU as well
-  auto bwd = GemmBackwardPlan::select(d, sm90());
+  auto bwd = GemmBackwardPlan::select(d, test::hopper());
   EXPECT_TRUE(bwd.ok()) << bwd.status().to_string();
 }
 
 TEST(GemmPlanHost, BackwardEpilogueAndBilinearValidation) {
-  const PlanPreference p = sm90();
+  const PlanPreference p = test::hopper();
   auto d = GemmDescriptor::mm(L(DType::bf16, {64, 32}), L(DType::bf16, {32, 48}), L(DType::bf16, {64, 48}));
   d.grad_activation = GemmActivation::kGeluTanh;
   d.has_bias_grad = true;
@@ -328,7 +316,7 @@ TEST(GemmPlanHost, CanonicalisationDecisions) {
   using detail::GemmCore;
   using detail::GemmCoreOptions;
   auto build = [](GemmCanon c) {
-    auto r = GemmCore::build("test", c, GemmCoreOptions{}, sm90(), 90);
+    auto r = GemmCore::build("test", c, GemmCoreOptions{}, test::hopper(), 90);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return std::move(*r);
   };

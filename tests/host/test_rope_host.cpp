@@ -31,14 +31,6 @@ RopeDescriptor small(RopePairing pairing, int64_t D = 4, int64_t R = 0) {
   return d;
 }
 
-std::vector<double> random_vec(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -65,7 +57,7 @@ std::vector<RopeDescriptor> variety() {
 }
 
 std::vector<double> cache_of(const RopeDescriptor& d, uint64_t seed) {
-  return d.cos_sin_cache ? random_vec(static_cast<size_t>(d.cache_rows * d.rot_dim() / 2), seed) : std::vector<double>{};
+  return d.cos_sin_cache ? test::uniform_values(static_cast<size_t>(d.cache_rows * d.rot_dim() / 2), seed) : std::vector<double>{};
 }
 
 std::vector<int64_t> positions_of(const RopeDescriptor& d) {
@@ -101,7 +93,7 @@ TEST(RopeReference, HandComputedHalfAndInterleaved) {
 TEST(RopeReference, RotationKeepsPairNormsAndPassThrough) {
   RopeDescriptor d = small(RopePairing::kHalf, 10, 6);
   d.position_offset = 1000;
-  const auto x = random_vec(static_cast<size_t>(2 * 3 * 2 * 10), 1);
+  const auto x = test::uniform_values(static_cast<size_t>(2 * 3 * 2 * 10), 1);
   const auto y = ref::rope_apply(d, 2, x, ref::rope_positions(d, {}), {}, {}, false);
   for (size_t row = 0; row < x.size() / 10; ++row) {
     const double* a = x.data() + row * 10;
@@ -116,7 +108,7 @@ TEST(RopeReference, AdjointIdentityAndFiniteDifferences) {
   int n = 0;
   for (const RopeDescriptor& d : variety()) {
     const size_t sz = static_cast<size_t>(d.batch * d.seq * d.heads_q * d.head_dim);
-    const auto x = random_vec(sz, 10 + n), dy = random_vec(sz, 20 + n);
+    const auto x = test::uniform_values(sz, 10 + n), dy = test::uniform_values(sz, 20 + n);
     const auto cos = cache_of(d, 30 + n), sin = cache_of(d, 40 + n);
     const auto pos = positions_of(d);
     const auto y = ref::rope_apply(d, d.heads_q, x, pos, cos, sin, false);
