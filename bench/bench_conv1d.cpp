@@ -151,13 +151,7 @@ bool conv1d_cases_select() {
 
 int run_conv1d_family(const std::string& json_path, bool quick, const std::string& filter) {
   const double ceiling = measure_copy_tbps();
-  struct Rec {
-    ConvCase c;
-    std::string dir, sku;
-    double us, bytes;
-    bool verified;
-  };
-  std::vector<Rec> recs;
+  std::vector<BandwidthRec<ConvCase>> recs;
   int failures = 0;
   for (const ConvCase& c : conv_cases()) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
@@ -195,32 +189,15 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
     recs.push_back({c, "bwd", bwd->sku().name(), us_b, 3.0 * n * es, ok});
     failures += !ok;
   }
-  for (const Rec& r : recs) {
-    const double tbps = r.bytes / (r.us * 1e-6) / 1e12;
-    std::printf("conv1d %-20s %s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", r.c.name.c_str(), r.dir.c_str(),
-                std::string(dtype_name(r.c.dt)).c_str(), r.us, tbps, 100 * tbps / ceiling,
-                r.verified ? "verified" : "VERIFY FAILED");
-  }
-  if (!json_path.empty()) {
-    FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) return failures + 1;
-    std::fprintf(f, "{\"copy_tbps\": %.4f, \"records\": [\n", ceiling);
-    for (size_t i = 0; i < recs.size(); ++i) {
-      const Rec& r = recs[i];
-      std::fprintf(f,
-                   "{\"op\": \"causal_conv1d\", \"case\": \"%s\", \"direction\": \"%s\", \"dtype\": \"%s\", "
-                   "\"layout\": \"%s\", \"B\": %lld, \"L\": %lld, \"C\": %lld, \"W\": %d, \"shape\": [%lld, %lld, %lld], "
-                   "\"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, \"achieved\": %.4f, \"ceiling\": %.4f, "
-                   "\"verified\": %s}%s\n",
-                   r.c.name.c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(),
-                   std::string(conv1d_layout_name(r.c.layout)).c_str(), (long long)r.c.B, (long long)r.c.L,
-                   (long long)r.c.C, r.c.W, (long long)r.c.B, (long long)r.c.L, (long long)r.c.C, r.sku.c_str(), r.us,
-                   r.bytes, r.bytes / (r.us * 1e-6) / 1e12, ceiling, r.verified ? "true" : "false",
-                   i + 1 < recs.size() ? "," : "");
-    }
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
+  print_bandwidth("conv1d", recs, ceiling, [](const ConvCase& c) { return c.name; });
+  if (!json_path.empty() &&
+      !write_bandwidth_json(json_path, ceiling, "", recs, [](const ConvCase& c) {
+        return strf("\"op\": \"causal_conv1d\", \"case\": \"%s\", \"layout\": \"%s\", \"B\": %lld, \"L\": %lld, \"C\": %lld, "
+                    "\"W\": %d, \"shape\": [%lld, %lld, %lld]",
+                    c.name.c_str(), std::string(conv1d_layout_name(c.layout)).c_str(), (long long)c.B, (long long)c.L,
+                    (long long)c.C, c.W, (long long)c.B, (long long)c.L, (long long)c.C);
+      }))
+    return failures + 1;
   return failures;
 }
 

@@ -1,9 +1,13 @@
-// Benchmark inputs shared by the bandwidth families (rope, conv1d): uniform random bf16 or f32
-// data uploaded to the device, and element reads from host copies.
+// Pieces shared by the bandwidth families (rope, conv1d, embedding; shape_json also elementwise):
+// uniform random bf16 or f32 data uploaded to the device, element reads from host copies, and
+// the timed-row record with its console line and JSON file.
 #pragma once
 
 #include <cstdint>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -42,6 +46,67 @@ inline std::vector<uint8_t> fill_uniform(void* dev, DType dt, int64_t n, uint64_
   }
   BENCH_CUDA_OK(cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice));
   return h;
+}
+
+// "[a, b, c]"
+inline std::string shape_json(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// printf into a std::string.
+inline std::string strf(const char* fmt, ...) {
+  va_list a, b;
+  va_start(a, fmt);
+  va_copy(b, a);
+  const int n = std::vsnprintf(nullptr, 0, fmt, a);
+  va_end(a);
+  std::string s(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  std::vsnprintf(s.data(), s.size() + 1, fmt, b);
+  va_end(b);
+  return s;
+}
+
+// One timed row of a bandwidth family: the case (with its dtype `dt`), direction, sku, median µs,
+// bytes moved and whether the result matched the reference.
+template <class Case>
+struct BandwidthRec {
+  Case c;
+  std::string dir, sku;
+  double us, bytes;
+  bool verified;
+  double tbps() const { return bytes / (us * 1e-6) / 1e12; }
+};
+
+// One console line per record: "<family> <label> <dir> <dtype>  us  TB/s  % of copy  verified".
+template <class Case, class Label>
+void print_bandwidth(const char* family, const std::vector<BandwidthRec<Case>>& recs, double ceiling, Label&& label) {
+  for (const auto& r : recs)
+    std::printf("%s %-32s %-11s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", family, label(r.c).c_str(), r.dir.c_str(),
+                std::string(dtype_name(r.c.dt)).c_str(), r.us, r.tbps(), 100 * r.tbps() / ceiling,
+                r.verified ? "verified" : "VERIFY FAILED");
+}
+
+// {"copy_tbps": ceiling, <header>"records": [{<fields(case)>, "direction", "dtype", "sku", "ours_us",
+// "bytes", "achieved", "ceiling", "verified"}, ...]}; header is empty or ends with ", ".
+template <class Case, class Fields>
+bool write_bandwidth_json(const std::string& path, double ceiling, const std::string& header,
+                          const std::vector<BandwidthRec<Case>>& recs, Fields&& fields) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  std::fprintf(f, "{\"copy_tbps\": %.4f, %s\"records\": [\n", ceiling, header.c_str());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const auto& r = recs[i];
+    std::fprintf(f,
+                 "{%s, \"direction\": \"%s\", \"dtype\": \"%s\", \"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, "
+                 "\"achieved\": %.4f, \"ceiling\": %.4f, \"verified\": %s}%s\n",
+                 fields(r.c).c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(), r.sku.c_str(), r.us, r.bytes,
+                 r.tbps(), ceiling, r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
+  return true;
 }
 
 }  // namespace baracuda::bench

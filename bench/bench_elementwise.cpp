@@ -16,6 +16,7 @@
 #include "baracuda/ops/elementwise.hpp"
 #include "elementwise_ref.hpp"
 #include "ops/elementwise/ew_params.hpp"
+#include "bench_data.hpp"
 #include "timing.hpp"
 
 namespace baracuda::bench {
@@ -71,12 +72,6 @@ int64_t numel_of(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;
   return n;
-}
-
-std::string shape_json(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 double host_value(DType dt, const uint8_t* p) {

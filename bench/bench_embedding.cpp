@@ -122,13 +122,7 @@ bool emb_cases_select() {
 
 int run_embedding_family(const std::string& json_path, bool quick, const std::string& filter) {
   const double ceiling = measure_copy_tbps();
-  struct Rec {
-    EmbCase c;
-    std::string dir, sku;
-    double us, bytes;
-    bool verified;
-  };
-  std::vector<Rec> recs;
+  std::vector<BandwidthRec<EmbCase>> recs;
   int failures = 0;
   for (const EmbCase& c : emb_cases()) {
     const std::string tag = c.name + "_" + std::string(dtype_name(c.dt));
@@ -217,30 +211,15 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
     }
     BENCH_CUDA_OK(cudaGetLastError());
   }
-  for (const Rec& r : recs) {
-    const double tbps = r.bytes / (r.us * 1e-6) / 1e12;
-    std::printf("embedding %-12s %-8s %-4s %-11s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", r.c.name.c_str(),
-                r.c.dist.c_str(), std::string(dtype_name(r.c.dt)).c_str(), r.dir.c_str(), r.us, tbps,
-                100 * tbps / ceiling, r.verified ? "verified" : "VERIFY FAILED");
-  }
-  if (!json_path.empty()) {
-    FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) return failures + 1;
-    std::fprintf(f, "{\"copy_tbps\": %.4f, \"records\": [\n", ceiling);
-    for (size_t i = 0; i < recs.size(); ++i) {
-      const Rec& r = recs[i];
-      std::fprintf(f,
-                   "{\"op\": \"%s\", \"case\": \"%s\", \"dist\": \"%s\", \"direction\": \"%s\", \"dtype\": \"%s\", "
-                   "\"V\": %lld, \"D\": %lld, \"N\": %lld, \"B\": %lld, \"shape\": [%lld, %lld], \"sku\": \"%s\", "
-                   "\"ours_us\": %.3f, \"bytes\": %.0f, \"achieved\": %.4f, \"ceiling\": %.4f, \"verified\": %s}%s\n",
-                   r.c.bag ? "embedding_bag" : "embedding", r.c.name.c_str(), r.c.dist.c_str(), r.dir.c_str(),
-                   std::string(dtype_name(r.c.dt)).c_str(), (long long)r.c.V, (long long)r.c.D, (long long)r.c.N,
-                   (long long)r.c.B, (long long)r.c.V, (long long)r.c.D, r.sku.c_str(), r.us, r.bytes,
-                   r.bytes / (r.us * 1e-6) / 1e12, ceiling, r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
-    }
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
+  print_bandwidth("embedding", recs, ceiling, [](const EmbCase& c) { return c.name + " " + c.dist; });
+  if (!json_path.empty() &&
+      !write_bandwidth_json(json_path, ceiling, "", recs, [](const EmbCase& c) {
+        return strf("\"op\": \"%s\", \"case\": \"%s\", \"dist\": \"%s\", \"V\": %lld, \"D\": %lld, \"N\": %lld, \"B\": %lld, "
+                    "\"shape\": [%lld, %lld]",
+                    c.bag ? "embedding_bag" : "embedding", c.name.c_str(), c.dist.c_str(), (long long)c.V, (long long)c.D,
+                    (long long)c.N, (long long)c.B, (long long)c.V, (long long)c.D);
+      }))
+    return failures + 1;
   return failures;
 }
 

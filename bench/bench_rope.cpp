@@ -105,12 +105,6 @@ bool verify(const RopeCase& c, const RopeDescriptor& d, const void* const in[2],
   return true;
 }
 
-std::string shape_json(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 // Without a GPU: every case selects for sm_90 in both directions.
@@ -124,13 +118,7 @@ bool rope_cases_select() {
 
 int run_rope_family(const std::string& json_path, bool quick, const std::string& filter) {
   const double ceiling = measure_copy_tbps();
-  struct Rec {
-    RopeCase c;
-    std::string dir, sku;
-    double us, bytes;
-    bool verified;
-  };
-  std::vector<Rec> recs;
+  std::vector<BandwidthRec<RopeCase>> recs;
   int failures = 0;
   for (const RopeCase& c : rope_cases()) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
@@ -195,11 +183,7 @@ int run_rope_family(const std::string& json_path, bool quick, const std::string&
     recs.push_back({c, "bwd", bwd->sku().name(), us_b, bytes, ok});
     failures += !ok;
   }
-  for (const Rec& r : recs) {
-    const double tbps = r.bytes / (r.us * 1e-6) / 1e12;
-    std::printf("rope %-24s %s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", r.c.name.c_str(), r.dir.c_str(),
-                std::string(dtype_name(r.c.dt)).c_str(), r.us, tbps, 100 * tbps / ceiling, r.verified ? "verified" : "VERIFY FAILED");
-  }
+  print_bandwidth("rope", recs, ceiling, [](const RopeCase& c) { return c.name; });
   // host cost of run() (checks + parameter block + launch), enqueue only, on a tiny problem
   double overhead = 0;
   {
@@ -220,26 +204,15 @@ int run_rope_family(const std::string& json_path, bool quick, const std::string&
     overhead = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
     std::printf("host overhead of RopePlan::run (checks + launch, enqueue only): %.2f us/call\n", overhead);
   }
-  if (!json_path.empty()) {
-    FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) return failures + 1;
-    std::fprintf(f, "{\"copy_tbps\": %.4f, \"host_overhead_us\": %.3f, \"records\": [\n", ceiling, overhead);
-    for (size_t i = 0; i < recs.size(); ++i) {
-      const Rec& r = recs[i];
-      std::fprintf(f,
-                   "{\"op\": \"rope\", \"case\": \"%s\", \"direction\": \"%s\", \"dtype\": \"%s\", \"shape\": %s, "
-                   "\"S\": %lld, \"Hq\": %lld, \"Hk\": %lld, \"D\": %lld, \"R\": %lld, \"pairing\": \"%s\", \"cache\": %s, "
-                   "\"in_place\": %s, \"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, \"achieved\": %.4f, "
-                   "\"ceiling\": %.4f, \"verified\": %s}%s\n",
-                   r.c.name.c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(),
-                   shape_json({r.c.S, r.c.Hq, r.c.D}).c_str(), (long long)r.c.S, (long long)r.c.Hq, (long long)r.c.Hk,
-                   (long long)r.c.D, (long long)(r.c.R), std::string(rope_pairing_name(r.c.pairing)).c_str(),
-                   r.c.cache ? "true" : "false", r.c.in_place ? "true" : "false", r.sku.c_str(), r.us, r.bytes,
-                   r.bytes / (r.us * 1e-6) / 1e12, ceiling, r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
-    }
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
+  if (!json_path.empty() &&
+      !write_bandwidth_json(json_path, ceiling, strf("\"host_overhead_us\": %.3f, ", overhead), recs, [](const RopeCase& c) {
+        return strf("\"op\": \"rope\", \"case\": \"%s\", \"shape\": %s, \"S\": %lld, \"Hq\": %lld, \"Hk\": %lld, \"D\": %lld, "
+                    "\"R\": %lld, \"pairing\": \"%s\", \"cache\": %s, \"in_place\": %s",
+                    c.name.c_str(), shape_json({c.S, c.Hq, c.D}).c_str(), (long long)c.S, (long long)c.Hq, (long long)c.Hk,
+                    (long long)c.D, (long long)c.R, std::string(rope_pairing_name(c.pairing)).c_str(), c.cache ? "true" : "false",
+                    c.in_place ? "true" : "false");
+      }))
+    return failures + 1;
   return failures;
 }
 

@@ -506,6 +506,8 @@ TEST(EwValidation, FrexpPlan) {
                "not frexp");
   expect_error(FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::tensor(DType::i32, {3})}), host_pref()).status(),
                StatusCode::kUnsupported, "floating dtypes only");
+  expect_error(FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::scalar(2.0)}), host_pref()).status(),
+               StatusCode::kInvalidProblem, "at least one tensor");
   alignas(16) static uint16_t xs[32], ms[64];
   alignas(16) static int32_t es[40];
   FrexpArgs a;

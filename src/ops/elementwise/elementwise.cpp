@@ -661,8 +661,6 @@ Result<FrexpPlan> FrexpPlan::select(const ElementwiseDescriptor& desc, const Pla
   if (desc.op != EwOp::frexp)
     return error(StatusCode::kInvalidProblem, kFrexp, ": descriptor op is ", ew_op_name(desc.op), ", not frexp");
   if (desc.out_dtype) return error(StatusCode::kInvalidProblem, kFrexp, ": out_dtype must be unset (mantissa has the input's dtype)");
-  if (desc.num_operands == 1 && desc.operand[0].is_scalar)
-    return error(StatusCode::kInvalidProblem, kFrexp, ": the operand must be a tensor");
   FrexpPlan p;
   auto res = std::make_shared<detail::EwResolved>();
   p.r_ = res;
