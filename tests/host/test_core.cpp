@@ -5,13 +5,40 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "baracuda/baracuda.hpp"
 #include "baracuda/core/cuda_types.hpp"
 #include "core/dispatch.hpp"
+#include "core/fast_div.hpp"
 #include "core/validate.hpp"
 
 using namespace baracuda;
+
+// FastDiv (src/core/fast_div.hpp): the kernels' division by a host-fixed divisor, exact for
+// every numerator below 2^31. Repro: FastDiv(3).div(2147483647) must be 715827882.
+TEST(FastDiv, MatchesIntegerDivisionBelowTwoToThe31) {
+  std::mt19937_64 rng(7);
+  std::vector<uint32_t> divisors = {1, 2, 3, 5, 7, 10, 255, 256, 257, 258, 1000, 16390, 65535, 65536, 65537,
+                                    (1u << 30) - 1, 1u << 30, (1u << 30) + 1, (1u << 31) - 1, 1u << 31};
+  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<uint32_t>(rng() % (1u << 31)) + 1);
+  for (uint32_t d : divisors) {
+    const baracuda::detail::FastDiv f(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, (1u << 31) - 1, (1u << 31) - 2};
+    if (d < (1u << 30)) ns.insert(ns.end(), {d + 1, 2 * d - 1, 2 * d, 2 * d + 1});
+    for (uint32_t q : {3u, 1000u, 65536u}) {
+      const uint64_t m = uint64_t{q} * d;
+      if (m < (1u << 31)) ns.insert(ns.end(), {static_cast<uint32_t>(m - 1), static_cast<uint32_t>(m)});
+    }
+    for (int j = 0; j < 2000; ++j) ns.push_back(static_cast<uint32_t>(rng() % (1u << 31)));
+    for (uint32_t n : ns) {
+      if (n >= (1u << 31)) continue;
+      ASSERT_EQ(f.div(n), n / d) << "n = " << n << ", d = " << d;
+    }
+  }
+  EXPECT_EQ(baracuda::detail::FastDiv(3).div(2147483647u), 715827882u);
+}
 
 TEST(DType, TableIsConsistent) {
   EXPECT_EQ(kNumDTypes, 14);

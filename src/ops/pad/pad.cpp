@@ -242,6 +242,10 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
   const int64_t core_len = core_hi - core_lo;  // a row's alignment may cost up to vec-1 of it
   g->core_lo = core_lo;
+  for (int a = 0; a + 1 < out_n; ++a) {
+    const int64_t e = dst_is_x ? g->n[a] : g->m[a];
+    if (e <= (int64_t{1} << 31)) g->row_div[a] = detail::FastDiv(static_cast<uint32_t>(e));
+  }
   g->core_chunks = core_len >= vec ? (core_len - (vec - 1)) / vec : 0;
   // A warp walks a contiguous stretch of the destination: whole short rows (up to 512 chunks,
   // 8 KB) or 4 KB pieces of long ones, for as many rows as make ~2048 chunks (32 KB) per warp.
@@ -264,6 +268,36 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
                  " blocks exceed the grid limit 2^31 - 1");
   g->blocks = block_rows * g->tiles_c;
   return {};
+}
+
+void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst) {
+  g->flat_words = 0;
+  const int ca = g->rank - 1;
+  // dense destination in the coalesced axis order: unit column stride, each row axis the
+  // product of the extents inside it
+  int64_t numel = 1;
+  for (int a = ca; a >= 0; --a) {
+    if (g->ys[a] != numel) return;
+    numel *= g->m[a];
+  }
+  const int64_t W = g->m[ca];
+  if (W < 32 || numel <= 0) return;
+  // Long rows of 2-byte elements stay with "warprows": its 16-byte shifted-vector copy beats
+  // two 2-byte loads per word there (H200, [16, 512, 16384] bf16: 83-85 % vs 82 % of copy),
+  // while the flat kernel wins on short rows ([32, 64, 256, 256]: 69 % vs 58 %) and for every
+  // row length in 4-byte types (96 % vs 71-82 %). See docs/perf/pad.md.
+  if (elem == 2 && W >= 2048) return;
+  // widest word (at most 4 bytes) that divides the row length and the destination's alignment
+  int epw = 1;
+  while (epw * 2 * elem <= 4 && W % (epw * 2) == 0 && reinterpret_cast<uintptr_t>(dst) % (epw * 2 * elem) == 0) epw *= 2;
+  // a warp's 32·K words must touch at most 32 rows (one set-up lane each)
+  constexpr int64_t kWarpWords = int64_t{32} * kFlatWordsPerLane;
+  if ((kWarpWords * epw - 1) / W + 2 > 32) return;
+  constexpr int64_t kWordsPerBlock = int64_t{kPadThreads} * kFlatWordsPerLane;
+  g->flat_epw = epw;
+  g->flat_words = numel / epw;
+  g->flat_blocks = (g->flat_words + kWordsPerBlock - 1) / kWordsPerBlock;
+  g->flat_cols = FastDiv(static_cast<uint32_t>(W));
 }
 
 std::string_view pad_mode_name(PadMode m) {
@@ -344,6 +378,7 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   g.dst = a.y.data;
   g.fill = fill_bits_;
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
+  if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst);
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
 }
 

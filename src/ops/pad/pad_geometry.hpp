@@ -9,6 +9,7 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/pad.hpp"
 #include "core/dispatch.hpp"
+#include "core/fast_div.hpp"
 
 namespace baracuda::detail {
 
@@ -35,10 +36,20 @@ struct PadGeometry {
   int64_t tiles_c = 0;          // column tiles per row
   int rows_per_warp = 32;
   int64_t blocks = 0;           // grid size
+  // Divisors of the destination's row axes (extents < 2^31; the 32-bit kernels decompose row
+  // indices with them instead of hardware division).
+  FastDiv row_div[kMaxRank];
+  // The flat forward kernel (pad_plan_flat): a dense y walked as consecutive words of
+  // flat_epw elements, 32 lanes x kFlatWordsPerLane words per warp; 0 words = not used.
+  int flat_epw = 1;
+  int64_t flat_words = 0;
+  int64_t flat_blocks = 0;
+  FastDiv flat_cols;  // destination row length in elements
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
 inline constexpr int kPadThreads = 256;  // 8 warps per block
+inline constexpr int kFlatWordsPerLane = 8;
 // Columns in one 16-byte chunk.
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
@@ -46,6 +57,10 @@ constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 // unpadded neighbours contiguous on both sides, and picks the tiling. `dst_is_x` for backward.
 Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
                           const TensorLayout& yl, bool dst_is_x, PadGeometry* g);
+// Decides whether the flat forward kernel serves this forward geometry (call only with 32-bit
+// indices; needs a dense y at `dst` with rows of at least 32 elements) and sets its word size
+// and grid; elem = element bytes.
+void pad_plan_flat(PadGeometry* g, int elem, const void* dst);
 // Conservative interval of unpadded coordinates whose only preimage is x + lo.
 void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1);
 // 32-bit index math is safe for this operand: element count and element offsets below

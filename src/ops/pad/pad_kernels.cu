@@ -79,15 +79,22 @@ union Vec16 {
 
 // Row setup shared by both directions: decompose the row index over the row axes of the
 // destination and accumulate per-axis source/destination offsets through `axis(d, coord)`.
+// With 32-bit indices the divisions go through the host-made FastDiv of each row axis.
 template <class Idx, class F>
 __device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool dst_is_x, F&& axis) {
 #pragma unroll
   for (int d = kMaxRank - 2; d >= 0; --d) {
     if (d < g.rank - 1) {
-      const Idx ext = static_cast<Idx>(dst_is_x ? g.n[d] : g.m[d]);
-      const Idx coord = r % ext;
-      r /= ext;
-      axis(d, coord);
+      if constexpr (sizeof(Idx) == 4) {
+        const uint32_t q = g.row_div[d].div(static_cast<uint32_t>(r));
+        axis(d, static_cast<Idx>(static_cast<uint32_t>(r) - q * g.row_div[d].d));
+        r = static_cast<Idx>(q);
+      } else {
+        const Idx ext = static_cast<Idx>(dst_is_x ? g.n[d] : g.m[d]);
+        const Idx coord = r % ext;
+        r /= ext;
+        axis(d, coord);
+      }
     }
   }
 }
@@ -505,8 +512,133 @@ __global__ void __launch_bounds__(kPadThreads, 2) pad_backward_kernel(const __gr
   }
 }
 
+// ---------------------------------------------------------------- flat kernels
+// A dense destination (32-bit indices) walked as consecutive words of EPW elements: warp w
+// owns words [w·32K, (w+1)·32K), lane l takes word w·32K + 32k + l at step k, so every store
+// instruction covers 32 consecutive words. A word never straddles two rows (the row length is
+// a multiple of EPW). The warp's words span at most 32 rows (pad_plan_flat): lane i sets up
+// row r_first + i once (source offset, or the backward's preimage rows), and each word takes
+// its row's values by shuffle. Every word's element offsets are computed before any load, and
+// all loads are issued before the first store (K·EPW loads in flight per lane).
+
+template <int kBytes> struct WordOf;
+template <> struct WordOf<1> { using type = uint8_t; };
+template <> struct WordOf<2> { using type = uint16_t; };
+template <> struct WordOf<4> { using type = uint32_t; };
+template <> struct WordOf<8> { using type = uint64_t; };
+template <class T, int EPW>
+union FlatWord {
+  typename WordOf<sizeof(T) * EPW>::type w;
+  T e[EPW];
+};
+
+// This warp's words [w0, w_end) and the first and last destination rows they touch; false
+// when the warp has none.
+struct FlatTask {
+  uint32_t w0, w_end, r_first, r_last;
+};
+__device__ __forceinline__ bool flat_task(const PadGeometry& g, FlatTask* t) {
+  constexpr int64_t kWarpWords = 32 * kFlatWordsPerLane;
+  const int64_t w0 = (int64_t{blockIdx.x} * (kPadThreads / 32) + (threadIdx.x >> 5)) * kWarpWords;
+  if (w0 >= g.flat_words) return false;
+  t->w0 = static_cast<uint32_t>(w0);
+  t->w_end = static_cast<uint32_t>(min(g.flat_words, w0 + kWarpWords));
+  const uint32_t epw = static_cast<uint32_t>(g.flat_epw);
+  t->r_first = g.flat_cols.div(t->w0 * epw);
+  t->r_last = g.flat_cols.div(t->w_end * epw - 1);
+  return true;
+}
+
+// Word k of this lane: its index, whether it exists, its row (relative to r_first) and column.
+struct FlatPos {
+  uint32_t word;
+  bool act;
+  int rr;
+  int32_t c;
+};
+__device__ __forceinline__ FlatPos flat_pos(const PadGeometry& g, const FlatTask& t, int k, int epw) {
+  FlatPos q;
+  q.word = t.w0 + 32u * k + (threadIdx.x & 31);
+  q.act = q.word < t.w_end;
+  const uint32_t e = (q.act ? q.word : t.w0) * static_cast<uint32_t>(epw);
+  const uint32_t r = g.flat_cols.div(e);
+  q.c = static_cast<int32_t>(e - r * g.flat_cols.d);
+  q.rr = static_cast<int>(r - t.r_first);
+  return q;
+}
+
+template <class T, int EPW>
+__global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __grid_constant__ PadGeometry g) {
+  constexpr int K = kFlatWordsPerLane;
+  using Word = FlatWord<T, EPW>;
+  FlatTask t;
+  if (!flat_task(g, &t)) return;  // uniform per warp
+  const int lane = threadIdx.x & 31;
+  const int ca = g.rank - 1;
+  const int32_t n = static_cast<int32_t>(g.n[ca]), lo = static_cast<int32_t>(g.lo[ca]);
+  const int32_t xs = static_cast<int32_t>(g.xs[ca]);
+  const T* __restrict__ src = static_cast<const T*>(g.src);
+  auto* __restrict__ dst = static_cast<decltype(Word::w)*>(g.dst);
+  const T fill = static_cast<T>(g.fill);
+
+  // lane i: source offset of row r_first + i, and whether that row exists (constant mode:
+  // not in the padding)
+  int32_t my_xo = 0;
+  bool my_ok = true;
+  if (t.r_first + lane <= t.r_last) {
+    for_row_axes<int32_t>(g, static_cast<int32_t>(t.r_first + lane), false, [&](int d, int32_t o) {
+      const int32_t s = pad_source<int32_t>(g.mode, g.n[d], g.lo[d], o);
+      my_ok = my_ok && s >= 0;
+      my_xo += s * static_cast<int32_t>(g.xs[d]);
+    });
+  }
+  static_assert(K * EPW <= 32, "one fill bit per element");
+  int32_t off[K][EPW];  // element offsets in src (strides may be negative)
+  uint32_t fills = 0;   // bit k·EPW + j: element (k, j) is the fill value
+  bool act[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const FlatPos q = flat_pos(g, t, k, EPW);
+    act[k] = q.act;
+    const int32_t xo = __shfl_sync(0xffffffffu, my_xo, q.rr & 31);
+    const bool ok = __shfl_sync(0xffffffffu, my_ok, q.rr & 31);
+    const int32_t i0 = q.c - lo;
+    if (ok && i0 >= 0 && i0 + EPW <= n) {
+#pragma unroll
+      for (int j = 0; j < EPW; ++j) off[k][j] = xo + (i0 + j) * xs;
+    } else {
+#pragma unroll
+      for (int j = 0; j < EPW; ++j) {
+        const int32_t s = ok ? pad_source<int32_t>(g.mode, n, lo, q.c + j) : -1;
+        off[k][j] = xo + max(s, 0) * xs;
+        fills |= uint32_t{s < 0} << (k * EPW + j);
+      }
+    }
+  }
+  Word v[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int j = 0; j < EPW; ++j) v[k].e[j] = (fills >> (k * EPW + j)) & 1u ? fill : __ldg(src + off[k][j]);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if (act[k]) dst[t.w0 + 32u * k + lane] = v[k].w;
+}
+
 template <class T, class Idx>
 int launch_forward(const PadGeometry& g, cudaStream_t s) {
+  if constexpr (sizeof(Idx) == 4) {
+    if (g.flat_words > 0) {
+      void (*k)(PadGeometry) = nullptr;
+      auto pick = [&]<int EPW>() {
+        if (g.flat_epw == EPW) k = pad_flat_forward_kernel<T, EPW>;
+      };
+      pick.template operator()<1>();
+      if constexpr (sizeof(T) <= 2) pick.template operator()<2>();
+      if constexpr (sizeof(T) == 1) pick.template operator()<4>();
+      return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g));
+    }
+  }
   return static_cast<int>(launch_kernel(pad_forward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
                                         dim3(kPadThreads), 0, s, g));
 }
