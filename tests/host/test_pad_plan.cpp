@@ -37,7 +37,7 @@ TEST(PadPlan, SelectWithoutGpuForExplicitArch) {
     auto fwd = PadPlan::select(d, hopper());
     ASSERT_TRUE(fwd.ok()) << fwd.status().to_string();
     EXPECT_EQ(fwd->workspace_size(), 0u);
-    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".fwd.bf16.bespoke.sm90.warprows");
+    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".fwd.bf16.bespoke.sm90.flat-warprows");
     EXPECT_TRUE(fwd->precision_guarantee().bit_exact);
     EXPECT_EQ(fwd->precision_guarantee().determinism, Determinism::kRunToRun);
     auto bwd = PadBackwardPlan::select(d, hopper());

@@ -121,7 +121,7 @@ Status select_common(std::string_view op, const PadDescriptor& d, const PlanPref
   sku->dtype = d.dtype;
   sku->backend = Backend::kBespoke;
   sku->arch = *arch;
-  sku->variant = "warprows";
+  sku->variant = backward ? "warprows" : "flat-warprows";  // forward: chosen per layout at run()
   return {};
 }
 

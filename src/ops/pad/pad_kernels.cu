@@ -1,4 +1,4 @@
-// Pad forward/backward kernels ("warprows").
+// Pad forward/backward kernels ("warprows") and the flat forward kernel (dense y).
 //
 // Work unit: a warp owns up to 32 destination rows (one per lane for the row set-up: index
 // decomposition and per-axis source/preimage offsets, computed once and handed to the other
