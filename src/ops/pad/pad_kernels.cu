@@ -512,14 +512,14 @@ __global__ void __launch_bounds__(kPadThreads, 2) pad_backward_kernel(const __gr
   }
 }
 
-// ---------------------------------------------------------------- flat kernels
-// A dense destination (32-bit indices) walked as consecutive words of EPW elements: warp w
-// owns words [w·32K, (w+1)·32K), lane l takes word w·32K + 32k + l at step k, so every store
-// instruction covers 32 consecutive words. A word never straddles two rows (the row length is
-// a multiple of EPW). The warp's words span at most 32 rows (pad_plan_flat): lane i sets up
-// row r_first + i once (source offset, or the backward's preimage rows), and each word takes
-// its row's values by shuffle. Every word's element offsets are computed before any load, and
-// all loads are issued before the first store (K·EPW loads in flight per lane).
+// ---------------------------------------------------------------- flat forward kernel
+// A dense y (32-bit indices) walked as consecutive words of EPW elements: warp w owns words
+// [w·32K, (w+1)·32K), lane l takes word w·32K + 32k + l at step k, so every store instruction
+// covers 32 consecutive words. A word never straddles two rows (the row length is a multiple
+// of EPW). The warp's words span at most 32 rows (pad_plan_flat): lane i sets up row
+// r_first + i once (source offset and whether the source row exists), and each word takes its
+// row's values by shuffle. Every word's element offsets are computed before any load, and all
+// loads are issued before the first store (K·EPW loads in flight per lane, 32 registers).
 
 template <int kBytes> struct WordOf;
 template <> struct WordOf<1> { using type = uint8_t; };
