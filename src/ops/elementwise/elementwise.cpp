@@ -610,18 +610,27 @@ ew::Iter iter_over(const detail::EwResolved& r, int ni, int no) {
   return it;
 }
 
+// resolve() into the fresh shared EwResolved every elementwise plan holds.
+Result<std::shared_ptr<detail::EwResolved>> resolve_shared(std::string_view opn, const ElementwiseDescriptor& d,
+                                                           const PlanPreference& pref, bool backward, KernelSku* sku) {
+  auto res = std::make_shared<detail::EwResolved>();
+  auto r = resolve(opn, d, pref, backward, sku, &res->out_rank, res->out_shape);
+  if (!r) return r.status();
+  res->r = *r;
+  return res;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ ElementwisePlan
 Result<ElementwisePlan> ElementwisePlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
   ElementwisePlan p;
-  auto res = std::make_shared<detail::EwResolved>();
+  auto rs = resolve_shared(kFwd, desc, pref, false, &p.sku_);
+  if (!rs) return rs.status();
+  const std::shared_ptr<detail::EwResolved> res = *rs;
   p.r_ = res;
-  auto r = resolve(kFwd, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
-  if (!r) return r.status();
-  res->r = *r;
   p.desc_ = desc;
-  p.out_dtype_ = r->out;
+  p.out_dtype_ = res->r.out;
   return p;
 }
 
@@ -662,12 +671,11 @@ Result<FrexpPlan> FrexpPlan::select(const ElementwiseDescriptor& desc, const Pla
     return error(StatusCode::kInvalidProblem, kFrexp, ": descriptor op is ", ew_op_name(desc.op), ", not frexp");
   if (desc.out_dtype) return error(StatusCode::kInvalidProblem, kFrexp, ": out_dtype must be unset (mantissa has the input's dtype)");
   FrexpPlan p;
-  auto res = std::make_shared<detail::EwResolved>();
+  auto rs = resolve_shared(kFrexp, desc, pref, false, &p.sku_);
+  if (!rs) return rs.status();
+  const std::shared_ptr<detail::EwResolved> res = *rs;
   p.r_ = res;
-  auto r = resolve(kFrexp, desc, pref, false, &p.sku_, &res->out_rank, res->out_shape);
-  if (!r) return r.status();
-  res->r = *r;
-  res->r.k = ew::ew_frexp_kernels(desc.operand[0].dtype, r->compute);
+  res->r.k = ew::ew_frexp_kernels(desc.operand[0].dtype, res->r.compute);
   if (!res->r.k.strided) return error(StatusCode::kInternal, kFrexp, ": no kernel");
   p.sku_.op = "ew.frexp2";
   p.sku_.variant = res->r.k.rows ? cat("rows", res->r.k.rows_vec, "+strided") : "strided";
@@ -714,11 +722,10 @@ Status FrexpPlan::run(cudaStream_t stream, Workspace, const FrexpArgs& a) const 
 // ------------------------------------------------------------------ ElementwiseBackwardPlan
 Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const ElementwiseDescriptor& desc, const PlanPreference& pref) {
   ElementwiseBackwardPlan p;
-  auto res = std::make_shared<detail::EwResolved>();
+  auto rs = resolve_shared(kBwd, desc, pref, true, &p.sku_);
+  if (!rs) return rs.status();
+  const std::shared_ptr<detail::EwResolved> res = *rs;
   p.r_ = res;
-  auto r = resolve(kBwd, desc, pref, true, &p.sku_, &res->out_rank, res->out_shape);
-  if (!r) return r.status();
-  res->r = *r;
   p.desc_ = desc;
   const unsigned gm = ew_op_grad_mask(desc.op);
   int64_t out_numel = 1;
@@ -741,7 +748,7 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
     res->factor[k] = f;
     // The per-element gradient is rounded to the operand's dtype before the f32-accumulated sum,
     // as PyTorch's autograd does (and it keeps the pass on the 16-byte rows path).
-    const DType src = res->direct[k] ? r->out : o.dtype;
+    const DType src = res->direct[k] ? res->r.out : o.dtype;
     if (!res->direct[k]) {
       res->ws_offset[k] = off;
       off += (static_cast<size_t>(out_numel) * dtype_size(o.dtype) + 255) / 256 * 256;
