@@ -167,6 +167,13 @@ void detail::pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo,
   *x1 = std::max(a, b);
 }
 
+void detail::pad_source_span(const TensorRef& src, PadGeometry* g) {
+  int64_t lo = 0, hi = 0;
+  src.byte_extent(&lo, &hi);  // validated by can_implement
+  g->src_lo = static_cast<const char*>(src.data) + lo;
+  g->src_hi = static_cast<const char*>(src.data) + hi;
+}
+
 bool detail::pad_fits_index32(const TensorLayout& t) {
   constexpr int64_t kLimit = (int64_t{1} << 31) - (int64_t{1} << 16);  // headroom for tile overrun
   int64_t lo = 0, hi = 0;
@@ -176,7 +183,7 @@ bool detail::pad_fits_index32(const TensorLayout& t) {
 }
 
 Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
-                                  const TensorLayout& yl, bool dst_is_x, PadGeometry* g) {
+                                  const TensorLayout& yl, bool dst_is_x, PadGeometry* g, const void* dst) {
   struct Axis {
     int64_t n, m, lo, xs, ys;
   };
@@ -233,27 +240,49 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   // the row core (see pad_geometry.hpp) and how many aligned 16-byte chunks of it every row has
   const int ca = out_n - 1;
   int64_t core_lo = 0, core_hi = 0;
-  if (dst_is_x) {
-    detail::pad_single_interval(d.mode, g->n[ca], g->m[ca], g->lo[ca], &core_lo, &core_hi);
+  if (dst_is_x) {  // the columns whose identity cell c + lo exists; single: no other preimage
+    core_lo = std::max<int64_t>(0, -g->lo[ca]);
+    core_hi = std::max(core_lo, std::min(g->n[ca], g->m[ca] - g->lo[ca]));
+    detail::pad_single_interval(d.mode, g->n[ca], g->m[ca], g->lo[ca], &g->single_lo, &g->single_hi);
   } else {
     core_lo = std::max<int64_t>(g->lo[ca], 0);
     core_hi = std::max(core_lo, std::min(g->lo[ca] + g->n[ca], g->m[ca]));
+    g->single_lo = core_lo;
+    g->single_hi = core_hi;
   }
-  const int64_t vec = detail::pad_chunk_elems(static_cast<int>(dtype_size(d.dtype)));
-  const int64_t core_len = core_hi - core_lo;  // a row's alignment may cost up to vec-1 of it
+  const int64_t elem = static_cast<int64_t>(dtype_size(d.dtype));
+  const int64_t vec = detail::pad_chunk_elems(static_cast<int>(elem));
   g->core_lo = core_lo;
   for (int a = 0; a + 1 < out_n; ++a) {
     const int64_t e = dst_is_x ? g->n[a] : g->m[a];
     if (e <= (int64_t{1} << 31)) g->row_div[a] = detail::FastDiv(static_cast<uint32_t>(e));
   }
-  g->core_chunks = core_len >= vec ? (core_len - (vec - 1)) / vec : 0;
+  // Every row starts at the same 16-byte phase when the columns are unit-stride and each row
+  // stride is a multiple of 16 bytes: the core's first aligned column is then known here
+  // (core_a) and the core has exactly (core_hi - core_a) / vec chunks. Otherwise each row finds
+  // its own, and every row is guaranteed (core_len - (vec - 1)) / vec of them.
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+  bool uniform = dst != nullptr && addr % static_cast<uintptr_t>(elem) == 0 && (dst_is_x ? g->xs[ca] : g->ys[ca]) == 1;
+  for (int a = 0; a + 1 < out_n && uniform; ++a) uniform = ((dst_is_x ? g->xs[a] : g->ys[a]) * elem) % 16 == 0;
+  if (uniform) {
+    const int64_t phase = static_cast<int64_t>((addr / static_cast<uintptr_t>(elem)) % static_cast<uintptr_t>(vec));
+    g->core_a = core_lo + (vec - (phase + core_lo) % vec) % vec;
+    g->core_chunks = std::max<int64_t>(0, (core_hi - g->core_a) / vec);
+  } else {
+    const int64_t core_len = core_hi - core_lo;  // a row's alignment may cost up to vec-1 of it
+    g->core_a = -1;
+    g->core_chunks = core_len >= vec ? (core_len - (vec - 1)) / vec : 0;
+  }
   // A warp walks a contiguous stretch of the destination: whole short rows (up to 512 chunks,
   // 8 KB) or 4 KB pieces of long ones, for as many rows as make ~2048 chunks (32 KB) per warp.
   // Long contiguous runs per warp keep DRAM pages open; 32 rows at most (one per lane).
   constexpr int64_t kWarpsPerBlock = detail::kPadThreads / 32;
   g->tiles_c = g->core_chunks <= 512 ? 1 : ceil_div(g->core_chunks, 256);
   g->chunks_per_tile = ceil_div(std::max<int64_t>(g->core_chunks, 1), g->tiles_c);
-  const int64_t edge = W - g->core_chunks * vec;  // edge elements per row (int item counts)
+  // edge elements per row (int item counts): outside the core's chunks, and (backward) inside
+  // them but with more than one preimage
+  const int64_t edge = W - g->core_chunks * vec + std::max<int64_t>(0, g->single_lo - core_lo) +
+                       std::max<int64_t>(0, core_hi - g->single_hi);
   if (edge > (int64_t{1} << 30))
     return error(StatusCode::kUnsupported, op, ": a row with ", edge,
                  " padded or cropped elements outside its copied core exceeds the 2^30 supported");
@@ -372,10 +401,11 @@ Status PadPlan::can_implement(const PadArgs& a) const {
 Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
-  if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, &g); !s.ok()) return s;
+  if (Status s = detail::pad_build_geometry(kOp, desc_, a.x, a.y, /*dst_is_x=*/false, &g, a.y.data); !s.ok()) return s;
   if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.x.data;
   g.dst = a.y.data;
+  detail::pad_source_span(a.x, &g);
   g.fill = fill_bits_;
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
   if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst);
@@ -408,10 +438,11 @@ Status PadBackwardPlan::can_implement(const PadBackwardArgs& a) const {
 Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   detail::PadGeometry g;
-  if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, &g); !s.ok()) return s;
+  if (Status s = detail::pad_build_geometry(kOpBwd, desc_, a.dx, a.dy, /*dst_is_x=*/true, &g, a.dx.data); !s.ok()) return s;
   if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.dy.data;
   g.dst = a.dx.data;
+  detail::pad_source_span(a.dy, &g);
   const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
 }

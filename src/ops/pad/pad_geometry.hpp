@@ -22,13 +22,22 @@ struct PadGeometry {
   int64_t xs[kMaxRank] = {};  // x / dx element strides
   int64_t ys[kMaxRank] = {};  // y / dy element strides
   const void* src = nullptr;  // forward: x; backward: dy
+  // byte span of the whole source view [src_lo, src_hi): aligned vector loads may read any
+  // bytes inside it (see issue_core)
+  const void* src_lo = nullptr;
+  const void* src_hi = nullptr;
   void* dst = nullptr;        // forward: y; backward: dx
   uint64_t fill = 0;          // forward constant fill, raw bits of the element
-  // The row "core": destination columns [core_lo, ...) that copy the other side one to one
-  // (forward: whose source is the identity; backward: with the single preimage c + lo). Each
-  // row copies core_chunks 16-byte-aligned chunks of it; the rest of the row are edge elements.
+  // The row "core": destination columns [core_lo, ...) that take one cell of the other side,
+  // c - lo (forward) or c + lo (backward). Each row copies core_chunks 16-byte-aligned chunks of
+  // it, from its first aligned column: core_a for every row when all rows share one 16-byte
+  // phase (-1: each row finds its own). The rest of the row are edge elements, and in the
+  // backward so are the core columns outside [single_lo, single_hi), the ones with more than one
+  // preimage (the core chunks leave them to the edge pass).
   int64_t core_lo = 0;
   int64_t core_chunks = 0;
+  int64_t core_a = -1;
+  int64_t single_lo = 0, single_hi = 0;
   // launch shape, chosen on the host (pad_build_geometry): a warp covers rows_per_warp (<= 32)
   // destination rows times chunks_per_tile core chunks (the first column tile also their edges)
   int64_t rows = 0;             // product of the destination's row extents
@@ -54,13 +63,16 @@ inline constexpr int kFlatWordsPerLane = 8;
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
 // Reorders axes (column axis = smallest destination stride, rows by decreasing stride), merges
-// unpadded neighbours contiguous on both sides, and picks the tiling. `dst_is_x` for backward.
+// unpadded neighbours contiguous on both sides, and picks the tiling. `dst_is_x` for backward;
+// `dst` (the destination's data pointer, when known) lets it fix the core's alignment once.
 Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
-                          const TensorLayout& yl, bool dst_is_x, PadGeometry* g);
+                          const TensorLayout& yl, bool dst_is_x, PadGeometry* g, const void* dst = nullptr);
 // Decides whether the flat forward kernel serves this forward geometry (call only with 32-bit
 // indices; needs a dense y at `dst` with rows of at least 32 elements) and sets its word size
 // and grid; elem = element bytes.
 void pad_plan_flat(PadGeometry* g, int elem, const void* dst);
+// Sets g->src_lo / src_hi to the byte span of the source view.
+void pad_source_span(const TensorRef& src, PadGeometry* g);
 // Conservative interval of unpadded coordinates whose only preimage is x + lo.
 void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1);
 // 32-bit index math is safe for this operand: element count and element offsets below

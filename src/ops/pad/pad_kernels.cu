@@ -7,8 +7,10 @@
 // The lanes walk the (row, chunk) items of the tile 32 at a time, U items per lane in flight:
 // all loads of a batch precede its stores. Interior chunks are a shifted copy (one or two
 // aligned 16-byte loads and a funnel shift); chunks at the padded edges go element by element.
-// The backward is a gather: an interior dx chunk copies the dy chunk it came from (one preimage
-// per element, so the value is exact); an edge element sums its preimages in a fixed order.
+// The backward is a gather in three passes per warp (pad_backward_kernel): a core chunk of a
+// row with one preimage row copies the dy chunk it came from (exact); a core chunk of an edge
+// row sums the dy chunks of its preimage rows; every other element sums its preimage cells in
+// a fixed order. No element is written twice, nothing is accumulated with atomics.
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/pad/pad_geometry.hpp"
@@ -235,7 +237,10 @@ __device__ __forceinline__ Idx first_aligned(const T* row_ptr, Idx core_lo, bool
 }
 
 // Core chunk: VEC consecutive source elements at p (stride xs), as one or two aligned 16-byte
-// loads when unit-stride and the window stays inside [lo, hi), else element by element.
+// loads when unit-stride and those stay inside [lo, hi), else element by element. The forward
+// passes its source row as [lo, hi); the backward the byte span of the whole dy view, so that a
+// row's first and last chunks load as vectors too (reading bytes of the neighbouring rows,
+// never outside the view): an element-wise chunk in a batch makes the lanes wait for its loads.
 template <class T, class Idx>
 __device__ __forceinline__ void issue_core(const T* p, Idx xs, const T* lo, const T* hi, Load16* l) {
   constexpr int VEC = 16 / sizeof(T);
@@ -406,110 +411,252 @@ __device__ __forceinline__ void bwd_row(const PadGeometry& g, Idx r, Idx* xo, Id
   *nrow = cnt;
 }
 
-// dx at column c of a row: the sum of its preimages in a fixed order (row offsets x column cells).
-template <class T, class Idx>
-__device__ __forceinline__ acc_t<T> bwd_element(const PadGeometry& g, const T* __restrict__ dy, Idx r, Idx c,
-                                                int nrow, const Idx (&off)[4]) {
-  const int ca = g.rank - 1;
-  acc_t<T> acc = 0;
-  if (nrow > 4) return pad_gather_all<T, Idx>(g, dy, r, c);  // many combinations: full odometer
-  if (nrow == 0) return acc;
-  const Idx ys = static_cast<Idx>(g.ys[ca]);
-  const Preimages<Idx> p = pad_preimages<Idx>(g.mode, g.n[ca], g.m[ca], g.lo[ca], c);
-  for (int i = 0; i < nrow; ++i) {
-    const Idx ro = pick4(off, i);
-    for (int q = 0; q < p.cnt; ++q) {
-      const Idx a = q == 0 ? p.a[0] : q == 1 ? p.a[1] : p.a[2];
-      const Idx b = q == 0 ? p.b[0] : q == 1 ? p.b[1] : p.b[2];
-      for (Idx o = a; o < b; ++o) acc += to_acc(__ldg(dy + ro + o * ys));
-    }
+// A vector chunk of dx summed in acc_t<T> (a chunk of an edge row: several preimage rows).
+template <class T>
+struct AccChunk {
+  static constexpr int VEC = 16 / sizeof(T);
+  acc_t<T> v[VEC];
+  __device__ __forceinline__ void add(const uint4 u) {
+    Vec16<T> e;
+    e.u = u;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] += to_acc(e.e[k]);
   }
-  return acc;
+};
+
+// The edge pass gathers up to kEdgeSlots preimage cells per element with every load in flight
+// at once; an element with more goes through pad_gather_all.
+inline constexpr int kEdgeSlots = 4;
+inline constexpr int kEdgeItems = 2;  // edge elements per lane in flight
+
+// One lane's dx row in the backward: dx offset, the dy offsets of its preimage rows (n of
+// them; 5 = more than 4), and the first column of its aligned core.
+template <class Idx>
+struct BwdRow {
+  Idx xo, off[4], a;
+  int n;
+};
+
+// This lane's row of the warp's tile (rows past the tile repeat its last row).
+template <class T, class Idx>
+__device__ __forceinline__ BwdRow<Idx> bwd_lane_row(const PadGeometry& g, const WarpTile& t) {
+  BwdRow<Idx> me;
+  bwd_row<Idx>(g, static_cast<Idx>(t.row0 + min(static_cast<int>(threadIdx.x & 31), t.nrows - 1)), &me.xo, me.off, &me.n);
+  me.a = g.core_a >= 0 ? static_cast<Idx>(g.core_a)
+                       : first_aligned<T, Idx>(static_cast<T*>(g.dst) + me.xo, static_cast<Idx>(g.core_lo), g.xs[g.rank - 1] == 1);
+  return me;
 }
 
+// The columns [p, q) of a row whose core starts at a that the core chunks write (one preimage
+// column each); the edge pass writes the rest: [0, p) in the first column tile, [q, W) in the
+// last.
 template <class T, class Idx>
-__global__ void __launch_bounds__(kPadThreads, 2) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
+__device__ __forceinline__ void bwd_core_span(const PadGeometry& g, Idx a, Idx* p, Idx* q) {
+  *p = max(a, static_cast<Idx>(g.single_lo));
+  *q = max(*p, min(a + static_cast<Idx>(g.core_chunks) * (16 / static_cast<int>(sizeof(T))), static_cast<Idx>(g.single_hi)));
+}
+// The part of the core chunk at c0 that the core writes, packed as kb | ke << 8 (element
+// indices in the chunk; VEC << 8 = all of it).
+template <class T, class Idx>
+__device__ __forceinline__ int bwd_chunk_range(const PadGeometry& g, Idx a, Idx c0) {
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int U = kItemsInFlight;
+  Idx p, q;
+  bwd_core_span<T, Idx>(g, a, &p, &q);
+  const int kb = static_cast<int>(min(max(p - c0, Idx(0)), Idx(VEC)));
+  const int ke = static_cast<int>(min(max(q - c0, Idx(0)), Idx(VEC)));
+  return kb | ke << 8;
+}
+template <class T, class Idx>
+__device__ __forceinline__ void bwd_store_range(T* p, Idx xs, const Vec16<T>& v, int range) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (range == VEC << 8) {
+    store_chunk<T, Idx>(p, xs, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k)
+      if (k >= (range & 0xff) && k < (range >> 8)) p[k * xs] = v.e[k];
+  }
+}
+
+// Core chunks of the rows with other than one preimage row (edge rows: several, or none), one
+// row at a time, a chunk per lane: the sum of the dy chunks of its preimage rows, in order.
+// Out of line, so that its registers do not weigh on the main loop.
+template <class T, class Idx>
+__device__ __noinline__ void bwd_other_rows(const PadGeometry& g) {
+  constexpr int VEC = 16 / sizeof(T);
+  WarpTile t;
+  warp_tile(g, &t);
+  const BwdRow<Idx> me = bwd_lane_row<T, Idx>(g, t);
+  const int lane = threadIdx.x & 31;
+  const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
+  const T* __restrict__ dy = static_cast<const T*>(g.src);
+  T* __restrict__ dx = static_cast<T*>(g.dst);
+  unsigned others = __ballot_sync(0xffffffffu, lane < t.nrows && me.n != 1);
+  while (others != 0) {
+    const int rr = __ffs(others) - 1;
+    others &= others - 1;
+    const Idx xo = __shfl_sync(0xffffffffu, me.xo, rr);
+    const int nr = __shfl_sync(0xffffffffu, me.n, rr);
+    const Idx a = __shfl_sync(0xffffffffu, me.a, rr);
+    Idx off[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, me.off[i], rr);
+    for (int qi = lane; qi < t.nq; qi += 32) {
+      const Idx c0 = a + static_cast<Idx>(t.q0 + qi) * VEC;
+      Vec16<T> v;
+      if (nr >= 2 && nr <= 4) {
+        Load16 l[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (i < nr) {
+            const T* row = dy + off[i];
+            issue_core<T, Idx>(row + (c0 + lo) * ys, ys, static_cast<const T*>(g.src_lo), static_cast<const T*>(g.src_hi), &l[i]);
+          }
+        AccChunk<T> acc{};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (i < nr) acc.add(take16(l[i]));
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v.e[k] = from_acc<T>(acc.v[k]);
+      } else {  // no preimage row (0), or more than 4 (element by element)
+        const Idx r = static_cast<Idx>(t.row0 + rr);
+#pragma unroll 1
+        for (int k = 0; k < VEC; ++k)
+          v.e[k] = from_acc<T>(nr == 0 ? acc_t<T>(0) : pad_gather_all<T, Idx>(g, dy, r, c0 + k));
+      }
+      bwd_store_range<T, Idx>(dx + xo + c0 * xs, xs, v, bwd_chunk_range<T, Idx>(g, a, c0));
+    }
+  }
+}
+
+// Edge elements: the columns the core left, each the sum of its preimage cells (row cells
+// outer, column cells inner, both increasing), kEdgeItems elements per lane with all of their
+// loads in flight. Out of line like bwd_other_rows.
+template <class T, class Idx>
+__device__ __noinline__ void bwd_edges(const PadGeometry& g) {
+  constexpr int S = kEdgeSlots, UE = kEdgeItems;
+  WarpTile t;
+  warp_tile(g, &t);
+  const BwdRow<Idx> me = bwd_lane_row<T, Idx>(g, t);
+  const int lane = threadIdx.x & 31;
+  const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
+  const T* __restrict__ dy = static_cast<const T*>(g.src);
+  T* __restrict__ dx = static_cast<T*>(g.dst);
+  const bool last_tile = t.q0 + int64_t{t.nq} >= g.core_chunks;
+  Idx my_p, my_q;
+  bwd_core_span<T, Idx>(g, me.a, &my_p, &my_q);
+  const Idx my_left = t.edges ? my_p : Idx(0);
+  const int my_e = static_cast<int>(my_left + (last_tile ? Wn - my_q : Idx(0)));
+  const int E = static_cast<int>(__reduce_max_sync(0xffffffffu, static_cast<unsigned>(lane < t.nrows ? my_e : 0)));
+  const int eitems = t.nrows * E;
+  ItemCursor ec(lane, max(E, 1));
+  for (int base = 0; base < eitems; base += 32 * UE) {
+    Idx offs[UE][S];
+    Idx dxo[UE], cc[UE];
+    int cnt[UE], rows_[UE];
+#pragma unroll
+    for (int u = 0; u < UE; ++u) {
+      const bool in = base + u * 32 + lane < eitems;
+      const int rr = in ? ec.rr : 0;
+      rows_[u] = rr;
+      const Idx e = static_cast<Idx>(ec.q);
+      ec.step32(E);
+      const Idx xo = __shfl_sync(0xffffffffu, me.xo, rr);
+      const int nr = __shfl_sync(0xffffffffu, me.n, rr);
+      const Idx left = __shfl_sync(0xffffffffu, my_left, rr);
+      const Idx q = __shfl_sync(0xffffffffu, my_q, rr);
+      const int er = __shfl_sync(0xffffffffu, my_e, rr);
+      Idx off[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, me.off[i], rr);
+      cc[u] = e < left ? e : q + (e - left);
+      dxo[u] = xo + cc[u] * xs;
+      cnt[u] = -2;  // not an element
+      if (!in || e >= er) continue;
+      const Preimages<Idx> pc = pad_preimages<Idx>(g.mode, Wn, m, lo, cc[u]);
+      int cells = 0;
+#pragma unroll
+      for (int i = 0; i < 3; ++i)
+        if (i < pc.cnt) cells += static_cast<int>(pc.b[i] - pc.a[i]);
+      cnt[u] = nr <= 4 && nr * cells <= S ? nr * cells : -1;  // -1: gather it on its own
+#pragma unroll
+      for (int s = 0; s < S; ++s) {  // slot s = preimage row i, column cell s - i·cells
+        const int i = s >= 3 * cells ? 3 : s >= 2 * cells ? 2 : s >= cells ? 1 : 0;
+        offs[u][s] = pick4(off, i) + nth_cell(pc, static_cast<Idx>(s - i * cells)) * ys;
+      }
+    }
+    acc_t<T> vals[UE][S];
+#pragma unroll
+    for (int u = 0; u < UE; ++u)
+#pragma unroll
+      for (int s = 0; s < S; ++s) vals[u][s] = s < cnt[u] ? to_acc(__ldg(dy + offs[u][s])) : acc_t<T>(0);
+#pragma unroll
+    for (int u = 0; u < UE; ++u) {
+      if (cnt[u] == -2) continue;
+      acc_t<T> acc = vals[u][0];  // 0 when there is no preimage; a lone cell is moved exactly
+      if (cnt[u] >= 0) {
+#pragma unroll
+        for (int s = 1; s < S; ++s)
+          if (s < cnt[u]) acc += vals[u][s];
+      } else {
+        acc = pad_gather_all<T, Idx>(g, dy, static_cast<Idx>(t.row0 + rows_[u]), cc[u]);
+      }
+      dx[dxo[u]] = from_acc<T>(acc);
+    }
+  }
+}
+
+// The backward: dx is written by three passes of each warp over its tile. The main loop
+// copies the core chunks of the rows with a single preimage row (dx chunk = dy chunk at column
+// + lo: aligned 16-byte stores, U chunks per lane in flight); bwd_other_rows sums the core
+// chunks of the edge rows; bwd_edges the remaining elements. No element is written twice.
+template <class T, class Idx, int U, int kMinBlocks>
+__global__ void __launch_bounds__(kPadThreads, kMinBlocks) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
+  constexpr int VEC = 16 / sizeof(T);
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
   const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
   const T* __restrict__ dy = static_cast<const T*>(g.src);
   T* __restrict__ dx = static_cast<T*>(g.dst);
-  const Idx core_w = static_cast<Idx>(g.core_chunks) * VEC;
 
-  Idx my_xo, my_off[4];
-  int my_n;
-  bwd_row<Idx>(g, static_cast<Idx>(t.row0 + min(lane, t.nrows - 1)), &my_xo, my_off, &my_n);
-  const Idx my_a = first_aligned<T, Idx>(dx + my_xo, static_cast<Idx>(g.core_lo), xs == 1);
+  const BwdRow<Idx> me = bwd_lane_row<T, Idx>(g, t);
 
-  // core: columns with one preimage each (c + lo); in a row with one preimage row, dx is
-  // exactly the dy chunk it came from
   const int items = t.nrows * t.nq;
   ItemCursor cur(lane, max(t.nq, 1));
   for (int base = 0; base < items; base += 32 * U) {
     Load16 raw[U];
     Idx xo[U], c0[U];
-    int rows_[U], nrow[U];
+    int range[U];
     bool act[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      act[u] = base + u * 32 + lane < items;
-      const int rr = act[u] ? cur.rr : 0;
-      rows_[u] = rr;
+      const int rr = cur.rr < t.nrows ? cur.rr : 0;
       const Idx q = static_cast<Idx>(t.q0 + cur.q);
       cur.step32(t.nq);
-      xo[u] = __shfl_sync(0xffffffffu, my_xo, rr);
-      nrow[u] = __shfl_sync(0xffffffffu, my_n, rr);
-      const Idx off0 = __shfl_sync(0xffffffffu, my_off[0], rr);
-      c0[u] = __shfl_sync(0xffffffffu, my_a, rr) + q * VEC;
-      if (act[u] && nrow[u] == 1) {
+      xo[u] = __shfl_sync(0xffffffffu, me.xo, rr);
+      const int nr = __shfl_sync(0xffffffffu, me.n, rr);
+      const Idx off0 = __shfl_sync(0xffffffffu, me.off[0], rr);
+      const Idx a = __shfl_sync(0xffffffffu, me.a, rr);
+      act[u] = base + u * 32 + lane < items && nr == 1;
+      c0[u] = a + q * VEC;
+      range[u] = bwd_chunk_range<T, Idx>(g, a, c0[u]);
+      if (act[u]) {
         const T* row = dy + off0;
-        issue_core<T, Idx>(row + (c0[u] + lo) * ys, ys, row, row + m, &raw[u]);
+        issue_core<T, Idx>(row + (c0[u] + lo) * ys, ys, static_cast<const T*>(g.src_lo), static_cast<const T*>(g.src_hi), &raw[u]);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      // the row offsets are fetched only when some lane has an edge row (a warp-uniform branch)
-      Idx off[4] = {0, 0, 0, 0};
-      if (__any_sync(0xffffffffu, act[u] && nrow[u] != 1)) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rows_[u]);
-      }
       if (!act[u]) continue;
-      if (nrow[u] == 1) {
-        Vec16<T> v;
-        v.u = take16(raw[u]);
-        store_chunk<T, Idx>(dx + xo[u] + c0[u] * xs, xs, v);
-      } else {  // an edge row: several (or no) preimage rows
-        const Idx r = static_cast<Idx>(t.row0 + rows_[u]);
-#pragma unroll 1
-        for (int k = 0; k < VEC; ++k)
-          dx[xo[u] + (c0[u] + k) * xs] = from_acc<T>(bwd_element<T, Idx>(g, dy, r, c0[u] + k, nrow[u], off));
-      }
+      Vec16<T> v;
+      v.u = take16(raw[u]);
+      bwd_store_range<T, Idx>(dx + xo[u] + c0[u] * xs, xs, v, range[u]);
     }
   }
-  if (!t.edges) return;
-  // edges: the columns outside this row's core, element by element
-  const int E = static_cast<int>(Wn - core_w);
-  const int eitems = t.nrows * E;
-  ItemCursor ec(lane, max(E, 1));
-  for (int base = 0; base < eitems; base += 32) {
-    const bool act = base + lane < eitems;
-    const int rr = act ? ec.rr : 0;
-    const Idx e = static_cast<Idx>(ec.q);
-    ec.step32(E);
-    const Idx xo = __shfl_sync(0xffffffffu, my_xo, rr);
-    const int nr = __shfl_sync(0xffffffffu, my_n, rr);
-    const Idx a = __shfl_sync(0xffffffffu, my_a, rr);
-    Idx off[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) off[i] = __shfl_sync(0xffffffffu, my_off[i], rr);
-    if (!act) continue;
-    const Idx c = e < a ? e : e + core_w;
-    dx[xo + c * xs] = from_acc<T>(bwd_element<T, Idx>(g, dy, static_cast<Idx>(t.row0 + rr), c, nr, off));
-  }
+  // the rarer passes recompute the tile and row set-up, so nothing stays live across the calls
+  if (__any_sync(0xffffffffu, lane < t.nrows && me.n != 1)) bwd_other_rows<T, Idx>(g);
+  bwd_edges<T, Idx>(g);
 }
 
 // ---------------------------------------------------------------- flat forward kernel
@@ -645,8 +792,8 @@ int launch_forward(const PadGeometry& g, cudaStream_t s) {
 
 template <class T, class Idx>
 int launch_backward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
-                                        dim3(kPadThreads), 0, s, g));
+  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx, kItemsInFlight, 3>,
+                                        dim3(static_cast<unsigned>(g.blocks)), dim3(kPadThreads), 0, s, g));
 }
 
 }  // namespace
