@@ -225,6 +225,37 @@ TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
   EXPECT_EQ(g.ys[1], 1);
 }
 
+TEST(PadGeometry, BackwardCoreAlignmentAndSingleInterval) {
+  // backward of [32, 64, 256, 256] bf16 reflect pad 1: dx rows are 512 bytes, so every row
+  // starts at the destination's 16-byte phase and the core is exact (all 32 chunks)
+  auto d = make(DType::bf16, {32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect);
+  alignas(16) static uint16_t buf[64];
+  auto dx = TensorRef::make(buf, DType::bf16, {32, 64, 256, 256});
+  auto dy = TensorRef::make(buf, DType::bf16, {32, 64, 258, 258});
+  detail::PadGeometry g;
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d, dx, dy, true, &g, buf).ok());
+  EXPECT_EQ(g.core_lo, 0);  // every column's identity cell c + 1 exists
+  EXPECT_EQ(g.core_a, 0);
+  EXPECT_EQ(g.core_chunks, 32);
+  EXPECT_EQ(g.single_lo, 2);  // columns 1 and 254 also take a mirrored cell
+  EXPECT_EQ(g.single_hi, 254);
+  // a destination 2 elements past a 16-byte boundary: the first aligned column is 6
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d, dx, dy, true, &g, buf + 2).ok());
+  EXPECT_EQ(g.core_a, 6);
+  EXPECT_EQ(g.core_chunks, (256 - 6) / 8);
+  // no pointer (or rows of differing phase): each row finds its own start, conservative count
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d, dx, dy, true, &g).ok());
+  EXPECT_EQ(g.core_a, -1);
+  EXPECT_EQ(g.core_chunks, (256 - 7) / 8);
+  auto d3 = make(DType::bf16, {4, 250}, {3, 3}, PadMode::kReplicate);  // 500-byte rows
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d3, TensorRef::make(buf, DType::bf16, {4, 250}),
+                                         TensorRef::make(buf, DType::bf16, {4, 256}), true, &g, buf)
+                  .ok());
+  EXPECT_EQ(g.core_a, -1);
+  EXPECT_EQ(g.single_lo, 1);  // replicate: the first and last columns collect the pad cells
+  EXPECT_EQ(g.single_hi, 249);
+}
+
 TEST(PadGeometry, IndexWidthAtThe2Pow31Boundary) {
   static uint8_t dummy[1];
   const int64_t lim = (int64_t{1} << 31) - (int64_t{1} << 16);
