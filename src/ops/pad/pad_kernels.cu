@@ -447,6 +447,25 @@ __device__ __forceinline__ BwdRow<Idx> bwd_lane_row(const PadGeometry& g, const 
   return me;
 }
 
+// What an out-of-line backward pass recomputes on entry: the warp's tile, this lane's row,
+// the operands.
+template <class T, class Idx>
+struct BwdPass {
+  WarpTile t;
+  BwdRow<Idx> me;
+  const T* dy;
+  T* dx;
+};
+template <class T, class Idx>
+__device__ __forceinline__ BwdPass<T, Idx> bwd_pass_setup(const PadGeometry& g) {
+  BwdPass<T, Idx> w;
+  warp_tile(g, &w.t);
+  w.me = bwd_lane_row<T, Idx>(g, w.t);
+  w.dy = static_cast<const T*>(g.src);
+  w.dx = static_cast<T*>(g.dst);
+  return w;
+}
+
 // The columns [p, q) of a row whose core starts at a that the core chunks write (one preimage
 // column each); the edge pass writes the rest: [0, p) in the first column tile, [q, W) in the
 // last.
@@ -484,13 +503,9 @@ __device__ __forceinline__ void bwd_store_range(T* p, Idx xs, const Vec16<T>& v,
 template <class T, class Idx>
 __device__ __noinline__ void bwd_other_rows(const PadGeometry& g) {
   constexpr int VEC = 16 / sizeof(T);
-  WarpTile t;
-  warp_tile(g, &t);
-  const BwdRow<Idx> me = bwd_lane_row<T, Idx>(g, t);
+  const auto [t, me, dy, dx] = bwd_pass_setup<T, Idx>(g);
   const int lane = threadIdx.x & 31;
   const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
-  const T* __restrict__ dy = static_cast<const T*>(g.src);
-  T* __restrict__ dx = static_cast<T*>(g.dst);
   unsigned others = __ballot_sync(0xffffffffu, lane < t.nrows && me.n != 1);
   while (others != 0) {
     const int rr = __ffs(others) - 1;
@@ -535,13 +550,9 @@ __device__ __noinline__ void bwd_other_rows(const PadGeometry& g) {
 template <class T, class Idx>
 __device__ __noinline__ void bwd_edges(const PadGeometry& g) {
   constexpr int S = kEdgeSlots, UE = kEdgeItems;
-  WarpTile t;
-  warp_tile(g, &t);
-  const BwdRow<Idx> me = bwd_lane_row<T, Idx>(g, t);
+  const auto [t, me, dy, dx] = bwd_pass_setup<T, Idx>(g);
   const int lane = threadIdx.x & 31;
   const auto [Wn, m, lo, xs, ys] = column_axis<Idx>(g);
-  const T* __restrict__ dy = static_cast<const T*>(g.src);
-  T* __restrict__ dx = static_cast<T*>(g.dst);
   const bool last_tile = t.q0 + int64_t{t.nq} >= g.core_chunks;
   Idx my_p, my_q;
   bwd_core_span<T, Idx>(g, me.a, &my_p, &my_q);
