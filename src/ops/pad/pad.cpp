@@ -405,7 +405,6 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (g.rows == 0 || g.blocks == 0) return {};
   g.src = a.x.data;
   g.dst = a.y.data;
-  detail::pad_source_span(a.x, &g);
   g.fill = fill_bits_;
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
   if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst);

@@ -22,8 +22,8 @@ struct PadGeometry {
   int64_t xs[kMaxRank] = {};  // x / dx element strides
   int64_t ys[kMaxRank] = {};  // y / dy element strides
   const void* src = nullptr;  // forward: x; backward: dy
-  // byte span of the whole source view [src_lo, src_hi): aligned vector loads may read any
-  // bytes inside it (see issue_core)
+  // backward: byte span of the whole dy view [src_lo, src_hi); its aligned vector loads may
+  // read any bytes inside it (see issue_core). The forward stays inside each source row.
   const void* src_lo = nullptr;
   const void* src_hi = nullptr;
   void* dst = nullptr;        // forward: y; backward: dx
@@ -39,7 +39,7 @@ struct PadGeometry {
   int64_t core_a = -1;
   int64_t single_lo = 0, single_hi = 0;
   // launch shape, chosen on the host (pad_build_geometry): a warp covers rows_per_warp (<= 32)
-  // destination rows times chunks_per_tile core chunks (the first column tile also their edges)
+  // destination rows times chunks_per_tile core chunks (the end tiles also their edges)
   int64_t rows = 0;             // product of the destination's row extents
   int64_t chunks_per_tile = 0;  // core chunks one warp covers per row
   int64_t tiles_c = 0;          // column tiles per row
@@ -71,7 +71,7 @@ Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const Ten
 // indices; needs a dense y at `dst` with rows of at least 32 elements) and sets its word size
 // and grid; elem = element bytes.
 void pad_plan_flat(PadGeometry* g, int elem, const void* dst);
-// Sets g->src_lo / src_hi to the byte span of the source view.
+// Sets g->src_lo / src_hi to the byte span of the source view (dy; the backward's bound).
 void pad_source_span(const TensorRef& src, PadGeometry* g);
 // Conservative interval of unpadded coordinates whose only preimage is x + lo.
 void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1);

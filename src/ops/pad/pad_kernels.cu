@@ -204,7 +204,8 @@ struct ItemCursor {
 };
 
 // This warp's tile: rows [row0, row0 + nrows), core chunks [q0, q0 + nq); the first column
-// tile also owns the edge elements of its rows.
+// tile (edges) also owns the edge elements of its rows (the backward: those left of the core;
+// the last tile takes the ones right of it).
 struct WarpTile {
   int64_t row0;
   int nrows;
@@ -617,13 +618,18 @@ __device__ __noinline__ void bwd_edges(const PadGeometry& g) {
   }
 }
 
+// 3 blocks/SM caps the backward at 80 registers: the main loop fits without spilling (128
+// registers and 2 blocks/SM measured 2-6 points slower on the 1-D benchmark rows).
+inline constexpr int kBwdBlocksPerSm = 3;
+
 // The backward: dx is written by three passes of each warp over its tile. The main loop
 // copies the core chunks of the rows with a single preimage row (dx chunk = dy chunk at column
 // + lo: aligned 16-byte stores, U chunks per lane in flight); bwd_other_rows sums the core
 // chunks of the edge rows; bwd_edges the remaining elements. No element is written twice.
-template <class T, class Idx, int U, int kMinBlocks>
-__global__ void __launch_bounds__(kPadThreads, kMinBlocks) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
+template <class T, class Idx>
+__global__ void __launch_bounds__(kPadThreads, kBwdBlocksPerSm) pad_backward_kernel(const __grid_constant__ PadGeometry g) {
   constexpr int VEC = 16 / sizeof(T);
+  constexpr int U = kItemsInFlight;
   WarpTile t;
   if (!warp_tile(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
@@ -803,8 +809,8 @@ int launch_forward(const PadGeometry& g, cudaStream_t s) {
 
 template <class T, class Idx>
 int launch_backward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx, kItemsInFlight, 3>,
-                                        dim3(static_cast<unsigned>(g.blocks)), dim3(kPadThreads), 0, s, g));
+  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
+                                        dim3(kPadThreads), 0, s, g));
 }
 
 }  // namespace
