@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "baracuda/core/half_bits.hpp"
@@ -21,6 +22,15 @@ const std::string& gpu_unavailable_reason() {
     return std::string();
   }();
   return reason;
+}
+
+bool matrix_case_skipped(uint64_t seed) {
+  static const uint64_t stride = [] {
+    const char* v = std::getenv("BARACUDA_TEST_CASE_STRIDE");
+    const long long k = v ? std::atoll(v) : 1;
+    return static_cast<uint64_t>(k > 1 ? k : 1);
+  }();
+  return seed % stride != 0;
 }
 
 const char* layout_name(Layout l) {

@@ -30,6 +30,10 @@ const std::string& gpu_unavailable_reason();
     ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);                  \
   } while (0)
 
+// Case thinning for slow tools (compute-sanitizer): with BARACUDA_TEST_CASE_STRIDE=k set, a
+// matrix test runs only the cases whose seed is a multiple of k. Unset or 1: every case.
+bool matrix_case_skipped(uint64_t seed);
+
 // How a view lays its elements out in its own allocation.
 enum class Layout {
   kContiguous,

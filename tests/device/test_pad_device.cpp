@@ -207,6 +207,7 @@ TEST_F(PadDevice, ForwardMatrixBitExact) {
       for (const auto& shape : matrix_shapes())
         for (const auto& [lx, ly] : kLayoutPairs) {
           ++seed;
+          if (matrix_case_skipped(seed)) continue;
           std::mt19937_64 rng(seed);
           Problem p = make_problem(dt, mode, shape, rng);
           if (!PadPlan::select(p.d).ok()) continue;  // e.g. reflect on an axis of 1 got no pads
@@ -224,6 +225,7 @@ TEST_F(PadDevice, BackwardMatrixAgainstFloat64Reference) {
       for (const auto& shape : matrix_shapes())
         for (const auto& [ldy, ldx] : kLayoutPairs) {
           ++seed;
+          if (matrix_case_skipped(seed)) continue;
           std::mt19937_64 rng(seed);
           Problem p = make_problem(dt, mode, shape, rng);
           if (ldx == Layout::kBroadcast) continue;  // dx is written: no broadcast output

@@ -2,6 +2,7 @@
 // (each checked by code and message), and the host-side geometry (coalescing, 2^31 boundary).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <unordered_set>
@@ -44,7 +45,7 @@ TEST(PadPlan, SelectWithoutGpuForExplicitArch) {
     ASSERT_TRUE(bwd.ok()) << bwd.status().to_string();
     EXPECT_EQ(bwd->precision_guarantee().accumulator, DType::f32);
     EXPECT_EQ(bwd->precision_guarantee().bit_exact, mode == PadMode::kConstant);
-    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".bwd.bf16.bespoke.sm90.warprows");
+    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".bwd.bf16.bespoke.sm90.flat-warprows");
   }
   auto d64 = make(DType::f64, {4, 4}, {1, 1}, PadMode::kReflect);
   EXPECT_EQ(PadBackwardPlan::select(d64, hopper())->precision_guarantee().accumulator, DType::f64);
@@ -254,6 +255,40 @@ TEST(PadGeometry, BackwardCoreAlignmentAndSingleInterval) {
   EXPECT_EQ(g.core_a, -1);
   EXPECT_EQ(g.single_lo, 1);  // replicate: the first and last columns collect the pad cells
   EXPECT_EQ(g.single_hi, 249);
+}
+
+// The flat backward's per-axis cell rule against the definition: along one axis, x's cells
+// are every padded coordinate o whose source is x, in increasing order (low range, identity,
+// high range), for every mode and small sizes with pads from cropping to maximal.
+TEST(PadGeometry, ColumnCellRuleListsEveryPreimageInOrder) {
+  int checked = 0;
+  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular})
+    for (int64_t n = 1; n <= 7; ++n)
+      for (int64_t lo = -n; lo <= n; ++lo)
+        for (int64_t hi = -n; hi <= n; ++hi) {
+          auto d = PadDescriptor::torch_style(DType::f32, std::vector<int64_t>{n}, std::vector<int64_t>{lo, hi}, mode);
+          if (!d.ok() || !PadBackwardPlan::select(*d, hopper()).ok()) continue;  // e.g. reflect pad >= n
+          const int64_t m = n + lo + hi;
+          const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
+          for (int64_t x = 0; x < n; ++x) {
+            std::vector<int64_t> want, got;
+            for (int64_t o = 0; o < m; ++o) {
+              int64_t i = o - lo;  // the source of o (PyTorch's rules)
+              if (mode == PadMode::kReflect) i = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+              if (mode == PadMode::kReplicate) i = std::clamp<int64_t>(i, 0, n - 1);
+              if (mode == PadMode::kCircular) i = i < 0 ? i + n : (i >= n ? i - n : i);
+              if (i == x) want.push_back(o);
+            }
+            if (static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw))
+              for (int64_t t = 0; t < cc.llen; ++t) got.push_back(cc.pl * x + cc.ql + t);
+            if (x + cc.lo >= 0 && x + cc.lo < cc.m) got.push_back(x + cc.lo);
+            if (static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw))
+              for (int64_t t = 0; t < cc.hlen; ++t) got.push_back(cc.ph * x + cc.qh + t);
+            ASSERT_EQ(got, want) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+            ++checked;
+          }
+        }
+  EXPECT_GT(checked, 1000);
 }
 
 TEST(PadGeometry, IndexWidthAtThe2Pow31Boundary) {

@@ -121,7 +121,7 @@ Status select_common(std::string_view op, const PadDescriptor& d, const PlanPref
   sku->dtype = d.dtype;
   sku->backend = Backend::kBespoke;
   sku->arch = *arch;
-  sku->variant = backward ? "warprows" : "flat-warprows";  // forward: chosen per layout at run()
+  sku->variant = "flat-warprows";  // which of the two kernels runs is chosen per layout at run()
   return {};
 }
 
@@ -299,34 +299,83 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   return {};
 }
 
-void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst) {
+detail::PadColCells detail::pad_col_cells(PadMode mode, int64_t n64, int64_t m64, int64_t lo64) {
+  const auto n = static_cast<int32_t>(n64), m = static_cast<int32_t>(m64), lo = static_cast<int32_t>(lo64);
+  const int32_t lp = std::max(lo, 0), hp = std::max(m - n - lo, 0);
+  switch (mode) {
+    case PadMode::kReflect: return {lo, m, 1, lp, -1, lo, 1, n - 1 - hp, hp, -1, lo + 2 * (n - 1), 1};
+    case PadMode::kReplicate: return {lo, m, 0, lp > 0, 0, 0, lp, n - 1, hp > 0, 0, lo + n, hp};
+    case PadMode::kCircular: return {lo, m, n - lp, lp, 1, lo - n, 1, 0, hp, 1, lo + n, 1};
+    case PadMode::kConstant: break;
+  }
+  return {lo, m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+}
+
+void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward) {
   g->flat_words = 0;
   const int ca = g->rank - 1;
-  // dense destination in the coalesced axis order: unit column stride, each row axis the
-  // product of the extents inside it
+  // dense destination (forward y, backward dx) in the coalesced axis order: unit column
+  // stride, each row axis the product of the extents inside it
+  const int64_t* ext = backward ? g->n : g->m;
+  const int64_t* str = backward ? g->xs : g->ys;
   int64_t numel = 1;
   for (int a = ca; a >= 0; --a) {
-    if (g->ys[a] != numel) return;
-    numel *= g->m[a];
+    if (str[a] != numel) return;
+    numel *= ext[a];
   }
-  const int64_t W = g->m[ca];
+  const int64_t W = ext[ca];
   if (W < 32 || numel <= 0) return;
-  // Long rows of 2-byte elements stay with "warprows": its 16-byte shifted-vector copy beats
-  // two 2-byte loads per word there (H200, [16, 512, 16384] bf16: 83-85 % vs 82 % of copy),
-  // while the flat kernel wins on short rows ([32, 64, 256, 256]: 69 % vs 58 %) and for every
-  // row length in 4-byte types (96 % vs 71-82 %). See docs/perf/pad.md.
-  if (elem == 2 && W >= 2048) return;
+  if (backward) {
+    // the flat backward sets up at most 4 preimage rows per dx row: bound their count by the
+    // product over the row axes of the most cells one coordinate can have
+    int64_t cells = 1;
+    for (int a = 0; a < ca && cells <= 4; ++a) {
+      const int64_t lo = std::max<int64_t>(g->lo[a], 0), hi = std::max<int64_t>(g->m[a] - g->n[a] - g->lo[a], 0);
+      switch (static_cast<PadMode>(g->mode)) {
+        case PadMode::kConstant: break;
+        case PadMode::kReplicate: cells *= std::max(lo, hi) + 1; break;
+        default: cells *= 1 + (lo > 0) + (hi > 0); break;  // reflect, circular
+      }
+    }
+    if (cells > 4) return;
+    // the fix-up pass recomputes the copied columns with more than one cell one by one, per
+    // row: keep them a small share of the row
+    const int64_t id_lo = std::max<int64_t>(0, -g->lo[ca]), id_hi = std::min(W, g->m[ca] - g->lo[ca]);
+    const int64_t fixed = std::max<int64_t>(0, g->single_lo - id_lo) + std::max<int64_t>(0, id_hi - g->single_hi);
+    if (fixed * 16 > W) return;
+  }
+  // Forward rows of 2-byte elements from 2048 on stay with "warprows", its 16-byte
+  // shifted-vector copy (H200, [16, 512, 16384] bf16: 84.9 % flat 85.7 %, a tie); the flat
+  // kernel wins on short rows ([32, 64, 256, 256] bf16: 84 % against 58 %), for 4-byte types at
+  // every row length (96 %) and in the backward ([16, 512, 16384]: bf16 75 % against 70 %, f32
+  // 85 % against 77 %). See docs/perf/pad.md.
+  if (!backward && elem == 2 && W >= 2048) return;
   // widest word (at most 4 bytes) that divides the row length and the destination's alignment
   int epw = 1;
   while (epw * 2 * elem <= 4 && W % (epw * 2) == 0 && reinterpret_cast<uintptr_t>(dst) % (epw * 2 * elem) == 0) epw *= 2;
-  // a warp's 32·K words must touch at most 32 rows (one set-up lane each)
-  constexpr int64_t kWarpWords = int64_t{32} * kFlatWordsPerLane;
-  if ((kWarpWords * epw - 1) / W + 2 > 32) return;
-  constexpr int64_t kWordsPerBlock = int64_t{kPadThreads} * kFlatWordsPerLane;
+  // A warp's batches of 32·K words must touch at most 32 rows (one set-up lane each). More
+  // batches per warp spread the row set-up over more words, while the grid keeps at least
+  // 1024 blocks; measured best: 2 for 1- and 2-byte forward words (1: 79 %, 4: 82.7 % on the
+  // bf16 2-D row), 1 for 4-byte ones (2: 93.7 %, 4: 90.1 % against 97 %).
+  constexpr int64_t kBatchWords = int64_t{32} * kFlatWordsPerLane;
+  auto rows_touched = [&](int64_t batches) { return (kBatchWords * batches * epw - 1) / W + 2; };
+  if (rows_touched(1) > 32) return;
+  const int64_t words = numel / epw;
+  auto blocks = [&](int64_t batches) {
+    const int64_t per_block = int64_t{kPadThreads / 32} * kBatchWords * batches;
+    return (words + per_block - 1) / per_block;
+  };
+  // The backward's row set-up (preimage rows) costs more: up to 16 batches there.
+  int batches = backward ? 16 : elem < 4 ? 2 : 1;
+  while (batches > 1 && (rows_touched(batches) > 32 || blocks(batches) < 1024)) batches /= 2;
   g->flat_epw = epw;
-  g->flat_words = numel / epw;
-  g->flat_blocks = (g->flat_words + kWordsPerBlock - 1) / kWordsPerBlock;
+  g->flat_batches = batches;
+  g->flat_words = words;
+  g->flat_blocks = blocks(batches);
+  g->flat_step_r = static_cast<int>(32 * epw / W);
+  g->flat_step_c = static_cast<int>(32 * epw % W);
   g->flat_cols = FastDiv(static_cast<uint32_t>(W));
+  if (backward) g->col_cells = pad_col_cells(static_cast<PadMode>(g->mode), g->n[ca], g->m[ca], g->lo[ca]);
 }
 
 std::string_view pad_mode_name(PadMode m) {
@@ -407,7 +456,7 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   g.dst = a.y.data;
   g.fill = fill_bits_;
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
-  if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst);
+  if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst, /*backward=*/false);
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
 }
 
@@ -443,6 +492,7 @@ Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArg
   g.dst = a.dx.data;
   detail::pad_source_span(a.dy, &g);
   const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
+  if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst, /*backward=*/true);
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
 }
 

@@ -13,6 +13,18 @@
 
 namespace baracuda::detail {
 
+// Along one axis of the backward, coordinate x's preimage cells in increasing order: a "low"
+// range (the left padding that came from x), the identity x + lo when inside [0, m), and a
+// "high" range (the right padding). x in [l0, l0 + lw) has the low range [pl·x + ql, + llen),
+// likewise high (pad_col_cells):
+//   reflect:   low x in [1, lo] -> lo - x;          high x in [n-1-hi, n-2] -> lo + 2(n-1) - x
+//   replicate: low x = 0 -> [0, lo);                high x = n-1 -> [lo + n, m)
+//   circular:  low x in [n-lo, n-1] -> x + lo - n;  high x in [0, hi-1] -> x + lo + n
+//   constant:  none.   (lo, hi here: the pads clamped at 0; negative pads only crop.)
+struct PadColCells {
+  int32_t lo = 0, m = 0, l0 = 0, lw = 0, pl = 0, ql = 0, llen = 0, h0 = 0, hw = 0, ph = 0, qh = 0, hlen = 0;
+};
+
 struct PadGeometry {
   int rank = 0;  // coalesced rank, >= 1; axis rank-1 is the column axis
   int mode = 0;  // PadMode
@@ -49,11 +61,15 @@ struct PadGeometry {
   // indices with them instead of hardware division).
   FastDiv row_div[kMaxRank];
   // The flat forward kernel (pad_plan_flat): a dense y walked as consecutive words of
-  // flat_epw elements, 32 lanes x kFlatWordsPerLane words per warp; 0 words = not used.
+  // flat_epw elements, flat_batches x 32 lanes x kFlatWordsPerLane words per warp; 0 words =
+  // not used.
   int flat_epw = 1;
+  int flat_batches = 1;
+  int flat_step_r = 0, flat_step_c = 0;  // 32 words = flat_step_r rows + flat_step_c columns
   int64_t flat_words = 0;
   int64_t flat_blocks = 0;
   FastDiv flat_cols;  // destination row length in elements
+  PadColCells col_cells;  // flat backward: the column axis's preimage cells
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
@@ -70,7 +86,9 @@ Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const Ten
 // Decides whether the flat forward kernel serves this forward geometry (call only with 32-bit
 // indices; needs a dense y at `dst` with rows of at least 32 elements) and sets its word size
 // and grid; elem = element bytes.
-void pad_plan_flat(PadGeometry* g, int elem, const void* dst);
+void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
+// The preimage-cell rule of one axis (32-bit extents).
+PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);
 // Sets g->src_lo / src_hi to the byte span of the source view (dy; the backward's bound).
 void pad_source_span(const TensorRef& src, PadGeometry* g);
 // Conservative interval of unpadded coordinates whose only preimage is x + lo.

@@ -42,9 +42,12 @@ struct Preimages {
   __device__ __forceinline__ void add(Idx lo_, Idx hi_, Idx m) {
     lo_ = lo_ < 0 ? Idx(0) : lo_;
     hi_ = hi_ > m ? m : hi_;
-    if (lo_ < hi_) {
-      a[cnt] = lo_;
-      b[cnt] = hi_;
+    if (lo_ < hi_) {  // appended through selects, not a[cnt]: the ranges stay in registers
+#pragma unroll
+      for (int i = 0; i < 3; ++i) {
+        a[i] = i == cnt ? lo_ : a[i];
+        b[i] = i == cnt ? hi_ : b[i];
+      }
       ++cnt;
     }
   }
@@ -54,7 +57,7 @@ template <class Idx>
 __device__ __forceinline__ Preimages<Idx> pad_preimages(int mode, Idx n, Idx m, Idx lo, Idx x) {
   Preimages<Idx> p;
   p.cnt = 0;
-  p.a[0] = p.b[0] = 0;
+  p.a[0] = p.b[0] = p.a[1] = p.b[1] = p.a[2] = p.b[2] = 0;
   const Idx o = x + lo;  // the identity cell
   if (mode == kConstant) {
     p.add(o, o + 1, m);
@@ -696,39 +699,43 @@ union FlatWord {
   T e[EPW];
 };
 
-// This warp's words [w0, w_end) and the first and last destination rows they touch; false
-// when the warp has none.
+// This warp's words [w0, w_end) (flat_batches batches of 32·K) and the first and last
+// destination rows they touch; false when the warp has none.
 struct FlatTask {
   uint32_t w0, w_end, r_first, r_last;
 };
 __device__ __forceinline__ bool flat_task(const PadGeometry& g, FlatTask* t) {
-  constexpr int64_t kWarpWords = 32 * kFlatWordsPerLane;
-  const int64_t w0 = (int64_t{blockIdx.x} * (kPadThreads / 32) + (threadIdx.x >> 5)) * kWarpWords;
+  const int64_t warp_words = int64_t{32} * kFlatWordsPerLane * g.flat_batches;
+  const int64_t w0 = (int64_t{blockIdx.x} * (kPadThreads / 32) + (threadIdx.x >> 5)) * warp_words;
   if (w0 >= g.flat_words) return false;
   t->w0 = static_cast<uint32_t>(w0);
-  t->w_end = static_cast<uint32_t>(min(g.flat_words, w0 + kWarpWords));
+  t->w_end = static_cast<uint32_t>(min(g.flat_words, w0 + warp_words));
   const uint32_t epw = static_cast<uint32_t>(g.flat_epw);
   t->r_first = g.flat_cols.div(t->w0 * epw);
   t->r_last = g.flat_cols.div(t->w_end * epw - 1);
   return true;
 }
 
-// Word k of this lane: its index, whether it exists, its row (relative to r_first) and column.
-struct FlatPos {
-  uint32_t word;
-  bool act;
-  int rr;
-  int32_t c;
+// The source coordinate of padded coordinate o along one axis with no branch on the mode: the
+// unpadded coordinate i = o - lo itself inside [0, n), else a·i + b of the side it falls on
+// (constant: -1, the fill; reflect: -i and 2(n-1) - i; replicate: 0 and n-1; circular: i + n
+// and i - n). Same values as pad_source.
+struct AxisMap {
+  int32_t n, lo, al, bl, ah, bh;
+  __device__ __forceinline__ int32_t operator()(int32_t o) const {
+    const int32_t i = o - lo;
+    const bool low = i < 0;
+    const int32_t side = (low ? al : ah) * i + (low ? bl : bh);  // both computed: no branch
+    return static_cast<uint32_t>(i) < static_cast<uint32_t>(n) ? i : side;
+  }
 };
-__device__ __forceinline__ FlatPos flat_pos(const PadGeometry& g, const FlatTask& t, int k, int epw) {
-  FlatPos q;
-  q.word = t.w0 + 32u * k + (threadIdx.x & 31);
-  q.act = q.word < t.w_end;
-  const uint32_t e = (q.act ? q.word : t.w0) * static_cast<uint32_t>(epw);
-  const uint32_t r = g.flat_cols.div(e);
-  q.c = static_cast<int32_t>(e - r * g.flat_cols.d);
-  q.rr = static_cast<int>(r - t.r_first);
-  return q;
+__device__ __forceinline__ AxisMap axis_map(int mode, int32_t n, int32_t lo) {
+  switch (mode) {
+    case kConstant: return {n, lo, 0, -1, 0, -1};
+    case kReflect: return {n, lo, -1, 0, -1, 2 * (n - 1)};
+    case kReplicate: return {n, lo, 0, 0, 0, n - 1};
+    default: return {n, lo, 1, n, 1, -n};  // circular
+  }
 }
 
 template <class T, int EPW>
@@ -739,7 +746,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
   if (!flat_task(g, &t)) return;  // uniform per warp
   const int lane = threadIdx.x & 31;
   const int ca = g.rank - 1;
-  const int32_t n = static_cast<int32_t>(g.n[ca]), lo = static_cast<int32_t>(g.lo[ca]);
+  const AxisMap col = axis_map(g.mode, static_cast<int32_t>(g.n[ca]), static_cast<int32_t>(g.lo[ca]));
   const int32_t xs = static_cast<int32_t>(g.xs[ca]);
   const T* __restrict__ src = static_cast<const T*>(g.src);
   auto* __restrict__ dst = static_cast<decltype(Word::w)*>(g.dst);
@@ -748,45 +755,192 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
   // lane i: source offset of row r_first + i, and whether that row exists (constant mode:
   // not in the padding)
   int32_t my_xo = 0;
-  bool my_ok = true;
-  if (t.r_first + lane <= t.r_last) {
+  bool my_ok = t.r_first + lane <= t.r_last;
+  if (my_ok) {
     for_row_axes<int32_t>(g, static_cast<int32_t>(t.r_first + lane), false, [&](int d, int32_t o) {
-      const int32_t s = pad_source<int32_t>(g.mode, g.n[d], g.lo[d], o);
+      const int32_t s = axis_map(g.mode, static_cast<int32_t>(g.n[d]), static_cast<int32_t>(g.lo[d]))(o);
       my_ok = my_ok && s >= 0;
       my_xo += s * static_cast<int32_t>(g.xs[d]);
     });
   }
-  static_assert(K * EPW <= 32, "one fill bit per element");
-  int32_t off[K][EPW];  // element offsets in src (strides may be negative)
-  uint32_t fills = 0;   // bit k·EPW + j: element (k, j) is the fill value
-  bool act[K];
+  // this lane's word as (row - r_first, column), advanced by 32 words per step without division
+  const int32_t W = static_cast<int32_t>(g.flat_cols.d);
+  const uint32_t e0 = (t.w0 + lane) * static_cast<uint32_t>(EPW);
+  const uint32_t r0 = g.flat_cols.div(e0);
+  int32_t rr = static_cast<int32_t>(r0 - t.r_first);
+  int32_t c = static_cast<int32_t>(e0 - r0 * g.flat_cols.d);
+
+  // Every word's loads stay inside x, also for the words of a partial last batch past w_end
+  // (only their stores are skipped): their cursor walks on through real rows, or through the
+  // lanes past r_last, which are fill rows (my_ok = false).
+  // Unit-stride source columns get their own copy of the loop (constant element offsets).
+  auto walk = [&]<bool kUnit>() {
+    const int32_t sx = kUnit ? 1 : xs;
+    for (uint32_t wb = t.w0 + lane; wb - lane < t.w_end; wb += 32u * K) {  // warp-uniform trip count
+      Word v[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const FlatPos q = flat_pos(g, t, k, EPW);
-    act[k] = q.act;
-    const int32_t xo = __shfl_sync(0xffffffffu, my_xo, q.rr & 31);
-    const bool ok = __shfl_sync(0xffffffffu, my_ok, q.rr & 31);
-    const int32_t i0 = q.c - lo;
-    if (ok && i0 >= 0 && i0 + EPW <= n) {
+      for (int k = 0; k < K; ++k) {
+        const int32_t xo = __shfl_sync(0xffffffffu, my_xo, rr & 31);
+        const bool ok = __shfl_sync(0xffffffffu, my_ok, rr & 31);
+        const int32_t i0 = c - col.lo;
+        // the whole word inside the source row: EPW loads at one offset (most steps take
+        // this, warp-uniformly); else each element through the column map, or the fill
+        if (__all_sync(0xffffffffu, ok && i0 >= 0 && i0 + EPW <= col.n)) {
+          const T* p = src + (xo + i0 * sx);
 #pragma unroll
-      for (int j = 0; j < EPW; ++j) off[k][j] = xo + (i0 + j) * xs;
-    } else {
+          for (int j = 0; j < EPW; ++j) v[k].e[j] = __ldg(p + j * sx);
+        } else {
 #pragma unroll
-      for (int j = 0; j < EPW; ++j) {
-        const int32_t s = ok ? pad_source<int32_t>(g.mode, n, lo, q.c + j) : -1;
-        off[k][j] = xo + max(s, 0) * xs;
-        fills |= uint32_t{s < 0} << (k * EPW + j);
+          for (int j = 0; j < EPW; ++j) {
+            const int32_t s = col(c + j);
+            v[k].e[j] = ok && s >= 0 ? __ldg(src + (xo + s * sx)) : fill;
+          }
+        }
+        c += g.flat_step_c;
+        const bool wrap = c >= W;
+        c -= wrap ? W : 0;
+        rr += g.flat_step_r + wrap;
       }
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (wb + 32u * k < t.w_end) dst[wb + 32u * k] = v[k].w;
+    }
+  };
+  if (xs == 1)
+    walk.template operator()<true>();
+  else
+    walk.template operator()<false>();
+}
+
+// The flat backward: a dense dx walked like the flat forward (same words, cursor and row
+// lanes). Lane i sets up dx row r_first + i: the dy offsets of its preimage rows (bwd_row;
+// pad_plan_flat admits only geometries where no row has more than 4). Every dx element is the
+// sum, in acc_t<T> from 0, over its preimage rows (in order) of its column cells (low range,
+// identity, high range: PadColCells); an element with a single cell copies it (exact).
+// Two passes per warp:
+//   main:   a step where every word's row has one preimage row and every column its identity
+//           cell (most steps) copies the identity cells, warp-uniformly, with all loads of a
+//           batch in flight; other steps sum each element's cells (flat_bwd_word_general);
+//   fix-up: then each lane recomputes, in its own row, the copied columns that have more cells
+//           than the identity (outside [single_lo, single_hi): a few per row, pad_plan_flat),
+//           and rewrites them after a __syncwarp, so the main pass needs no per-column test.
+// x's cells along the column axis, in order: [la, la + ln), the identity x + lo when id,
+// [ha, ha + hn).
+struct XCells {
+  int32_t la, ln, ha, hn;
+  bool id;
+};
+__device__ __forceinline__ XCells x_cells(const PadColCells& cc, int32_t x) {
+  XCells r;
+  r.la = cc.pl * x + cc.ql;
+  r.ln = static_cast<uint32_t>(x - cc.l0) < static_cast<uint32_t>(cc.lw) ? cc.llen : 0;
+  r.ha = cc.ph * x + cc.qh;
+  r.hn = static_cast<uint32_t>(x - cc.h0) < static_cast<uint32_t>(cc.hw) ? cc.hlen : 0;
+  r.id = static_cast<uint32_t>(x + cc.lo) < static_cast<uint32_t>(cc.m);
+  return r;
+}
+// acc plus dx column x's cells of one preimage row.
+template <class T>
+__device__ __forceinline__ acc_t<T> add_col_cells(const PadColCells& cc, const T* __restrict__ row, int32_t sy, int32_t x,
+                                                  acc_t<T> acc) {
+  const XCells c = x_cells(cc, x);
+  for (int32_t t = 0; t < c.ln; ++t) acc += to_acc(row[(c.la + t) * sy]);
+  if (c.id) acc += to_acc(row[(x + cc.lo) * sy]);
+  for (int32_t t = 0; t < c.hn; ++t) acc += to_acc(row[(c.ha + t) * sy]);
+  return acc;
+}
+
+// Called warp-uniformly: lane `src` holds the preimage row offsets of the word's row.
+template <class T, int EPW>
+__device__ __forceinline__ void flat_bwd_word_general(const PadColCells& cc, const T* __restrict__ dy, int32_t sy, int n,
+                                                      const int32_t (&my_off)[4], int src, int32_t c, FlatWord<T, EPW>* v) {
+  acc_t<T> acc[EPW];
+#pragma unroll
+  for (int j = 0; j < EPW; ++j) acc[j] = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const T* row = dy + __shfl_sync(0xffffffffu, my_off[i], src);
+    if (i < n) {
+#pragma unroll
+      for (int j = 0; j < EPW; ++j) acc[j] = add_col_cells<T>(cc, row, sy, c + j, acc[j]);
     }
   }
-  Word v[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k)
+  for (int j = 0; j < EPW; ++j) v->e[j] = from_acc<T>(acc[j]);
+}
+
+// 4 blocks/SM caps it at 64 registers with no spill (H200, bf16 [16, 512, 16384]: 3 blocks
+// 69 %, 4: 76 %, 5 spills: 49 % of copy; f32 85-86 % at all three).
+template <class T, int EPW>
+__global__ void __launch_bounds__(kPadThreads, 4) pad_flat_backward_kernel(const __grid_constant__ PadGeometry g) {
+  constexpr int K = kFlatWordsPerLane;
+  using Word = FlatWord<T, EPW>;
+  FlatTask t;
+  if (!flat_task(g, &t)) return;  // uniform per warp
+  const int lane = threadIdx.x & 31;
+  const int ca = g.rank - 1;
+  const PadColCells& cc = g.col_cells;  // read from the parameter bank, not registers
+  const int32_t ys = static_cast<int32_t>(g.ys[ca]);
+  const int32_t W = static_cast<int32_t>(g.flat_cols.d);
+  const int32_t id_lo = max(0, -cc.lo), id_hi = min(W, cc.m - cc.lo);  // columns with an identity cell
+  const T* __restrict__ dy = static_cast<const T*>(g.src);
+
+  // lane i: the preimage rows of dx row r_first + i (lanes past r_last: none, so the words of
+  // a partial last batch past w_end load nothing; their stores are skipped)
+  int32_t my_off[4] = {0, 0, 0, 0};
+  int my_n = 0;
+  if (t.r_first + lane <= t.r_last) {
+    int32_t unused;
+    bwd_row<int32_t>(g, static_cast<int32_t>(t.r_first + lane), &unused, my_off, &my_n);
+  }
+  const uint32_t e0 = (t.w0 + lane) * static_cast<uint32_t>(EPW);
+  const uint32_t r0 = g.flat_cols.div(e0);
+  int32_t rr = static_cast<int32_t>(r0 - t.r_first);
+  int32_t c = static_cast<int32_t>(e0 - r0 * g.flat_cols.d);
+
+  auto walk = [&]<bool kUnit>() {
+    const int32_t sy = kUnit ? 1 : ys;
+    auto* __restrict__ dx = static_cast<decltype(Word::w)*>(g.dst);
+    for (uint32_t wb = t.w0 + lane; wb - lane < t.w_end; wb += 32u * K) {  // warp-uniform trip count
+      Word v[K];
 #pragma unroll
-    for (int j = 0; j < EPW; ++j) v[k].e[j] = (fills >> (k * EPW + j)) & 1u ? fill : __ldg(src + off[k][j]);
+      for (int k = 0; k < K; ++k) {
+        const int n = __shfl_sync(0xffffffffu, my_n, rr & 31);
+        const int32_t o0 = __shfl_sync(0xffffffffu, my_off[0], rr & 31);
+        if (__all_sync(0xffffffffu, n == 1 && c >= id_lo && c + EPW <= id_hi)) {
+          const T* p = dy + (o0 + (c + cc.lo) * sy);
 #pragma unroll
-  for (int k = 0; k < K; ++k)
-    if (act[k]) dst[t.w0 + 32u * k + lane] = v[k].w;
+          for (int j = 0; j < EPW; ++j) v[k].e[j] = p[j * sy];
+        } else {
+          flat_bwd_word_general<T, EPW>(cc, dy, sy, n, my_off, rr & 31, c, &v[k]);
+        }
+        c += g.flat_step_c;
+        const bool wrap = c >= W;
+        c -= wrap ? W : 0;
+        rr += g.flat_step_r + wrap;
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (wb + 32u * k < t.w_end) dx[wb + 32u * k] = v[k].w;
+    }
+    // fix-up: this lane's row, its columns inside the warp's words that the copy got wrong
+    __syncwarp();
+    if (my_n != 1) return;
+    const int32_t r = static_cast<int32_t>(t.r_first) + lane;
+    const int32_t beg = max(0, static_cast<int32_t>(t.w0 * EPW) - r * W);
+    const int32_t end = min(W, static_cast<int32_t>(t.w_end * EPW) - r * W);
+    T* __restrict__ dx_row = static_cast<T*>(g.dst) + r * W;
+    const T* __restrict__ dy_row = dy + my_off[0];
+    auto fix = [&](int32_t x0, int32_t x1) {
+      for (int32_t x = max(x0, beg); x < min(x1, end); ++x) dx_row[x] = from_acc<T>(add_col_cells<T>(cc, dy_row, sy, x, 0));
+    };
+    fix(id_lo, static_cast<int32_t>(g.single_lo));
+    fix(static_cast<int32_t>(g.single_hi), id_hi);
+  };
+  if (ys == 1)
+    walk.template operator()<true>();
+  else
+    walk.template operator()<false>();
 }
 
 template <class T, class Idx>
@@ -809,6 +963,15 @@ int launch_forward(const PadGeometry& g, cudaStream_t s) {
 
 template <class T, class Idx>
 int launch_backward(const PadGeometry& g, cudaStream_t s) {
+  if constexpr (sizeof(Idx) == 4) {
+    if (g.flat_words > 0) {
+      void (*k)(PadGeometry) = nullptr;
+      if (g.flat_epw == 1) k = pad_flat_backward_kernel<T, 1>;
+      if constexpr (sizeof(T) == 2)
+        if (g.flat_epw == 2) k = pad_flat_backward_kernel<T, 2>;
+      return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g));
+    }
+  }
   return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
                                         dim3(kPadThreads), 0, s, g));
 }
