@@ -716,6 +716,25 @@ __device__ __forceinline__ bool flat_task(const PadGeometry& g, FlatTask* t) {
   return true;
 }
 
+// A lane's word as (row - r_first, column): its first word w0 + lane, advanced 32 words per
+// step (flat_step_r rows + flat_step_c columns, at most one wrap) without division.
+template <int EPW>
+struct FlatCursor {
+  int32_t rr, c;
+  __device__ __forceinline__ FlatCursor(const PadGeometry& g, const FlatTask& t, int lane) {
+    const uint32_t e0 = (t.w0 + lane) * static_cast<uint32_t>(EPW);
+    const uint32_t r0 = g.flat_cols.div(e0);
+    rr = static_cast<int32_t>(r0 - t.r_first);
+    c = static_cast<int32_t>(e0 - r0 * g.flat_cols.d);
+  }
+  __device__ __forceinline__ void step(const PadGeometry& g) {
+    c += g.flat_step_c;
+    const bool wrap = c >= static_cast<int32_t>(g.flat_cols.d);
+    c -= wrap ? static_cast<int32_t>(g.flat_cols.d) : 0;
+    rr += g.flat_step_r + wrap;
+  }
+};
+
 // The source coordinate of padded coordinate o along one axis with no branch on the mode: the
 // unpadded coordinate i = o - lo itself inside [0, n), else a·i + b of the side it falls on
 // (constant: -1, the fill; reflect: -i and 2(n-1) - i; replicate: 0 and n-1; circular: i + n
@@ -763,12 +782,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
       my_xo += s * static_cast<int32_t>(g.xs[d]);
     });
   }
-  // this lane's word as (row - r_first, column), advanced by 32 words per step without division
-  const int32_t W = static_cast<int32_t>(g.flat_cols.d);
-  const uint32_t e0 = (t.w0 + lane) * static_cast<uint32_t>(EPW);
-  const uint32_t r0 = g.flat_cols.div(e0);
-  int32_t rr = static_cast<int32_t>(r0 - t.r_first);
-  int32_t c = static_cast<int32_t>(e0 - r0 * g.flat_cols.d);
+  FlatCursor<EPW> cur(g, t, lane);
 
   // Every word's loads stay inside x, also for the words of a partial last batch past w_end
   // (only their stores are skipped): their cursor walks on through real rows, or through the
@@ -780,9 +794,9 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
       Word v[K];
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        const int32_t xo = __shfl_sync(0xffffffffu, my_xo, rr & 31);
-        const bool ok = __shfl_sync(0xffffffffu, my_ok, rr & 31);
-        const int32_t i0 = c - col.lo;
+        const int32_t xo = __shfl_sync(0xffffffffu, my_xo, cur.rr & 31);
+        const bool ok = __shfl_sync(0xffffffffu, my_ok, cur.rr & 31);
+        const int32_t i0 = cur.c - col.lo;
         // the whole word inside the source row: EPW loads at one offset (most steps take
         // this, warp-uniformly); else each element through the column map, or the fill
         if (__all_sync(0xffffffffu, ok && i0 >= 0 && i0 + EPW <= col.n)) {
@@ -792,14 +806,11 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
         } else {
 #pragma unroll
           for (int j = 0; j < EPW; ++j) {
-            const int32_t s = col(c + j);
+            const int32_t s = col(cur.c + j);
             v[k].e[j] = ok && s >= 0 ? __ldg(src + (xo + s * sx)) : fill;
           }
         }
-        c += g.flat_step_c;
-        const bool wrap = c >= W;
-        c -= wrap ? W : 0;
-        rr += g.flat_step_r + wrap;
+        cur.step(g);
       }
 #pragma unroll
       for (int k = 0; k < K; ++k)
@@ -893,10 +904,7 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_flat_backward_kernel(const
     int32_t unused;
     bwd_row<int32_t>(g, static_cast<int32_t>(t.r_first + lane), &unused, my_off, &my_n);
   }
-  const uint32_t e0 = (t.w0 + lane) * static_cast<uint32_t>(EPW);
-  const uint32_t r0 = g.flat_cols.div(e0);
-  int32_t rr = static_cast<int32_t>(r0 - t.r_first);
-  int32_t c = static_cast<int32_t>(e0 - r0 * g.flat_cols.d);
+  FlatCursor<EPW> cur(g, t, lane);
 
   auto walk = [&]<bool kUnit>() {
     const int32_t sy = kUnit ? 1 : ys;
@@ -905,19 +913,16 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_flat_backward_kernel(const
       Word v[K];
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        const int n = __shfl_sync(0xffffffffu, my_n, rr & 31);
-        const int32_t o0 = __shfl_sync(0xffffffffu, my_off[0], rr & 31);
-        if (__all_sync(0xffffffffu, n == 1 && c >= id_lo && c + EPW <= id_hi)) {
-          const T* p = dy + (o0 + (c + cc.lo) * sy);
+        const int n = __shfl_sync(0xffffffffu, my_n, cur.rr & 31);
+        const int32_t o0 = __shfl_sync(0xffffffffu, my_off[0], cur.rr & 31);
+        if (__all_sync(0xffffffffu, n == 1 && cur.c >= id_lo && cur.c + EPW <= id_hi)) {
+          const T* p = dy + (o0 + (cur.c + cc.lo) * sy);
 #pragma unroll
           for (int j = 0; j < EPW; ++j) v[k].e[j] = p[j * sy];
         } else {
-          flat_bwd_word_general<T, EPW>(cc, dy, sy, n, my_off, rr & 31, c, &v[k]);
+          flat_bwd_word_general<T, EPW>(cc, dy, sy, n, my_off, cur.rr & 31, cur.c, &v[k]);
         }
-        c += g.flat_step_c;
-        const bool wrap = c >= W;
-        c -= wrap ? W : 0;
-        rr += g.flat_step_r + wrap;
+        cur.step(g);
       }
 #pragma unroll
       for (int k = 0; k < K; ++k)
