@@ -248,6 +248,9 @@ TEST_F(PadDevice, EdgeGeometries) {
       {PadMode::kReflect, {1000, 2}, {{999, 999}, {1, 1}}},
       {PadMode::kCircular, {1, 70000}, {{0, 0}, {70000, 70000}}},
       {PadMode::kConstant, {3, 1}, {{-3, 0}, {2, 2}}},  // forward: all fill; backward: dx all zero
+      // repro: a row axis of 1 replicate-padded (2, 2) gives its row 5 preimage rows; the flat
+      // backward (at most 4) once took it and summed only 4
+      {PadMode::kReplicate, {1, 40}, {{2, 2}, {0, 0}}},
   };
   uint64_t seed = 9000;
   for (const auto& [mode, shape, pads] : cases)

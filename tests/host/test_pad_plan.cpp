@@ -291,6 +291,25 @@ TEST(PadGeometry, ColumnCellRuleListsEveryPreimageInOrder) {
   EXPECT_GT(checked, 1000);
 }
 
+// Repro: replicate (2, 2) on a row axis of 1 gives that row 5 preimage rows; the flat backward
+// sets up at most 4, so it must not take this geometry (it once did and summed 4).
+TEST(PadGeometry, FlatBackwardRefusesRowsWithMoreThanFourPreimageRows) {
+  alignas(16) static float buf[64];
+  detail::PadGeometry g;
+  auto d = make(DType::f32, {1, 40}, {0, 0, 2, 2}, PadMode::kReplicate);
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, DType::f32, {1, 40}),
+                                         TensorRef::make(buf, DType::f32, {5, 40}), true, &g, buf)
+                  .ok());
+  detail::pad_plan_flat(&g, 4, buf, /*backward=*/true);
+  EXPECT_EQ(g.flat_words, 0);
+  auto d2 = make(DType::f32, {2, 40}, {0, 0, 2, 1}, PadMode::kReplicate);  // 3 + 1 rows at most: flat
+  ASSERT_TRUE(detail::pad_build_geometry("pad_backward", d2, TensorRef::make(buf, DType::f32, {2, 40}),
+                                         TensorRef::make(buf, DType::f32, {5, 40}), true, &g, buf)
+                  .ok());
+  detail::pad_plan_flat(&g, 4, buf, /*backward=*/true);
+  EXPECT_GT(g.flat_words, 0);
+}
+
 TEST(PadGeometry, IndexWidthAtThe2Pow31Boundary) {
   static uint8_t dummy[1];
   const int64_t lim = (int64_t{1} << 31) - (int64_t{1} << 16);

@@ -327,15 +327,16 @@ void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backw
   if (W < 32 || numel <= 0) return;
   if (backward) {
     // the flat backward sets up at most 4 preimage rows per dx row: bound their count by the
-    // product over the row axes of the most cells one coordinate can have
+    // product over the row axes of the most cells one coordinate can have (a coordinate in
+    // both the low and the high set takes both ranges: replicate of an axis of 1 takes all m)
     int64_t cells = 1;
     for (int a = 0; a < ca && cells <= 4; ++a) {
-      const int64_t lo = std::max<int64_t>(g->lo[a], 0), hi = std::max<int64_t>(g->m[a] - g->n[a] - g->lo[a], 0);
-      switch (static_cast<PadMode>(g->mode)) {
-        case PadMode::kConstant: break;
-        case PadMode::kReplicate: cells *= std::max(lo, hi) + 1; break;
-        default: cells *= 1 + (lo > 0) + (hi > 0); break;  // reflect, circular
-      }
+      const PadColCells c = pad_col_cells(static_cast<PadMode>(g->mode), g->n[a], g->m[a], g->lo[a]);
+      auto extra = [&](int64_t x) {
+        return (static_cast<uint64_t>(x - c.l0) < static_cast<uint64_t>(c.lw) ? c.llen : 0) +
+               (static_cast<uint64_t>(x - c.h0) < static_cast<uint64_t>(c.hw) ? c.hlen : 0);
+      };
+      cells *= 1 + std::max({extra(c.l0), extra(c.h0), extra(std::max(c.l0, c.h0))});
     }
     if (cells > 4) return;
     // the fix-up pass recomputes the copied columns with more than one cell one by one, per

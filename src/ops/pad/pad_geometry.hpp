@@ -60,7 +60,7 @@ struct PadGeometry {
   // Divisors of the destination's row axes (extents < 2^31; the 32-bit kernels decompose row
   // indices with them instead of hardware division).
   FastDiv row_div[kMaxRank];
-  // The flat forward kernel (pad_plan_flat): a dense y walked as consecutive words of
+  // The flat kernels (pad_plan_flat): a dense destination walked as consecutive words of
   // flat_epw elements, flat_batches x 32 lanes x kFlatWordsPerLane words per warp; 0 words =
   // not used.
   int flat_epw = 1;
@@ -83,9 +83,9 @@ constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 // `dst` (the destination's data pointer, when known) lets it fix the core's alignment once.
 Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const TensorLayout& xl,
                           const TensorLayout& yl, bool dst_is_x, PadGeometry* g, const void* dst = nullptr);
-// Decides whether the flat forward kernel serves this forward geometry (call only with 32-bit
-// indices; needs a dense y at `dst` with rows of at least 32 elements) and sets its word size
-// and grid; elem = element bytes.
+// Decides whether a flat kernel serves this geometry (call only with 32-bit indices; needs a
+// dense destination at `dst`, y forward or dx backward, with rows of at least 32 elements)
+// and sets its word size, grid and (backward) column cell rule; elem = element bytes.
 void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
 // The preimage-cell rule of one axis (32-bit extents).
 PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);
