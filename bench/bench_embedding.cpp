@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "bench_ceilings.hpp"
 #include "bench_data.hpp"
 #include "timing.hpp"
 
@@ -32,6 +33,7 @@ struct EmbCase {
   bool bag;
   DType dt;
   int64_t V, D, N, B;  // B: bags (bag form), N positions
+  double row_read_tbps = 0;  // measured: N random rows of this table read (bench_ceilings.cu)
 };
 
 std::vector<EmbCase> emb_cases() {
@@ -124,7 +126,7 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
   const double ceiling = measure_copy_tbps();
   std::vector<BandwidthRec<EmbCase>> recs;
   int failures = 0;
-  for (const EmbCase& c : emb_cases()) {
+  for (EmbCase c : emb_cases()) {
     const std::string tag = c.name + "_" + std::string(dtype_name(c.dt));
     if (!filter.empty() && tag.find(filter) == std::string::npos) continue;
     const size_t es = dtype_size(c.dt);
@@ -138,6 +140,9 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
     for (int64_t b = 0; b < c.B; ++b) offs[static_cast<size_t>(b)] = b * 32;
     if (c.bag) BENCH_CUDA_OK(cudaMemcpy(off.p, offs.data(), offs.size() * 8, cudaMemcpyHostToDevice));
     const auto wh = fill_uniform(w.p, c.dt, c.V * c.D, 1, -1, 1);
+    c.row_read_tbps = measure_random_row_read_tbps(w.p, c.V, static_cast<int>(c.D * es), c.N);
+    std::printf("embedding %s: %lld random %lld-byte rows of the table read at %.3f TB/s (%.1f%% of copy)\n", tag.c_str(),
+                (long long)c.N, (long long)(c.D * es), c.row_read_tbps, 100 * c.row_read_tbps / ceiling);
     const auto gh = fill_uniform(g.p, c.dt, rows_out * c.D, 2, -1, 1);
     const TensorRef wref = TensorRef::make(w.p, c.dt, {c.V, c.D}), gref = TensorRef::make(g.p, c.dt, {rows_out, c.D});
     const TensorMut oref = TensorMut::make(out.p, c.dt, {rows_out, c.D}), dwref = TensorMut::make(dw.p, c.dt, {c.V, c.D});
@@ -215,9 +220,9 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
   if (!json_path.empty() &&
       !write_bandwidth_json(json_path, ceiling, "", recs, [](const EmbCase& c) {
         return strf("\"op\": \"%s\", \"case\": \"%s\", \"dist\": \"%s\", \"V\": %lld, \"D\": %lld, \"N\": %lld, \"B\": %lld, "
-                    "\"shape\": [%lld, %lld]",
+                    "\"shape\": [%lld, %lld], \"row_read_tbps\": %.4f",
                     c.bag ? "embedding_bag" : "embedding", c.name.c_str(), c.dist.c_str(), (long long)c.V, (long long)c.D,
-                    (long long)c.N, (long long)c.B, (long long)c.V, (long long)c.D);
+                    (long long)c.N, (long long)c.B, (long long)c.V, (long long)c.D, c.row_read_tbps);
       }))
     return failures + 1;
   return failures;

@@ -62,6 +62,7 @@ def main():
         variant = f"{r['dist']} N={r['N']}" + (f" bags={r['B']}" if r["op"] == "embedding_bag" else "")
         rec = eager_compile_record(r["op"], r, variant, cache[key], None, device, args)
         rec["direction"] = r["direction"]
+        rec["random_row_read_tbps"] = r.get("row_read_tbps")  # N random table rows read, same run
         out.append(rec)
         print(rec)
     json.dump(out, open(args.out_json, "w"), indent=1)
@@ -72,7 +73,10 @@ def main():
         f"{ours['copy_tbps']:.3f} TB/s (bytes read + written). Shapes are the table [V, D]. Bytes are the ideal an "
         "implementation must move: forward = gathered rows read + output written + ids; backward = every dweight "
         "row written + dout read + ids. bwd_sort is our deterministic backward (CUB radix sort), bwd_scatter the "
-        "atomic one; both are compared with PyTorch's one dense backward.",
+        "atomic one; both are compared with PyTorch's one dense backward. Random-row read ceiling (same run, "
+        "bench_ceilings.cu: the case's N rows of its table read at random places): "
+        + ", ".join(sorted({f"{r['D'] * (2 if r['dtype'] != 'f32' else 4)} B rows {r['row_read_tbps']:.3f} TB/s"
+                            for r in ours["records"] if r.get("row_read_tbps")})) + ".",
         "",
         *eager_compile_table("table [V, D]"),
     ]

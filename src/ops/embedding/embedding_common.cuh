@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
@@ -106,15 +107,38 @@ __device__ __forceinline__ void store_cols(T* base, int64_t row, int64_t col, in
   }
 }
 
-// VEC elements kept as loaded (raw, half the registers of the accumulator type for 2-byte types).
+// VEC elements kept as loaded (raw, half the registers of the accumulator type for 2-byte
+// types). A 16-byte vector is held as four 32-bit words and its elements are taken out with bit
+// operations: held as Vec<T, VEC> of 2-byte class types, nvcc keeps it in local memory (16-bit
+// stores and loads per element, measured: the bag kernels spilled hundreds of bytes).
 template <class T, int VEC>
 struct RawCols {
-  Vec<T, VEC> w;
+  static constexpr bool kWords = VEC > 1 && sizeof(T) * VEC == 16;
+  uint32_t u[kWords ? 4 : 1];
+  Vec<T, kWords ? 1 : VEC> w;
   __device__ __forceinline__ void load(const T* base, int64_t row, int64_t col, int64_t s1) {
-    if constexpr (VEC == 1) w.v[0] = base[row + col * s1];
-    else w = *reinterpret_cast<const Vec<T, VEC>*>(base + row + col);
+    if constexpr (kWords) {
+      const uint4 x = *reinterpret_cast<const uint4*>(base + row + col);
+      u[0] = x.x, u[1] = x.y, u[2] = x.z, u[3] = x.w;
+    } else if constexpr (VEC == 1) {
+      w.v[0] = base[row + col * s1];
+    } else {
+      w = *reinterpret_cast<const Vec<T, VEC>*>(base + row + col);
+    }
   }
-  __device__ __forceinline__ acc_t<T> get(int e) const { return to_acc(w.v[e]); }
+  __device__ __forceinline__ acc_t<T> get(int e) const {
+    if constexpr (!kWords) {
+      return to_acc(w.v[e]);
+    } else if constexpr (sizeof(T) == 2) {
+      const uint32_t half_word = (e & 1) ? u[e / 2] >> 16 : u[e / 2] & 0xffffu;
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) return __uint_as_float(half_word << 16);
+      else return __half2float(__ushort_as_half(static_cast<unsigned short>(half_word)));
+    } else if constexpr (sizeof(T) == 4) {
+      return __uint_as_float(u[e]);
+    } else {
+      return __hiloint2double(static_cast<int>(u[2 * e + 1]), static_cast<int>(u[2 * e]));
+    }
+  }
 };
 
 // Work-item loop of G-lane groups over [0, items): the whole group walks together.
