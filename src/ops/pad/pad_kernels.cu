@@ -703,6 +703,7 @@ union FlatWord {
 // destination rows they touch; false when the warp has none.
 struct FlatTask {
   uint32_t w0, w_end, r_first, r_last;
+  int lane, ca;  // this thread's lane; the column (innermost) axis
 };
 __device__ __forceinline__ bool flat_task(const PadGeometry& g, FlatTask* t) {
   const int64_t warp_words = int64_t{32} * kFlatWordsPerLane * g.flat_batches;
@@ -713,6 +714,8 @@ __device__ __forceinline__ bool flat_task(const PadGeometry& g, FlatTask* t) {
   const uint32_t epw = static_cast<uint32_t>(g.flat_epw);
   t->r_first = g.flat_cols.div(t->w0 * epw);
   t->r_last = g.flat_cols.div(t->w_end * epw - 1);
+  t->lane = threadIdx.x & 31;
+  t->ca = g.rank - 1;
   return true;
 }
 
@@ -763,8 +766,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
   using Word = FlatWord<T, EPW>;
   FlatTask t;
   if (!flat_task(g, &t)) return;  // uniform per warp
-  const int lane = threadIdx.x & 31;
-  const int ca = g.rank - 1;
+  const int lane = t.lane, ca = t.ca;
   const AxisMap col = axis_map(g.mode, static_cast<int32_t>(g.n[ca]), static_cast<int32_t>(g.lo[ca]));
   const int32_t xs = static_cast<int32_t>(g.xs[ca]);
   const T* __restrict__ src = static_cast<const T*>(g.src);
@@ -888,8 +890,7 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_flat_backward_kernel(const
   using Word = FlatWord<T, EPW>;
   FlatTask t;
   if (!flat_task(g, &t)) return;  // uniform per warp
-  const int lane = threadIdx.x & 31;
-  const int ca = g.rank - 1;
+  const int lane = t.lane, ca = t.ca;
   const PadColCells& cc = g.col_cells;  // read from the parameter bank, not registers
   const int32_t ys = static_cast<int32_t>(g.ys[ca]);
   const int32_t W = static_cast<int32_t>(g.flat_cols.d);
