@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dispatch.hpp"
 
@@ -45,6 +46,47 @@ template <class T, int N>
 struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
+
+// Element e of elements of T packed in 32-bit words (T of 2, 4 or 8 bytes), as the accumulator
+// type, by bit operations: bf16 `w << 16` / `w & 0xffff0000`, half via its bits, f64 from
+// two words.
+template <class T>
+__device__ __forceinline__ acc_t<T> word_elem(const uint32_t* u, int e) {
+  if constexpr (sizeof(T) == 2) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) return __uint_as_float((e & 1) ? u[e / 2] & 0xffff0000u : u[e / 2] << 16);
+    else return __half2float(__ushort_as_half(static_cast<unsigned short>((e & 1) ? u[e / 2] >> 16 : u[e / 2] & 0xffffu)));
+  } else if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(u[e]);
+  } else {
+    return __hiloint2double(static_cast<int>(u[2 * e + 1]), static_cast<int>(u[2 * e]));
+  }
+}
+
+// N elements of T at p (global or shared, aligned to N·sizeof(T)) into the accumulator type.
+// Vectors of 4, 8 or 16 bytes are read as whole 32-bit words and unpacked by word_elem:
+// reading a Vec<16-bit type, N>'s elements one by one made nvcc issue one 2-byte load per
+// element from shared memory (and arrays of such Vecs were kept in local memory).
+template <class T, int N>
+__device__ __forceinline__ void load_acc_vec(const T* p, acc_t<T> (&v)[N]) {
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * N;
+  if constexpr (N == 1 || (kBytes != 4 && kBytes != 8 && kBytes != 16)) {
+#pragma unroll
+    for (int e = 0; e < N; ++e) v[e] = to_acc(p[e]);
+  } else {
+    uint32_t u[kBytes / 4];
+    if constexpr (kBytes == 4) {
+      u[0] = *reinterpret_cast<const uint32_t*>(p);
+    } else if constexpr (kBytes == 8) {
+      const uint2 w = *reinterpret_cast<const uint2*>(p);
+      u[0] = w.x, u[1] = w.y;
+    } else {
+      const uint4 w = *reinterpret_cast<const uint4*>(p);
+      u[0] = w.x, u[1] = w.y, u[2] = w.z, u[3] = w.w;
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e) v[e] = word_elem<T>(u, e);
+  }
+}
 
 // Element i of a float array whose dtype is known only at run time (small side tensors:
 // caches, weights, states); `dt` is the DType as int.

@@ -107,16 +107,27 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
           const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
           h[j] = lane >= q ? cur : prv;
         }
+        // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
+        const int need = u == U && KW - 1 < NE ? KW - 1 : NE;  // folds: u is unrolled
+        A z[NE];
 #pragma unroll
         for (int e = 0; e < NE; ++e) {
-          // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
-          if (u == U && e >= KW - 1) continue;
-          const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
-          A z = bias;
+          if (e >= need) break;
+          A v = bias;
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
-          const A g = kIn || t < p.L ? dz[u][e] * act_grad(z, p.silu) : A(0);
+            if (kEx || j < p.W) v += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+          z[e] = v;
+        }
+        if (p.silu)
+#pragma unroll
+          for (int e = 0; e < NE; ++e)
+            if (e < need) dz[u][e] *= silu_grad(z[e]);
+#pragma unroll
+        for (int e = 0; e < NE; ++e) {
+          if (e >= need) break;
+          const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
+          const A g = kIn || t < p.L ? dz[u][e] : A(0);
           dz[u][e] = g;
           if (u < U && (kIn || t < p.L)) {
             db += g;
@@ -201,7 +212,7 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
   __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const ChanTask tk = chan_task(p, NE);
-  const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg, t_end = tk.t_end;
+  const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg;
   const bool live = c0 < p.C;
   A dw[KW][NE], db[NE];
 #pragma unroll
@@ -221,20 +232,25 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
         xo[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
         go[s][e] = A(0);
       }
-    const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
-    const T* dyb = static_cast<const T*>(p.dy) + b * p.dys[0];
-    T* dxb = static_cast<T*>(p.out) + b * p.outs[0];
-    const int64_t t_stop = t_end + KW - 1, t_load = min(p.L, t_stop);
-    const int64_t xst = p.xs[2], dyst = p.dys[2];
-    const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
-    const T* dyi = dyb + c0 + t_beg * dyst;
-    auto issue = [&](int64_t g) {  // group g = steps t_beg + g·KW + [0, KW)
+    // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= kChanSteps + 7
+    // steps; row limits are clamped into that range.
+    const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;
+    const int n_stop = n + KW - 1;
+    auto rel = [&](int64_t v) { return static_cast<int>(v < -kConvRelClamp ? -kConvRelClamp : v > kConvRelClamp ? kConvRelClamp : v); };
+    const int n_row = rel(p.L - t_beg);              // steps before the row end (t < L)
+    const int n_load = n_row < n_stop ? n_row : n_stop;
+    const int last_in = rel(p.L - p.W - t_beg);      // a group starting past this meets d(final states)
+    const int64_t xst = p.xs[2], dyst = p.dys[2], dxst = p.outs[2];
+    const T* xi = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t_beg * xst;  // next group to issue
+    const T* dyi = static_cast<const T*>(p.dy) + b * p.dys[0] + c0 * p.dys[1] + t_beg * dyst;
+    const T* xg = xi;  // this group (plain loads)
+    const T* dyg = dyi;
+    auto issue = [&](int g) {  // group g = steps g·KW + [0, KW)
       if constexpr (Ring::kAsync) {
-        const int64_t tb = t_beg + g * KW;
         const int slot = Ring::slot(g);
 #pragma unroll
         for (int s = 0; s < KW; ++s)
-          if (tb + s < t_load) {
+          if (g * KW + s < n_load) {
             cp_async<sizeof(V)>(&stage_x[slot + s][threadIdx.x], xi + s * xst);
             cp_async<sizeof(V)>(&stage_dy[slot + s][threadIdx.x], dyi + s * dyst);
           }
@@ -244,23 +260,23 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
       }
     };
     Ring::start(issue);
-    T* dxo = dxb + (t_beg - (KW - 1)) * p.outs[2];  // dx row of step tb's output (tb − (KW − 1))
-    for (int64_t tb = t_beg; tb < t_stop; tb += KW) {
-      const int64_t g = (tb - t_beg) / KW;
+    // dx row of step sb's output (step sb − (KW − 1))
+    T* dxo = static_cast<T*>(p.out) + b * p.outs[0] + c0 * p.outs[1] + (t_beg - (KW - 1)) * dxst;
+    for (int g = 0, sb = 0; sb < n_stop; ++g, sb += KW) {
       Ring::advance(issue, g);
       const int slot = Ring::slot(g);
       A xn[KW][NE], gn[KW][NE];
 #pragma unroll
       for (int s = 0; s < KW; ++s) {
-        if (tb + s >= t_load) {
+        if (sb + s >= n_load) {
 #pragma unroll
           for (int e = 0; e < NE; ++e) xn[s][e] = gn[s][e] = A(0);
         } else if constexpr (Ring::kAsync) {
           unpack<T, NE>(stage_x[slot + s][threadIdx.x], xn[s]);
           unpack<T, NE>(stage_dy[slot + s][threadIdx.x], gn[s]);
         } else {
-          load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], xn[s]);
-          load_vec<T, NE>(dyb + (tb + s) * p.dys[2], c0, p.dys[1], gn[s]);
+          load_vec<T, NE>(xg + s * xst, 0, p.xs[1], xn[s]);
+          load_vec<T, NE>(dyg + s * dyst, 0, p.dys[1], gn[s]);
         }
       }
       // kIn: every step of this group is inside the warp's range, past its first KW − 1 steps
@@ -269,31 +285,38 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
       auto steps = [&]<bool kIn>() {
 #pragma unroll
         for (int s = 0; s < KW; ++s) {
-          const int64_t t = tb + s;
+          const int ts = sb + s;
+          A z[NE];
 #pragma unroll
           for (int e = 0; e < NE; ++e) {
-            A z = bias[e];
+            A v = bias[e];
 #pragma unroll
             for (int j = 0; j < KW; ++j)
-              if (kEx || j < p.W) z += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
-            const A g = kIn || t < p.L ? gn[s][e] * act_grad(z, p.silu) : A(0);
-            gn[s][e] = g;
-            if (kIn || t < t_end) {
-              db[e] += g;
+              if (kEx || j < p.W) v += wr[j][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+            z[e] = v;
+          }
+          act_grad_vec<A, NE>(z, gn[s], p.silu);  // dz = dy·act'(z); 0 past the row end
+          if (!kIn && ts >= n_row)
+#pragma unroll
+            for (int e = 0; e < NE; ++e) gn[s][e] = A(0);
+          if (kIn || ts < n) {
+#pragma unroll
+            for (int e = 0; e < NE; ++e) {
+              db[e] += gn[s][e];
 #pragma unroll
               for (int j = 0; j < KW; ++j)
-                if (kEx || j < p.W) dw[j][e] += g * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
+                if (kEx || j < p.W) dw[j][e] += gn[s][e] * (s >= j ? xn[s >= j ? s - j : 0][e] : xo[s >= j ? 0 : KW + s - j][e]);
             }
           }
-          const int64_t sx = t - (KW - 1);
-          const bool out_dx = kIn || (sx >= t_beg && sx < t_end);
+          const int sx = ts - (KW - 1);  // the dx step this step completes, relative to t_beg
+          const bool out_dx = kIn || (sx >= 0 && sx < n);
           const bool out_ds0 = !kIn && p.ds0 != nullptr && t_beg == 0 && sx < 0 && sx >= -(p.W - 1);
           if (out_dx || out_ds0) {
-            const bool tail = !kIn && p.dsfin != nullptr && sx > p.L - p.W;
+            const bool tail = !kIn && p.dsfin != nullptr && sx > last_in;
             A d[NE];
 #pragma unroll
             for (int e = 0; e < NE; ++e) {
-              A v = tail ? dfinal_at<T>(p, b, c0 + e, sx) : A(0);
+              A v = tail ? dfinal_at<T>(p, b, c0 + e, t_beg + sx) : A(0);
 #pragma unroll
               for (int j = 0; j < KW; ++j) {
                 const int m = s - (KW - 1) + j;  // dz slot relative to this group of steps
@@ -302,7 +325,7 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
               d[e] = v;
             }
             if (out_dx) {
-              store_vec<T, NE>(dxo + s * p.outs[2], c0, p.outs[1], d);
+              store_vec<T, NE>(dxo + s * dxst, 0, p.outs[1], d);
             } else {
 #pragma unroll
               for (int e = 0; e < NE; ++e)
@@ -311,9 +334,11 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
           }
         }
       };
-      if (tb >= t_beg + KW && tb + KW <= t_end && tb <= p.L - p.W) steps.template operator()<true>();
+      if (sb >= KW && sb + KW <= n && sb <= last_in) steps.template operator()<true>();
       else steps.template operator()<false>();
-      dxo += KW * p.outs[2];
+      xg += KW * xst;
+      dyg += KW * dyst;
+      dxo += KW * dxst;
 #pragma unroll
       for (int s = 0; s < KW; ++s)
 #pragma unroll

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cp_async.cuh"
 #include "core/cuda_types.cuh"
@@ -26,34 +27,30 @@ struct StageRing {
   template <class F>
   __device__ static void start(F&& issue) {
     if constexpr (kAsync)
-      for (int g = 0; g + 1 < kGroups; ++g) issue(int64_t{g});
+      for (int g = 0; g + 1 < kGroups; ++g) issue(g);
   }
-  template <class F>
-  __device__ static void advance(F&& issue, int64_t g) {
+  template <class F, class I>
+  __device__ static void advance(F&& issue, I g) {
     if constexpr (kAsync) {
       issue(g + kGroups - 1);
       cp_async_wait<kGroups - 1>();
     }
   }
-  __device__ static int slot(int64_t g) { return static_cast<int>(g % kGroups) * kPerGroup; }
+  template <class I>  // g >= 0
+  __device__ static int slot(I g) { return static_cast<int>(static_cast<std::make_unsigned_t<I>>(g) % kGroups) * kPerGroup; }
 };
 
+// A staged vector (shared memory) into the accumulator type.
 template <class T, int NE>
 __device__ __forceinline__ void unpack(const Vec<T, NE>& w, acc_t<T> (&v)[NE]) {
-#pragma unroll
-  for (int e = 0; e < NE; ++e) v[e] = to_acc(w.v[e]);
+  load_acc_vec<T, NE>(w.v, v);
 }
 
 // NE elements at base[i·stride ...]: one aligned vector when NE > 1 (stride 1), else a scalar.
 template <class T, int NE>
 __device__ __forceinline__ void load_vec(const T* base, int64_t i, int64_t stride, acc_t<T> (&v)[NE]) {
-  if constexpr (NE == 1) {
-    v[0] = to_acc(base[i * stride]);
-  } else {
-    const Vec<T, NE> w = *reinterpret_cast<const Vec<T, NE>*>(base + i);
-#pragma unroll
-    for (int e = 0; e < NE; ++e) v[e] = to_acc(w.v[e]);
-  }
+  if constexpr (NE == 1) v[0] = to_acc(base[i * stride]);
+  else load_acc_vec<T, NE>(base + i, v);
 }
 template <class T, int NE>
 __device__ __forceinline__ void store_vec(T* base, int64_t i, int64_t stride, const acc_t<T> (&v)[NE]) {
@@ -67,23 +64,46 @@ __device__ __forceinline__ void store_vec(T* base, int64_t i, int64_t stride, co
   }
 }
 
-// σ(z): float64 exactly rounded library calls for f64 data; for f32 math the hardware
-// exp2 / reciprocal approximations (relative error ~1e-7·(1 + |z|), well inside f32
-// tolerances; IEEE expf + division cost ~4x the instructions and made the kernels
-// instruction bound on 16-bit data — measured 44 % of copy before, see docs/perf).
+// σ(z): float64 exactly rounded library calls for f64 data; for f32 math one hardware exp2 and
+// one reciprocal, flushing denormals (relative error ~1e-7·(1 + |z|), well inside f32
+// tolerances; a denormal exp2 only arises for z > 87 where σ rounds to 1 anyway). IEEE expf +
+// division cost ~4x the instructions and made the kernels instruction bound on 16-bit data
+// (44 % of copy, see docs/perf); __expf / __fdividef still add a range test and two scalings
+// per element for their denormal inputs.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 template <class A>
 __device__ __forceinline__ A sigmoid(A z) {
   if constexpr (sizeof(A) == 8) return 1.0 / (1.0 + exp(-z));
-  else return __fdividef(1.0f, 1.0f + __expf(-z));
+  else return rcp_ftz(1.0f + ex2_ftz(z * -1.4426950408889634f));
 }
-// act(z) and act'(z) for SiLU (z·σ(z)) or the identity.
+// y = act(y) for SiLU (z·σ(z)) or the identity, over a vector: one test of `silu` per vector.
+template <class A, int N>
+__device__ __forceinline__ void act_vec(A (&y)[N], int silu) {
+  if (silu)
+#pragma unroll
+    for (int e = 0; e < N; ++e) y[e] *= sigmoid(y[e]);
+}
+// act'(z) for SiLU: σ(z)·(1 + z·(1 − σ(z))).
 template <class A>
-__device__ __forceinline__ A act(A z, int silu) { return silu ? z * sigmoid(z) : z; }
-template <class A>
-__device__ __forceinline__ A act_grad(A z, int silu) {
-  if (!silu) return A(1);
+__device__ __forceinline__ A silu_grad(A z) {
   const A s = sigmoid(z);
   return s * (A(1) + z * (A(1) - s));
+}
+// g = dy·act'(z) over a vector (g may alias dy): one test of `silu` per vector.
+template <class A, int N>
+__device__ __forceinline__ void act_grad_vec(const A (&z)[N], A (&g)[N], int silu) {
+  if (silu)
+#pragma unroll
+    for (int e = 0; e < N; ++e) g[e] *= silu_grad(z[e]);
 }
 
 // Extended-row input xe at time t of row (b, c): x for t >= 0, the initial states for
@@ -137,6 +157,10 @@ __device__ __forceinline__ bool time_task(const Conv1dParams& p, TimeTask& k) {
   k.t_end = min(p.L, k.t_beg + kTimeSeg);
   return true;
 }
+// Bound for the chan kernels' 32-bit step indices relative to a warp's first step: row limits
+// are clamped to ±this (a warp walks fewer than kChanSteps + 8 steps).
+inline constexpr int kConvRelClamp = 1 << 20;
+
 // What a chan-kernel lane owns: batch row b, channels [c0, c0 + NE), steps [t_beg, t_end) of
 // block segment sg (warp w of the block takes the w-th kChanSteps of it).
 struct ChanTask {

@@ -78,8 +78,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 #pragma unroll
         for (int j = 0; j < KW; ++j)
           if (kEx || j < p.W) z += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
-        y[e] = act(z, p.silu);
+        y[e] = z;
       }
+      act_vec<A, NE>(y, p.silu);
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
       if (t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
     }
@@ -95,13 +96,15 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 // ---------------------------------------------------------------- chan kernel
 // Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
+// Step indices inside the warp's range are 32-bit (at most kChanSteps).
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   const int warp = threadIdx.x >> 5;
   const ChanTask tk = chan_task(p, NE);
-  const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg, t_end = tk.t_end;
+  const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg;
   if (c0 >= p.C) return;
+  const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this warp
   A wr[KW][NE], bias[NE];
   load_chan_taps<A, KW, NE>(p, c0, wr, bias);
   A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
@@ -110,46 +113,43 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
 #pragma unroll
     for (int e = 0; e < NE; ++e)
       ring[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
-  const T* xb = static_cast<const T*>(p.x) + b * p.xs[0];
-  T* yb = static_cast<T*>(p.out) + b * p.outs[0];
-  // groups of KW steps staged kGroups − 1 groups ahead
+  const int64_t xst = p.xs[2], yst = p.outs[2];
+  const T* xi = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t_beg * xst;  // next group to issue
+  const T* xg = xi;                                                                     // this group
+  T* yo = static_cast<T*>(p.out) + b * p.outs[0] + c0 * p.outs[1] + t_beg * yst;        // its output
+  // groups of KW steps staged kGroups − 1 groups ahead (issued in order)
   using Ring = StageRing<Vec<T, NE>, KW, 1, 4>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
-  const int64_t xst = p.xs[2];
-  const T* xi = xb + c0 + t_beg * xst;  // the next group to issue (groups are issued in order)
-  auto issue = [&](int64_t g) {  // group g = steps t_beg + g·KW + [0, KW)
+  auto issue = [&](int g) {  // group g = steps g·KW + [0, KW)
     if constexpr (Ring::kAsync) {
-      const int64_t tb = t_beg + g * KW;
       const int slot = Ring::slot(g);
 #pragma unroll
       for (int s = 0; s < KW; ++s)
-        if (tb + s < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xi + s * xst);
+        if (g * KW + s < n) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xi + s * xst);
       xi += KW * xst;
       cp_async_commit();
     }
   };
   Ring::start(issue);
-  T* yo = yb + t_beg * p.outs[2];  // output row of step tb
-  for (int64_t tb = t_beg; tb < t_end; tb += KW) {
-    const int64_t g = (tb - t_beg) / KW;
+  for (int g = 0, sb = 0; sb < n; ++g, sb += KW) {
     Ring::advance(issue, g);
     const int slot = Ring::slot(g);
     A nx[KW][NE];
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
-      if (tb + s >= t_end) {
+      if (sb + s >= n) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) nx[s][e] = A(0);
       } else if constexpr (Ring::kAsync) {
         unpack<T, NE>(stage[slot + s][threadIdx.x], nx[s]);
       } else {
-        load_vec<T, NE>(xb + (tb + s) * p.xs[2], c0, p.xs[1], nx[s]);
+        load_vec<T, NE>(xg + s * xst, 0, p.xs[1], nx[s]);
       }
     }
-    const bool full = tb + KW <= t_end;  // the whole group is inside the range: no test per step
+    const bool full = sb + KW <= n;  // the whole group is inside the range: no test per step
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
-      if (!full && tb + s >= t_end) break;
+      if (!full && sb + s >= n) break;
       A y[NE];
 #pragma unroll
       for (int e = 0; e < NE; ++e) {
@@ -157,15 +157,17 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
 #pragma unroll
         for (int j = 0; j < KW; ++j)
           if (kEx || j < p.W) z += wr[j][e] * (s >= j ? nx[s >= j ? s - j : 0][e] : ring[s >= j ? 0 : KW + s - j][e]);
-        y[e] = act(z, p.silu);
+        y[e] = z;
       }
-      store_vec<T, NE>(yo + s * p.outs[2], c0, p.outs[1], y);
+      act_vec<A, NE>(y, p.silu);
+      store_vec<T, NE>(yo + s * yst, 0, p.outs[1], y);
     }
 #pragma unroll
     for (int s = 0; s < KW; ++s)
 #pragma unroll
       for (int e = 0; e < NE; ++e) ring[s][e] = nx[s][e];
-    yo += KW * p.outs[2];
+    xg += KW * xst;
+    yo += KW * yst;
   }
   if (p.sfin != nullptr && sg == 0 && warp == 0) {
     for (int j = 0; j < p.W - 1; ++j)
@@ -236,7 +238,9 @@ __global__ void __launch_bounds__(kConvThreads) update_kernel(const Conv1dUpdate
 #pragma unroll
     for (int k = 0; k < KM; ++k)
       if (k == p.W - 2) hist[k] = xt;
-    yr[t * p.ys[2]] = from_acc<T>(act(z, p.silu));
+    A y[1] = {z};
+    act_vec<A, 1>(y, p.silu);
+    yr[t * p.ys[2]] = from_acc<T>(y[0]);
   }
   if (p.seqlens != nullptr) {
     for (int64_t t = 0; t < p.n; ++t) st[((head + t) % S) * p.ss[2]] = xr[t * p.xs[2]];

@@ -127,17 +127,8 @@ struct RawCols {
     }
   }
   __device__ __forceinline__ acc_t<T> get(int e) const {
-    if constexpr (!kWords) {
-      return to_acc(w.v[e]);
-    } else if constexpr (sizeof(T) == 2) {
-      const uint32_t half_word = (e & 1) ? u[e / 2] >> 16 : u[e / 2] & 0xffffu;
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) return __uint_as_float(half_word << 16);
-      else return __half2float(__ushort_as_half(static_cast<unsigned short>(half_word)));
-    } else if constexpr (sizeof(T) == 4) {
-      return __uint_as_float(u[e]);
-    } else {
-      return __hiloint2double(static_cast<int>(u[2 * e + 1]), static_cast<int>(u[2 * e]));
-    }
+    if constexpr (!kWords) return to_acc(w.v[e]);
+    else return word_elem<T>(u, e);
   }
 };
 
