@@ -182,14 +182,15 @@ TEST(CausalConv1dPlanHost, SelectSkuWorkspace) {
   auto b = CausalConv1dBackwardPlan::select(d, hopper());
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->sku().name(), "causal_conv1d.silu.bwd.bf16.bespoke.sm90.chan.partials");
-  // ceil(1000 / 512) = 2 partial rows per batch row, C·(W+1) f32 each
-  EXPECT_EQ(b->workspace_size(), size_t{2 * 2} * 64 * 5 * 4);
+  // ceil(1000 / (4 · 256)) = 1 partial row per batch row (the chan kernel at its shorter warps),
+  // C·(W+1) f32 each
+  EXPECT_EQ(b->workspace_size(), size_t{2 * 1} * 64 * 5 * 4);
   d.dtype = DType::f64;
   d.layout = Conv1dLayout::kBCL;
   d.activation = Conv1dActivation::kNone;
   auto b64 = CausalConv1dBackwardPlan::select(d, hopper());
   EXPECT_EQ(b64->sku().name(), "causal_conv1d.bwd.f64.bespoke.sm90.time.partials");
-  EXPECT_EQ(b64->workspace_size(), size_t{2 * 2} * 64 * 5 * 8);
+  EXPECT_EQ(b64->workspace_size(), size_t{2 * 1} * 64 * 5 * 8);
   EXPECT_EQ(b64->precision_guarantee().accumulator, DType::f64);
   PlanPreference tight = hopper();
   tight.max_workspace_bytes = 100;

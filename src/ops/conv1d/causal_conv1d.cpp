@@ -74,7 +74,12 @@ bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<s
 }
 
 // Partial rows per batch row the backward may need (the larger of the two kernels').
-int64_t parts_per_batch(int64_t L) { return std::max<int64_t>(1, (L + 4 * detail::kChanSteps - 1) / (4 * detail::kChanSteps)); }
+// Partial rows per batch row the backward may need (the most any of its kernels writes: the chan
+// kernel at its shorter warps).
+int64_t parts_per_batch(int64_t L) {
+  constexpr int64_t span = 4 * detail::kChanStepsBwdShort;
+  return std::max<int64_t>(1, (L + span - 1) / span);
+}
 
 // Fills the geometry for the kernel chosen by the operands' strides; returns the launcher.
 // `big` are the [B, C, L]-indexed operands as (data, (b, c, t) strides).
@@ -105,8 +110,16 @@ void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int
     p.tasks = p.B * p.C * p.segs;
   } else {
     const int ne = vec ? detail::conv_chan_ne(static_cast<int>(dtype_size(dt)), kw, backward) : 1;
-    p.segs = parts_per_batch(p.L);
     p.cblocks = (p.C + 32 * ne - 1) / (32 * ne);
+    auto blocks = [&](int64_t steps) { return p.B * p.cblocks * std::max<int64_t>(1, (p.L + 4 * steps - 1) / (4 * steps)); };
+    p.chan_steps = detail::kChanStepsFwd;
+    if (backward) {
+      const int64_t two_waves = 2 * int64_t{current_device_sm_count()} * detail::kChanBwdBlocksPerSm;
+      const bool short_fills = blocks(detail::kChanStepsBwdShort) >= two_waves;
+      const bool long_fills = blocks(detail::kChanStepsBwdLong) >= two_waves;
+      p.chan_steps = short_fills && !long_fills ? detail::kChanStepsBwdShort : detail::kChanStepsBwdLong;
+    }
+    p.segs = std::max<int64_t>(1, (p.L + 4 * p.chan_steps - 1) / (4 * p.chan_steps));
     p.tasks = p.B * p.segs * p.cblocks;
   }
 }

@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
   using Ring = StageRing<V, U + 1, 2, 3>;
   __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
   const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 1;
+  const unsigned sx0 = smem_u32(&stage_x[0][threadIdx.x]), sdy0 = smem_u32(&stage_dy[0][threadIdx.x]);
   auto wanted = [&](int u, int64_t t) { return (u < U || lane < PB) && t < p.L; };
   auto issue = [&](int64_t k) {
     if constexpr (Ring::kAsync) {
@@ -60,18 +61,17 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         for (int u = 0; u <= U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
           if (wanted(u, t)) {
-            const int slot = Ring::slot(k) + u;
-            cp_async<sizeof(V)>(&stage_x[slot][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
-            cp_async<sizeof(V)>(&stage_dy[slot][threadIdx.x], dyr + (NE > 1 ? t : t * p.dys[2]));
+            const unsigned off = (Ring::slot(k) + u) * Ring::kSlotBytes;
+            cp_async<sizeof(V)>(sx0 + off, xr + (NE > 1 ? t : t * p.xs[2]));
+            cp_async<sizeof(V)>(sdy0 + off, dyr + (NE > 1 ? t : t * p.dys[2]));
           }
         }
       cp_async_commit();
     }
   };
   Ring::start(issue);
-  A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
-#pragma unroll
-  for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
+  A carry[KW];  // halo_before's values for the first lanes
+  halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
     Ring::advance(issue, k);
@@ -97,16 +97,8 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
       // pass 1: dz, and the dweight / dbias sums over this task's steps
 #pragma unroll
       for (int u = 0; u <= U; ++u) {
-        A h[KW];
-        h[0] = A(0);
-#pragma unroll
-        for (int j = 1; j < KW; ++j) {
-          const int q = (j + NE - 1) / NE, e = q * NE - j;
-          const int src = (lane - q) & 31;
-          const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
-          const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
-          h[j] = lane >= q ? cur : prv;
-        }
+        A h[KW];  // the look-ahead vector is the next sub-chunk's first: it keeps the carry
+        halo_before<A, NE, KW>(xv[u], carry, h, lane, u < U);
         // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
         const int need = u == U && KW - 1 < NE ? KW - 1 : NE;  // folds: u is unrolled
         A z[NE];
@@ -137,18 +129,25 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
           }
         }
       }
-      // pass 2: dx
+      // pass 2: dx. The gradients after a lane's vector: f[j] = dz at (its last step) + j from
+      // lane l + q (q = ceil(j / NE)); r[u][j] is that shuffle for vector u, and the last lanes
+      // take the next vector's (the lanes l + q >= 32 receive lane l + q − 32 of vector u + 1).
+      A r[U + 1][KW];
+#pragma unroll
+      for (int u = 0; u <= U; ++u)
+#pragma unroll
+        for (int j = 1; j < KW; ++j) {
+          const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
+          r[u][j] = __shfl_sync(0xffffffffu, dz[u][e], (lane + q) & 31);
+        }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         A f[KW];  // f[h] = dz at (this vector's last step) + h
         f[0] = A(0);
 #pragma unroll
         for (int j = 1; j < KW; ++j) {
-          const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
-          const int src = (lane + q) & 31;
-          const A cur = __shfl_sync(0xffffffffu, dz[u][e], src);
-          const A nxt = __shfl_sync(0xffffffffu, dz[u + 1][e], src);
-          f[j] = lane + q < 32 ? cur : nxt;
+          const int q = (j + NE - 1) / NE;
+          f[j] = lane + q < 32 ? r[u][j] : r[u + 1][j];
         }
         const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
         const bool tail = !kIn && p.dsfin != nullptr && t + NE > p.L - p.W + 1;  // dfinal reaches this vector
@@ -166,8 +165,6 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
     };
     if (t0 + kSub + 32 * NE <= p.L && t0 + kSub <= p.L - p.W + 1) passes.template operator()<true>();
     else passes.template operator()<false>();
-#pragma unroll
-    for (int e = 0; e < NE; ++e) xp[e] = xv[U - 1][e];
     // d(initial states): positions s = m − (KW−1), m < KW−1, from dz[0 .. KW−2] of lanes 0..
     if (p.ds0 != nullptr && t0 == 0) {
       A g0[KW];  // g0[m] = dz at step m
@@ -199,11 +196,11 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
 }
 
 // ---------------------------------------------------------------- chan kernel
-// Lane = NE channels, warp = kChanSteps steps, block = 4 warps consecutive in time. Step t
+// Lane = NE channels, warp = p.chan_steps steps, block = 4 warps consecutive in time. Step t
 // computes dz(t) and emits dx(t − (KW−1)), whose dz(t − KW + 1 .. t) are then all known; the
 // warp runs KW−1 steps past its range for the dz its last outputs need.
 template <class T, int NE, int KW, bool kEx>
-__global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, kChanBwdBlocksPerSm) bwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int NR = NE * (KW + 1);
   __shared__ A red[kConvThreads / 32 - 1][32][NR];
@@ -232,7 +229,7 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
         xo[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
         go[s][e] = A(0);
       }
-    // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= kChanSteps + 7
+    // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= chan_steps + 7
     // steps; row limits are clamped into that range.
     const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;
     const int n_stop = n + KW - 1;
@@ -245,15 +242,22 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
     const T* dyi = static_cast<const T*>(p.dy) + b * p.dys[0] + c0 * p.dys[1] + t_beg * dyst;
     const T* xg = xi;  // this group (plain loads)
     const T* dyg = dyi;
+    const unsigned sx0 = smem_u32(&stage_x[0][threadIdx.x]), sdy0 = smem_u32(&stage_dy[0][threadIdx.x]);
     auto issue = [&](int g) {  // group g = steps g·KW + [0, KW)
       if constexpr (Ring::kAsync) {
-        const int slot = Ring::slot(g);
+        const unsigned off = Ring::slot(g) * Ring::kSlotBytes;
+        auto copy = [&](int s) {
+          cp_async<sizeof(V)>(sx0 + off + s * Ring::kSlotBytes, xi + s * xst);
+          cp_async<sizeof(V)>(sdy0 + off + s * Ring::kSlotBytes, dyi + s * dyst);
+        };
+        if (g * KW + KW <= n_load) {
 #pragma unroll
-        for (int s = 0; s < KW; ++s)
-          if (g * KW + s < n_load) {
-            cp_async<sizeof(V)>(&stage_x[slot + s][threadIdx.x], xi + s * xst);
-            cp_async<sizeof(V)>(&stage_dy[slot + s][threadIdx.x], dyi + s * dyst);
-          }
+          for (int s = 0; s < KW; ++s) copy(s);
+        } else {
+#pragma unroll
+          for (int s = 0; s < KW; ++s)
+            if (g * KW + s < n_load) copy(s);
+        }
         xi += KW * xst;
         dyi += KW * dyst;
         cp_async_commit();
@@ -266,17 +270,27 @@ __global__ void __launch_bounds__(kConvThreads, 3) bwd_chan(const Conv1dParams p
       Ring::advance(issue, g);
       const int slot = Ring::slot(g);
       A xn[KW][NE], gn[KW][NE];
-#pragma unroll
-      for (int s = 0; s < KW; ++s) {
-        if (sb + s >= n_load) {
-#pragma unroll
-          for (int e = 0; e < NE; ++e) xn[s][e] = gn[s][e] = A(0);
-        } else if constexpr (Ring::kAsync) {
+      auto load_step = [&](int s) {
+        if constexpr (Ring::kAsync) {
           unpack<T, NE>(stage_x[slot + s][threadIdx.x], xn[s]);
           unpack<T, NE>(stage_dy[slot + s][threadIdx.x], gn[s]);
         } else {
           load_vec<T, NE>(xg + s * xst, 0, p.xs[1], xn[s]);
           load_vec<T, NE>(dyg + s * dyst, 0, p.dys[1], gn[s]);
+        }
+      };
+      if (sb + KW <= n_load) {  // every step of the group was loaded
+#pragma unroll
+        for (int s = 0; s < KW; ++s) load_step(s);
+      } else {
+#pragma unroll
+        for (int s = 0; s < KW; ++s) {
+          if (sb + s < n_load) {
+            load_step(s);
+          } else {
+#pragma unroll
+            for (int e = 0; e < NE; ++e) xn[s][e] = gn[s][e] = A(0);
+          }
         }
       }
       // kIn: every step of this group is inside the warp's range, past its first KW − 1 steps

@@ -38,6 +38,9 @@ struct StageRing {
   }
   template <class I>  // g >= 0
   __device__ static int slot(I g) { return static_cast<int>(static_cast<std::make_unsigned_t<I>>(g) % kGroups) * kPerGroup; }
+  // Byte distance between slots of a [kSlots][kConvThreads] stage array: a thread's copy into
+  // slot i goes to smem_u32(&stage[0][threadIdx.x]) + i·kSlotBytes.
+  static constexpr unsigned kSlotBytes = sizeof(V) * kConvThreads;
 };
 
 // A staged vector (shared memory) into the accumulator type.
@@ -157,12 +160,40 @@ __device__ __forceinline__ bool time_task(const Conv1dParams& p, TimeTask& k) {
   k.t_end = min(p.L, k.t_beg + kTimeSeg);
   return true;
 }
+// Time kernels: the inputs before a lane's vector of NE steps. h[j] (j in [1, KW)) = x at the
+// vector's first step − j, which lane l − q holds (q = ceil(j / NE)): one shuffle per j from lane
+// (l − q) mod 32. Lanes l < q receive lane 32 − q + l's value, which is what they need for the
+// next vector; they keep it in carry[j] and use the one kept from the previous vector. keep =
+// false leaves the carry as it was (a look-ahead vector that is read again next sub-chunk).
+template <class A, int NE, int KW>
+__device__ __forceinline__ void halo_before(const A (&xv)[NE], A (&carry)[KW], A (&h)[KW], int lane, bool keep) {
+  h[0] = A(0);
+#pragma unroll
+  for (int j = 1; j < KW; ++j) {
+    const int q = (j + NE - 1) / NE, e = q * NE - j;
+    const A cur = __shfl_sync(0xffffffffu, xv[e], (lane - q) & 31);
+    h[j] = lane >= q ? cur : carry[j];
+    if (keep) carry[j] = cur;
+  }
+}
+// The carry before a task's first vector: lanes l < q hold x at (t_beg + l·NE − j).
+template <class T, int NE, int KW>
+__device__ __forceinline__ void halo_carry_init(const Conv1dParams& p, int64_t b, int64_t c, int64_t t_beg, int lane,
+                                                acc_t<T> (&carry)[KW]) {
+  carry[0] = acc_t<T>(0);
+#pragma unroll
+  for (int j = 1; j < KW; ++j) {
+    const int q = (j + NE - 1) / NE;
+    carry[j] = lane < q ? x_at<T>(p, b, c, t_beg + int64_t{lane} * NE - j) : acc_t<T>(0);
+  }
+}
+
 // Bound for the chan kernels' 32-bit step indices relative to a warp's first step: row limits
-// are clamped to ±this (a warp walks fewer than kChanSteps + 8 steps).
+// are clamped to ±this (a warp walks fewer than chan_steps + 8 steps).
 inline constexpr int kConvRelClamp = 1 << 20;
 
 // What a chan-kernel lane owns: batch row b, channels [c0, c0 + NE), steps [t_beg, t_end) of
-// block segment sg (warp w of the block takes the w-th kChanSteps of it).
+// block segment sg (warp w of the block takes the w-th chan_steps of it).
 struct ChanTask {
   int64_t b, sg, c0, t_beg, t_end;
 };
@@ -173,8 +204,8 @@ __device__ __forceinline__ ChanTask chan_task(const Conv1dParams& p, int ne) {
   k.b = bt / p.segs;
   k.sg = bt - k.b * p.segs;
   k.c0 = (cb * 32 + lane) * ne;
-  k.t_beg = (k.sg * 4 + warp) * kChanSteps;
-  k.t_end = min(p.L, k.t_beg + kChanSteps);
+  k.t_beg = (k.sg * 4 + warp) * p.chan_steps;
+  k.t_end = min(p.L, k.t_beg + p.chan_steps);
   return k;
 }
 // Row (b, c) of a [B, C, L]-indexed operand with (b, c, t) strides s.

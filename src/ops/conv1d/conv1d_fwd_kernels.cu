@@ -9,12 +9,11 @@ using namespace conv1d;
 // ---------------------------------------------------------------- time kernel
 // Warp task = (b, c, segment of kTimeSeg steps), walked in sub-chunks of 32·U vectors; lane
 // `l` of sub-chunk iteration u holds steps t0 + (u·32 + l)·NE + [0, NE). Input j steps back
-// (j < KW) comes from lane l − ceil(j/NE) of the same iteration, of the previous iteration for
-// the first lanes, or (first iteration) from a vector those lanes load before the sub-chunk.
+// (j < KW) comes from lane l − ceil(j/NE) (halo_before).
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
-  constexpr int U = 4, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
+  constexpr int U = 4, kSub = 32 * U * NE;
   const int lane = threadIdx.x & 31;
   TimeTask tk;
   if (!time_task(p, tk)) return;
@@ -28,21 +27,22 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   using Ring = StageRing<Vec<T, NE>, U, 1, 3>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
   const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 0;
+  const unsigned s0 = smem_u32(&stage[0][threadIdx.x]);
   auto issue = [&](int64_t k) {
     if constexpr (Ring::kAsync) {
       if (k < nsub)
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (t < t_end) cp_async<sizeof(Vec<T, NE>)>(&stage[Ring::slot(k) + u][threadIdx.x], xr + (NE > 1 ? t : t * p.xs[2]));
+          if (t < t_end)
+            cp_async<sizeof(Vec<T, NE>)>(s0 + (Ring::slot(k) + u) * Ring::kSlotBytes, xr + (NE > 1 ? t : t * p.xs[2]));
         }
       cp_async_commit();
     }
   };
   Ring::start(issue);
-  A xp[NE];  // the vector before the sub-chunk's first, per lane: the previous sub-chunk's last
-#pragma unroll
-  for (int e = 0; e < NE; ++e) xp[e] = lane >= 32 - PB ? x_at<T>(p, b, c, t_beg + int64_t{lane - 32} * NE + e) : A(0);
+  A carry[KW];  // halo_before's values for the first lanes
+  halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
     Ring::advance(issue, k);
@@ -62,15 +62,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       A h[KW];  // h[j] = x at (this vector's first step) − j
-      h[0] = A(0);
-#pragma unroll
-      for (int j = 1; j < KW; ++j) {
-        const int q = (j + NE - 1) / NE, e = q * NE - j;
-        const int src = (lane - q) & 31;
-        const A cur = __shfl_sync(0xffffffffu, xv[u][e], src);
-        const A prv = __shfl_sync(0xffffffffu, u == 0 ? xp[e] : xv[u == 0 ? 0 : u - 1][e], src);
-        h[j] = lane >= q ? cur : prv;
-      }
+      halo_before<A, NE, KW>(xv[u], carry, h, lane, true);
       A y[NE];
 #pragma unroll
       for (int e = 0; e < NE; ++e) {
@@ -84,8 +76,6 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
       if (t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
     }
-#pragma unroll
-    for (int e = 0; e < NE; ++e) xp[e] = xv[U - 1][e];
   }
   if (p.sfin != nullptr && sg == 0 && lane < p.W - 1) {
     const A v = x_at<T>(p, b, c, p.L - (p.W - 1) + lane);
@@ -94,9 +84,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 }
 
 // ---------------------------------------------------------------- chan kernel
-// Lane = NE channels, warp = kChanSteps steps of one batch row, block = 4 consecutive warps in
+// Lane = NE channels, warp = p.chan_steps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
-// Step indices inside the warp's range are 32-bit (at most kChanSteps).
+// Step indices inside the warp's range are 32-bit (at most chan_steps).
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;
@@ -120,12 +110,18 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   // groups of KW steps staged kGroups − 1 groups ahead (issued in order)
   using Ring = StageRing<Vec<T, NE>, KW, 1, 4>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
+  const unsigned s0 = smem_u32(&stage[0][threadIdx.x]);
   auto issue = [&](int g) {  // group g = steps g·KW + [0, KW)
     if constexpr (Ring::kAsync) {
-      const int slot = Ring::slot(g);
+      const unsigned sa = s0 + Ring::slot(g) * Ring::kSlotBytes;
+      if (g * KW + KW <= n) {
 #pragma unroll
-      for (int s = 0; s < KW; ++s)
-        if (g * KW + s < n) cp_async<sizeof(Vec<T, NE>)>(&stage[slot + s][threadIdx.x], xi + s * xst);
+        for (int s = 0; s < KW; ++s) cp_async<sizeof(Vec<T, NE>)>(sa + s * Ring::kSlotBytes, xi + s * xst);
+      } else {
+#pragma unroll
+        for (int s = 0; s < KW; ++s)
+          if (g * KW + s < n) cp_async<sizeof(Vec<T, NE>)>(sa + s * Ring::kSlotBytes, xi + s * xst);
+      }
       xi += KW * xst;
       cp_async_commit();
     }
@@ -134,10 +130,11 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   for (int g = 0, sb = 0; sb < n; ++g, sb += KW) {
     Ring::advance(issue, g);
     const int slot = Ring::slot(g);
+    const bool full = sb + KW <= n;  // the whole group is inside the range: no test per step
     A nx[KW][NE];
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
-      if (sb + s >= n) {
+      if (!full && sb + s >= n) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) nx[s][e] = A(0);
       } else if constexpr (Ring::kAsync) {
@@ -146,7 +143,6 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
         load_vec<T, NE>(xg + s * xst, 0, p.xs[1], nx[s]);
       }
     }
-    const bool full = sb + KW <= n;  // the whole group is inside the range: no test per step
 #pragma unroll
     for (int s = 0; s < KW; ++s) {
       if (!full && sb + s >= n) break;

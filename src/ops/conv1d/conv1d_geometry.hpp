@@ -4,7 +4,7 @@
 //   time: a warp owns one (b, c) row segment of kTimeSeg time steps, NE consecutive steps per
 //         lane per vector; the W−1 inputs before a lane's vector come from neighbouring lanes by
 //         shuffle (and the backward's W−1 gradients after it the same way).
-//   chan: a lane owns NE consecutive channels and walks kChanSteps time steps of one batch row
+//   chan: a lane owns NE consecutive channels and walks chan_steps time steps of one batch row
 //         with a ring of the last KW inputs in registers; a block is 4 warps on consecutive
 //         time ranges (its backward partial sums are added across the 4 in shared memory).
 // Views with neither unit stride run the time kernel with NE = 1 (scalar accesses).
@@ -25,7 +25,15 @@ namespace baracuda::detail {
 
 inline constexpr int kConvThreads = 128;   // 4 warps
 inline constexpr int64_t kTimeSeg = 8192;  // time steps per warp task (time kernel)
-inline constexpr int64_t kChanSteps = 128; // time steps per warp (chan kernel); a block does 4·that
+// Chan kernels: time steps per warp (a block does 4·that). The forward's short warps keep the grid
+// at several waves; the backward's warps are long (its per-block set-up — taps, the ring of
+// previous inputs, the pipeline's first loads, the partial-sum epilogue — costs more), 512 steps
+// unless 256 alone gives at least two full waves of blocks (H200 bf16, % of copy, steps
+// 128 / 256 / 512: [4, 8192, 4096] 76 / 82 / 77, [1, 8192, 32768] 83 / 87 / 89,
+// [8, 4096, 2048] 69 / 68 / 77).
+inline constexpr int64_t kChanStepsFwd = 64;
+inline constexpr int64_t kChanStepsBwdShort = 256, kChanStepsBwdLong = 512;
+inline constexpr int kChanBwdBlocksPerSm = 3;  // bwd_chan's launch bounds
 
 inline constexpr int kConvMaxTaps = kCausalConv1dMaxWidth;
 
@@ -57,8 +65,9 @@ struct Conv1dParams {
   int W = 0;
   int silu = 0;
   int64_t tasks = 0;  // time kernel: warp tasks = B·C·segs;  chan kernel: blocks
-  int64_t segs = 0;   // partial rows per batch row: time: ceil(L / kTimeSeg); chan: ceil(L / (4·kChanSteps))
+  int64_t segs = 0;   // partial rows per batch row: time: ceil(L / kTimeSeg); chan: ceil(L / (4·chan_steps))
   int64_t cblocks = 0;  // chan kernel: channel blocks per (b, time block)
+  int64_t chan_steps = 0;  // chan kernel: time steps per warp (a block does 4·that)
 };
 
 // Update (decode) parameters.
