@@ -73,11 +73,10 @@ bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<s
   return true;
 }
 
-// Partial rows per batch row the backward may need (the larger of the two kernels').
-// Partial rows per batch row the backward may need (the most any of its kernels writes: the chan
-// kernel at its shorter warps).
+// Partial rows per batch row the backward may need: the most any of its kernels writes (the chan
+// kernel at its shorter warps, the time kernel at its shortest tasks, f64).
 int64_t parts_per_batch(int64_t L) {
-  constexpr int64_t span = 4 * detail::kChanStepsBwdShort;
+  constexpr int64_t span = std::min(4 * detail::kChanStepsBwdShort, detail::kTimeTaskBytes / 8);
   return std::max<int64_t>(1, (L + span - 1) / span);
 }
 
@@ -106,20 +105,21 @@ Choice choose_kernel(DType dt, int kw, bool backward, int64_t C, int64_t L,
 
 void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int kw, bool backward) {
   if (k == ConvKernel::kTime) {
-    p.segs = std::max<int64_t>(1, (p.L + detail::kTimeSeg - 1) / detail::kTimeSeg);
+    p.warp_steps = detail::kTimeTaskBytes / static_cast<int64_t>(dtype_size(dt));
+    p.segs = std::max<int64_t>(1, (p.L + p.warp_steps - 1) / p.warp_steps);
     p.tasks = p.B * p.C * p.segs;
   } else {
     const int ne = vec ? detail::conv_chan_ne(static_cast<int>(dtype_size(dt)), kw, backward) : 1;
     p.cblocks = (p.C + 32 * ne - 1) / (32 * ne);
     auto blocks = [&](int64_t steps) { return p.B * p.cblocks * std::max<int64_t>(1, (p.L + 4 * steps - 1) / (4 * steps)); };
-    p.chan_steps = detail::kChanStepsFwd;
+    p.warp_steps = detail::kChanStepsFwd;
     if (backward) {
       const int64_t two_waves = 2 * int64_t{current_device_sm_count()} * detail::kChanBwdBlocksPerSm;
       const bool short_fills = blocks(detail::kChanStepsBwdShort) >= two_waves;
       const bool long_fills = blocks(detail::kChanStepsBwdLong) >= two_waves;
-      p.chan_steps = short_fills && !long_fills ? detail::kChanStepsBwdShort : detail::kChanStepsBwdLong;
+      p.warp_steps = short_fills && !long_fills ? detail::kChanStepsBwdShort : detail::kChanStepsBwdLong;
     }
-    p.segs = std::max<int64_t>(1, (p.L + 4 * p.chan_steps - 1) / (4 * p.chan_steps));
+    p.segs = std::max<int64_t>(1, (p.L + 4 * p.warp_steps - 1) / (4 * p.warp_steps));
     p.tasks = p.B * p.segs * p.cblocks;
   }
 }

@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
 }
 
 // ---------------------------------------------------------------- chan kernel
-// Lane = NE channels, warp = p.chan_steps steps, block = 4 warps consecutive in time. Step t
+// Lane = NE channels, warp = p.warp_steps steps, block = 4 warps consecutive in time. Step t
 // computes dz(t) and emits dx(t − (KW−1)), whose dz(t − KW + 1 .. t) are then all known; the
 // warp runs KW−1 steps past its range for the dz its last outputs need.
 template <class T, int NE, int KW, bool kEx>
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kConvThreads, kChanBwdBlocksPerSm) bwd_chan(co
         xo[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
         go[s][e] = A(0);
       }
-    // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= chan_steps + 7
+    // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= warp_steps + 7
     // steps; row limits are clamped into that range.
     const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;
     const int n_stop = n + KW - 1;

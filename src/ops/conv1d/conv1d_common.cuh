@@ -156,8 +156,8 @@ __device__ __forceinline__ bool time_task(const Conv1dParams& p, TimeTask& k) {
   k.sg = task - row * p.segs;
   k.b = row / p.C;
   k.c = row - k.b * p.C;
-  k.t_beg = k.sg * kTimeSeg;
-  k.t_end = min(p.L, k.t_beg + kTimeSeg);
+  k.t_beg = k.sg * p.warp_steps;
+  k.t_end = min(p.L, k.t_beg + p.warp_steps);
   return true;
 }
 // Time kernels: the inputs before a lane's vector of NE steps. h[j] (j in [1, KW)) = x at the
@@ -189,11 +189,11 @@ __device__ __forceinline__ void halo_carry_init(const Conv1dParams& p, int64_t b
 }
 
 // Bound for the chan kernels' 32-bit step indices relative to a warp's first step: row limits
-// are clamped to ±this (a warp walks fewer than chan_steps + 8 steps).
+// are clamped to ±this (a warp walks fewer than warp_steps + 8 steps).
 inline constexpr int kConvRelClamp = 1 << 20;
 
 // What a chan-kernel lane owns: batch row b, channels [c0, c0 + NE), steps [t_beg, t_end) of
-// block segment sg (warp w of the block takes the w-th chan_steps of it).
+// block segment sg (warp w of the block takes the w-th warp_steps of it).
 struct ChanTask {
   int64_t b, sg, c0, t_beg, t_end;
 };
@@ -204,8 +204,8 @@ __device__ __forceinline__ ChanTask chan_task(const Conv1dParams& p, int ne) {
   k.b = bt / p.segs;
   k.sg = bt - k.b * p.segs;
   k.c0 = (cb * 32 + lane) * ne;
-  k.t_beg = (k.sg * 4 + warp) * p.chan_steps;
-  k.t_end = min(p.L, k.t_beg + p.chan_steps);
+  k.t_beg = (k.sg * 4 + warp) * p.warp_steps;
+  k.t_end = min(p.L, k.t_beg + p.warp_steps);
   return k;
 }
 // Row (b, c) of a [B, C, L]-indexed operand with (b, c, t) strides s.

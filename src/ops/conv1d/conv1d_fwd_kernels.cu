@@ -7,7 +7,7 @@ namespace {
 using namespace conv1d;
 
 // ---------------------------------------------------------------- time kernel
-// Warp task = (b, c, segment of kTimeSeg steps), walked in sub-chunks of 32·U vectors; lane
+// Warp task = (b, c, segment of warp_steps steps), walked in sub-chunks of 32·U vectors; lane
 // `l` of sub-chunk iteration u holds steps t0 + (u·32 + l)·NE + [0, NE). Input j steps back
 // (j < KW) comes from lane l − ceil(j/NE) (halo_before).
 template <class T, int NE, int KW, bool kEx>
@@ -30,13 +30,15 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   const unsigned s0 = smem_u32(&stage[0][threadIdx.x]);
   auto issue = [&](int64_t k) {
     if constexpr (Ring::kAsync) {
-      if (k < nsub)
+      if (k < nsub) {
+        const bool full = t_beg + (k + 1) * kSub <= t_end;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (t < t_end)
+          if (full || t < t_end)
             cp_async<sizeof(Vec<T, NE>)>(s0 + (Ring::slot(k) + u) * Ring::kSlotBytes, xr + (NE > 1 ? t : t * p.xs[2]));
         }
+      }
       cp_async_commit();
     }
   };
@@ -46,11 +48,12 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   for (int64_t k = 0; k < nsub; ++k) {
     const int64_t t0 = t_beg + k * kSub;
     Ring::advance(issue, k);
+    const bool full = t0 + kSub <= t_end;  // every vector of the sub-chunk is inside the task
     A xv[U][NE];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (t >= t_end) {
+      if (!full && t >= t_end) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
@@ -74,7 +77,7 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
       }
       act_vec<A, NE>(y, p.silu);
       const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
+      if (full || t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
     }
   }
   if (p.sfin != nullptr && sg == 0 && lane < p.W - 1) {
@@ -84,9 +87,9 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
 }
 
 // ---------------------------------------------------------------- chan kernel
-// Lane = NE channels, warp = p.chan_steps steps of one batch row, block = 4 consecutive warps in
+// Lane = NE channels, warp = p.warp_steps steps of one batch row, block = 4 consecutive warps in
 // time. Steps go KW at a time: the KW new inputs are loaded together, the previous KW kept.
-// Step indices inside the warp's range are 32-bit (at most chan_steps).
+// Step indices inside the warp's range are 32-bit (at most warp_steps).
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p) {
   using A = acc_t<T>;

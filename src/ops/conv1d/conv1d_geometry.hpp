@@ -1,10 +1,10 @@
 // Causal conv1d launch parameters: what the host resolves at run() and the kernels read.
 //
 // Two kernel shapes, chosen at run() by which axis of the big operands has unit stride:
-//   time: a warp owns one (b, c) row segment of kTimeSeg time steps, NE consecutive steps per
+//   time: a warp owns one (b, c) row segment of warp_steps = kTimeTaskBytes / element size, NE consecutive steps per
 //         lane per vector; the W−1 inputs before a lane's vector come from neighbouring lanes by
 //         shuffle (and the backward's W−1 gradients after it the same way).
-//   chan: a lane owns NE consecutive channels and walks chan_steps time steps of one batch row
+//   chan: a lane owns NE consecutive channels and walks warp_steps time steps of one batch row
 //         with a ring of the last KW inputs in registers; a block is 4 warps on consecutive
 //         time ranges (its backward partial sums are added across the 4 in shared memory).
 // Views with neither unit stride run the time kernel with NE = 1 (scalar accesses).
@@ -24,7 +24,11 @@ typedef struct CUstream_st* cudaStream_t;
 namespace baracuda::detail {
 
 inline constexpr int kConvThreads = 128;   // 4 warps
-inline constexpr int64_t kTimeSeg = 8192;  // time steps per warp task (time kernel)
+// Time kernel: each warp task covers 8 KB of its row (bf16 4096 steps, f32 2048). Shorter tasks
+// lose their pipeline ramp (a task's first loads are not overlapped with its own work), longer
+// ones leave a long last wave (H200, % of copy, bf16 fwd / bwd [4, 8192, 4096] at 1024 / 2048 /
+// 4096 / 8192 steps: 56 / 72 / 77 / 74 and 50 / 62 / 68 / 68; f32 at 2048: 93 / 92, 4096: 90 / 91).
+inline constexpr int64_t kTimeTaskBytes = 8192;
 // Chan kernels: time steps per warp (a block does 4·that). The forward's short warps keep the grid
 // at several waves; the backward's warps are long (its per-block set-up — taps, the ring of
 // previous inputs, the pipeline's first loads, the partial-sum epilogue — costs more), 512 steps
@@ -65,9 +69,9 @@ struct Conv1dParams {
   int W = 0;
   int silu = 0;
   int64_t tasks = 0;  // time kernel: warp tasks = B·C·segs;  chan kernel: blocks
-  int64_t segs = 0;   // partial rows per batch row: time: ceil(L / kTimeSeg); chan: ceil(L / (4·chan_steps))
+  int64_t segs = 0;   // partial rows per batch row: time: ceil(L / warp_steps); chan: ceil(L / (4·warp_steps))
   int64_t cblocks = 0;  // chan kernel: channel blocks per (b, time block)
-  int64_t chan_steps = 0;  // chan kernel: time steps per warp (a block does 4·that)
+  int64_t warp_steps = 0;  // time steps per warp: time kernel per task, chan kernel per warp (a block does 4·that)
 };
 
 // Update (decode) parameters.
