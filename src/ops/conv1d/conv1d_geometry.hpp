@@ -33,8 +33,8 @@ inline constexpr int64_t kTimeTaskBytes = 8192;
 // at several waves; the backward's warps are long (its per-block set-up — taps, the ring of
 // previous inputs, the pipeline's first loads, the partial-sum epilogue — costs more), 512 steps
 // unless 256 alone gives at least two full waves of blocks (H200 bf16, % of copy, steps
-// 128 / 256 / 512: [4, 8192, 4096] 76 / 82 / 77, [1, 8192, 32768] 83 / 87 / 89,
-// [8, 4096, 2048] 69 / 68 / 77).
+// 128 / 256 / 512: [4, 8192, 4096] 76 / 82 / 77, [1, 8192, 32768] 83 / 88 / 89,
+// [8, 4096, 2048] 69 / 69 / 77).
 inline constexpr int64_t kChanStepsFwd = 64;
 inline constexpr int64_t kChanStepsBwdShort = 256, kChanStepsBwdLong = 512;
 inline constexpr int kChanBwdBlocksPerSm = 3;  // bwd_chan's launch bounds
