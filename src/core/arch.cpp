@@ -1,8 +1,5 @@
 #include "core/arch.hpp"
 
-#include <cuda_runtime_api.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -51,24 +48,6 @@ Result<int> resolve_arch(std::string_view op, const PlanPreference& pref) {
     return error(StatusCode::kUnsupported, op, ": target sm_", arch, " has no code in this build (built for ",
                  built_cuda_archs(), "; set BARACUDA_CUDA_ARCHITECTURES)");
   return arch;
-}
-
-int current_device_sm_count() {
-  static std::atomic<int> cached[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < 64)
-    if (const int n = cached[dev].load(std::memory_order_relaxed); n > 0) return n;
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < 64) cached[dev].store(n, std::memory_order_relaxed);
-  return n;
 }
 
 }  // namespace baracuda

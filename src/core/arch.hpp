@@ -15,8 +15,8 @@ std::string_view built_cuda_archs();
 // when the build has no code that runs on that architecture.
 Result<int> resolve_arch(std::string_view op, const PlanPreference& pref);
 
-// Streaming multiprocessors of the current device (cached per device; 0 when there is none).
-// For run()-time grid shaping only: select() never depends on it.
+// Streaming multiprocessors of the current device (0 when there is none); defined in plan.cpp
+// beside current_device_arch. For run()-time grid shaping only: select() never depends on it.
 int current_device_sm_count();
 
 }  // namespace baracuda

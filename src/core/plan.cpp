@@ -2,7 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
+
+#include "core/arch.hpp"
 
 namespace baracuda {
 
@@ -41,14 +45,26 @@ std::string KernelSku::name() const {
   return s;
 }
 
-int current_device_arch(std::string* why_not) {
+namespace {
+
+// Attributes of the current device; on an error (returned) the error is cleared so that later
+// calls do not see it.
+cudaError_t device_attributes(std::initializer_list<std::pair<cudaDeviceAttr, int*>> want) {
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
+  for (auto [attr, out] : want)
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(out, attr, dev);
+  if (e != cudaSuccess) cudaGetLastError();
+  return e;
+}
+
+}  // namespace
+
+int current_device_arch(std::string* why_not) {
   int major = 0, minor = 0;
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const cudaError_t e =
+      device_attributes({{cudaDevAttrComputeCapabilityMajor, &major}, {cudaDevAttrComputeCapabilityMinor, &minor}});
   if (e != cudaSuccess) {
-    cudaGetLastError();  // clear the non-sticky error so later calls do not see it
     if (why_not) {
       *why_not = "no usable CUDA device (";
       *why_not += cudaGetErrorName(e);
@@ -57,6 +73,11 @@ int current_device_arch(std::string* why_not) {
     return 0;
   }
   return major * 10 + minor;
+}
+
+int current_device_sm_count() {
+  int n = 0;
+  return device_attributes({{cudaDevAttrMultiProcessorCount, &n}}) == cudaSuccess ? n : 0;
 }
 
 }  // namespace baracuda

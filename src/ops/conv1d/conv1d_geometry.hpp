@@ -1,9 +1,10 @@
 // Causal conv1d launch parameters: what the host resolves at run() and the kernels read.
 //
 // Two kernel shapes, chosen at run() by which axis of the big operands has unit stride:
-//   time: a warp owns one (b, c) row segment of warp_steps = kTimeTaskBytes / element size, NE consecutive steps per
-//         lane per vector; the W−1 inputs before a lane's vector come from neighbouring lanes by
-//         shuffle (and the backward's W−1 gradients after it the same way).
+//   time: a warp owns one (b, c) row segment of warp_steps = kTimeTaskBytes / element size
+//         steps, NE consecutive steps per lane per vector; the W−1 inputs before a lane's vector
+//         come from neighbouring lanes by shuffle (and the backward's W−1 gradients after it
+//         the same way).
 //   chan: a lane owns NE consecutive channels and walks warp_steps time steps of one batch row
 //         with a ring of the last KW inputs in registers; a block is 4 warps on consecutive
 //         time ranges (its backward partial sums are added across the 4 in shared memory).
