@@ -310,6 +310,85 @@ TEST(PadGeometry, FlatBackwardRefusesRowsWithMoreThanFourPreimageRows) {
   EXPECT_GT(g.flat_words, 0);
 }
 
+// pad_single_interval is the columns whose only cell is the identity (checked against the cell
+// rule for every mode, n <= 7, pads from cropping to maximal): exactly, but for reflect's two
+// end columns, which it may leave out. Repro: reflect with no padding once excluded columns 0
+// and n - 1, so an unpadded column axis looked multi-cell.
+TEST(PadGeometry, SingleIntervalIsTheIdentityOnlyColumns) {
+  int checked = 0;
+  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular})
+    for (int64_t n = 1; n <= 7; ++n)
+      for (int64_t lo = -n; lo <= n; ++lo)
+        for (int64_t hi = -n; hi <= n; ++hi) {
+          const int64_t m = n + lo + hi;
+          if (m < 1) continue;
+          if (mode == PadMode::kReflect && (lo >= n || hi >= n) && (lo != 0 || hi != 0)) continue;
+          const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
+          int64_t x0 = 0, x1 = 0;
+          detail::pad_single_interval(mode, n, m, lo, &x0, &x1);
+          for (int64_t x = 0; x < n; ++x) {
+            const bool low = static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw) && cc.llen > 0;
+            const bool high = static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw) && cc.hlen > 0;
+            const bool id = x + lo >= 0 && x + lo < m;
+            const bool single = id && !low && !high, in = x >= x0 && x < x1;
+            // reflect's ends x = 0 and n - 1 have no mirror, but lie outside a padded side's
+            // mirrored columns: the interval leaves them out (conservative); exact elsewhere
+            const bool reflect_end = mode == PadMode::kReflect && (x == 0 || x == n - 1) && (lo > 0 || hi > 0);
+            if (reflect_end) {
+              EXPECT_TRUE(!in || single) << "n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+            } else {
+              EXPECT_EQ(in, single) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+            }
+            ++checked;
+          }
+        }
+  EXPECT_GT(checked, 1000);
+}
+
+// The segment backward takes unit-stride rows whose columns have one cell each (a constant or
+// unpadded column axis), with at most 4 preimage rows per row; its lane group covers the row's
+// 16-byte chunks (up to 32) and a warp's tasks stay within 32 rows.
+TEST(PadGeometry, SegmentBackwardPlanning) {
+  alignas(16) static float buf[64];
+  auto plan = [&](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
+                  int elem) {
+    detail::PadGeometry g;
+    const DType dt = elem == 2 ? DType::bf16 : DType::f32;
+    EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, dt, dx_shape),
+                                           TensorRef::make(buf, dt, dy_shape), true, &g, buf)
+                    .ok());
+    detail::pad_plan_segments(&g, elem, buf, buf);
+    return g;
+  };
+  // constant 2-D, bf16 rows of 256 = 32 chunks: one 32-lane task per row
+  auto g = plan(make(DType::bf16, {8, 256, 256}, {1, 1, 1, 1}), {8, 256, 256}, {8, 258, 258}, 2);
+  EXPECT_EQ(g.seg_group_log2, 5);
+  EXPECT_EQ(g.seg_per_row.d, 1u);
+  EXPECT_EQ(g.seg_tasks, 8 * 256);
+  EXPECT_GT(g.seg_tpw, 0);
+  EXPECT_LE(g.seg_tpw, 32);
+  // f32 rows of 4096 = 1024 chunks: 32 segments of 32 chunks; rows of 40 = 10 chunks: 16 lanes
+  g = plan(make(DType::f32, {64, 4096}, {2, 3}), {64, 4096}, {64, 4101}, 4);
+  EXPECT_EQ(g.seg_per_row.d, 32u);
+  EXPECT_LE((g.seg_tpw - 1) / 32 + 2, 32);
+  g = plan(make(DType::f32, {64, 40}, {0, 0, 1, 1}), {64, 40}, {66, 40}, 4);
+  EXPECT_EQ(g.seg_group_log2, 4);
+  EXPECT_EQ(g.seg_tasks, 64);
+  // reflect on the row axis only: one cell per column, edge rows with two preimage rows
+  g = plan(make(DType::f32, {64, 40}, {0, 0, 2, 2}, PadMode::kReflect), {64, 40}, {68, 40}, 4);
+  EXPECT_GT(g.seg_tasks, 0);
+  // reflect / replicate / circular columns have several cells: the flat kernel's
+  for (PadMode m : {PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular}) {
+    g = plan(make(DType::f32, {64, 40}, {1, 1}, m), {64, 40}, {64, 42}, 4);
+    EXPECT_EQ(g.seg_tasks, 0) << pad_mode_name(m);
+  }
+  // 5 preimage rows (replicate (2, 2) of a row axis of 1) or rows under 4 chunks: not taken
+  g = plan(make(DType::f32, {1, 40}, {0, 0, 2, 2}, PadMode::kReplicate), {1, 40}, {5, 40}, 4);
+  EXPECT_EQ(g.seg_tasks, 0);
+  g = plan(make(DType::f32, {64, 12}, {0, 0, 1, 1}), {64, 12}, {66, 12}, 4);
+  EXPECT_EQ(g.seg_tasks, 0);
+}
+
 TEST(PadGeometry, IndexWidthAtThe2Pow31Boundary) {
   static uint8_t dummy[1];
   const int64_t lim = (int64_t{1} << 31) - (int64_t{1} << 16);

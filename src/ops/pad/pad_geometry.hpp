@@ -69,12 +69,21 @@ struct PadGeometry {
   int64_t flat_words = 0;
   int64_t flat_blocks = 0;
   FastDiv flat_cols;  // destination row length in elements
-  PadColCells col_cells;  // flat backward: the column axis's preimage cells
+  PadColCells col_cells;  // flat and segment backward: the column axis's preimage cells
+  // The segment backward (pad_plan_segments): dx rows cut into segments of 2^seg_group_log2
+  // aligned 16-byte chunks, one lane per chunk; seg_tasks = rows x segments (0 = not used),
+  // seg_tpw consecutive tasks per warp.
+  int seg_group_log2 = 5;
+  int seg_tpw = 0;
+  int64_t seg_tasks = 0;
+  int64_t seg_blocks = 0;
+  FastDiv seg_per_row;  // segments per row
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
 inline constexpr int kPadThreads = 256;  // 8 warps per block
 inline constexpr int kFlatWordsPerLane = 8;
+inline constexpr int kSegTasksInFlight = 4;  // segment backward: tasks per lane group per batch
 // Columns in one 16-byte chunk.
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
@@ -87,6 +96,10 @@ Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const Ten
 // dense destination at `dst`, y forward or dx backward, with rows of at least 32 elements)
 // and sets its word size, grid and (backward) column cell rule; elem = element bytes.
 void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
+// Decides whether the segment backward serves this geometry (call only with 32-bit indices):
+// unit-stride columns in dx and dy, both element-aligned, at most 4 preimage rows per dx row,
+// rows of at least 4 chunks; sets its group size, tasks and grid, and the column cell rule.
+void pad_plan_segments(PadGeometry* g, int elem, const void* dx, const void* dy);
 // The preimage-cell rule of one axis (32-bit extents).
 PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);
 // Sets g->src_lo / src_hi to the byte span of the source view (dy; the backward's bound).
