@@ -24,6 +24,19 @@ PadDescriptor make(DType dt, std::initializer_list<int64_t> shape, std::initiali
   return *d;
 }
 
+// f(mode, n, m, lo) for every mode and one axis of n <= 7 with pads from cropping to maximal
+// that the backward accepts (e.g. not reflect with a pad >= n).
+template <class F>
+void for_each_small_axis(F&& f) {
+  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular})
+    for (int64_t n = 1; n <= 7; ++n)
+      for (int64_t lo = -n; lo <= n; ++lo)
+        for (int64_t hi = -n; hi <= n; ++hi) {
+          auto d = PadDescriptor::torch_style(DType::f32, std::vector<int64_t>{n}, std::vector<int64_t>{lo, hi}, mode);
+          if (d.ok() && PadBackwardPlan::select(*d, hopper()).ok()) f(mode, n, n + lo + hi, lo);
+        }
+}
+
 template <class R>
 void expect_select_error(const R& r, StatusCode code, const std::string& needle) {
   ASSERT_FALSE(r.ok());
@@ -262,32 +275,26 @@ TEST(PadGeometry, BackwardCoreAlignmentAndSingleInterval) {
 // high range), for every mode and small sizes with pads from cropping to maximal.
 TEST(PadGeometry, ColumnCellRuleListsEveryPreimageInOrder) {
   int checked = 0;
-  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular})
-    for (int64_t n = 1; n <= 7; ++n)
-      for (int64_t lo = -n; lo <= n; ++lo)
-        for (int64_t hi = -n; hi <= n; ++hi) {
-          auto d = PadDescriptor::torch_style(DType::f32, std::vector<int64_t>{n}, std::vector<int64_t>{lo, hi}, mode);
-          if (!d.ok() || !PadBackwardPlan::select(*d, hopper()).ok()) continue;  // e.g. reflect pad >= n
-          const int64_t m = n + lo + hi;
-          const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
-          for (int64_t x = 0; x < n; ++x) {
-            std::vector<int64_t> want, got;
-            for (int64_t o = 0; o < m; ++o) {
-              int64_t i = o - lo;  // the source of o (PyTorch's rules)
-              if (mode == PadMode::kReflect) i = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
-              if (mode == PadMode::kReplicate) i = std::clamp<int64_t>(i, 0, n - 1);
-              if (mode == PadMode::kCircular) i = i < 0 ? i + n : (i >= n ? i - n : i);
-              if (i == x) want.push_back(o);
-            }
-            if (static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw))
-              for (int64_t t = 0; t < cc.llen; ++t) got.push_back(cc.pl * x + cc.ql + t);
-            if (x + cc.lo >= 0 && x + cc.lo < cc.m) got.push_back(x + cc.lo);
-            if (static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw))
-              for (int64_t t = 0; t < cc.hlen; ++t) got.push_back(cc.ph * x + cc.qh + t);
-            ASSERT_EQ(got, want) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
-            ++checked;
-          }
-        }
+  for_each_small_axis([&](PadMode mode, int64_t n, int64_t m, int64_t lo) {
+    const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
+    for (int64_t x = 0; x < n; ++x) {
+      std::vector<int64_t> want, got;
+      for (int64_t o = 0; o < m; ++o) {
+        int64_t i = o - lo;  // the source of o (PyTorch's rules)
+        if (mode == PadMode::kReflect) i = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+        if (mode == PadMode::kReplicate) i = std::clamp<int64_t>(i, 0, n - 1);
+        if (mode == PadMode::kCircular) i = i < 0 ? i + n : (i >= n ? i - n : i);
+        if (i == x) want.push_back(o);
+      }
+      if (static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw))
+        for (int64_t t = 0; t < cc.llen; ++t) got.push_back(cc.pl * x + cc.ql + t);
+      if (x + cc.lo >= 0 && x + cc.lo < cc.m) got.push_back(x + cc.lo);
+      if (static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw))
+        for (int64_t t = 0; t < cc.hlen; ++t) got.push_back(cc.ph * x + cc.qh + t);
+      ASSERT_EQ(got, want) << pad_mode_name(mode) << " n=" << n << " m=" << m << " lo=" << lo << " x=" << x;
+      ++checked;
+    }
+  });
   EXPECT_GT(checked, 1000);
 }
 
@@ -316,32 +323,26 @@ TEST(PadGeometry, FlatBackwardRefusesRowsWithMoreThanFourPreimageRows) {
 // and n - 1, so an unpadded column axis looked multi-cell.
 TEST(PadGeometry, SingleIntervalIsTheIdentityOnlyColumns) {
   int checked = 0;
-  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular})
-    for (int64_t n = 1; n <= 7; ++n)
-      for (int64_t lo = -n; lo <= n; ++lo)
-        for (int64_t hi = -n; hi <= n; ++hi) {
-          const int64_t m = n + lo + hi;
-          if (m < 1) continue;
-          if (mode == PadMode::kReflect && (lo >= n || hi >= n) && (lo != 0 || hi != 0)) continue;
-          const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
-          int64_t x0 = 0, x1 = 0;
-          detail::pad_single_interval(mode, n, m, lo, &x0, &x1);
-          for (int64_t x = 0; x < n; ++x) {
-            const bool low = static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw) && cc.llen > 0;
-            const bool high = static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw) && cc.hlen > 0;
-            const bool id = x + lo >= 0 && x + lo < m;
-            const bool single = id && !low && !high, in = x >= x0 && x < x1;
-            // reflect's ends x = 0 and n - 1 have no mirror, but lie outside a padded side's
-            // mirrored columns: the interval leaves them out (conservative); exact elsewhere
-            const bool reflect_end = mode == PadMode::kReflect && (x == 0 || x == n - 1) && (lo > 0 || hi > 0);
-            if (reflect_end) {
-              EXPECT_TRUE(!in || single) << "n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
-            } else {
-              EXPECT_EQ(in, single) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
-            }
-            ++checked;
-          }
-        }
+  for_each_small_axis([&](PadMode mode, int64_t n, int64_t m, int64_t lo) {
+    const int64_t hi = m - n - lo;
+    const detail::PadColCells cc = detail::pad_col_cells(mode, n, m, lo);
+    int64_t x0 = 0, x1 = 0;
+    detail::pad_single_interval(mode, n, m, lo, &x0, &x1);
+    for (int64_t x = 0; x < n; ++x) {
+      const bool low = static_cast<uint64_t>(x - cc.l0) < static_cast<uint64_t>(cc.lw) && cc.llen > 0;
+      const bool high = static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw) && cc.hlen > 0;
+      const bool id = x + lo >= 0 && x + lo < m;
+      const bool single = id && !low && !high, in = x >= x0 && x < x1;
+      // reflect's ends x = 0 and n - 1 have no mirror, but lie outside a padded side's
+      // mirrored columns: the interval leaves them out (conservative); exact elsewhere
+      if (mode == PadMode::kReflect && (x == 0 || x == n - 1) && (lo > 0 || hi > 0)) {
+        EXPECT_TRUE(!in || single) << "n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+      } else {
+        EXPECT_EQ(in, single) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+      }
+      ++checked;
+    }
+  });
   EXPECT_GT(checked, 1000);
 }
 
