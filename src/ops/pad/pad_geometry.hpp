@@ -98,7 +98,8 @@ Status pad_build_geometry(std::string_view op, const PadDescriptor& d, const Ten
 void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
 // Decides whether the segment backward serves this geometry (call only with 32-bit indices):
 // unit-stride columns in dx and dy, both element-aligned, at most 4 preimage rows per dx row,
-// rows of at least 4 chunks; sets its group size, tasks and grid, and the column cell rule.
+// rows of at least 4 chunks, and no column with a cell besides its identity (constant or
+// unpadded column axis); sets its group size, tasks and grid, and the column cell rule.
 void pad_plan_segments(PadGeometry* g, int elem, const void* dx, const void* dy);
 // The preimage-cell rule of one axis (32-bit extents).
 PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);

@@ -106,20 +106,10 @@ __device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool d
 
 __device__ __forceinline__ uint32_t fshr(uint32_t lo, uint32_t hi, unsigned bits) { return __funnelshift_r(lo, hi, bits); }
 
-// 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b.
+// 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b, without branches: the word
+// offset s / 4 is picked by selects (a switch on it made ptxas spill the loaded words of the
+// segment backward's batch).
 __device__ __forceinline__ uint4 window16(const uint4 a, const uint4 b, unsigned s) {
-  const unsigned r = (s & 3u) * 8u;
-  switch (s >> 2) {
-    case 0: return make_uint4(fshr(a.x, a.y, r), fshr(a.y, a.z, r), fshr(a.z, a.w, r), fshr(a.w, b.x, r));
-    case 1: return make_uint4(fshr(a.y, a.z, r), fshr(a.z, a.w, r), fshr(a.w, b.x, r), fshr(b.x, b.y, r));
-    case 2: return make_uint4(fshr(a.z, a.w, r), fshr(a.w, b.x, r), fshr(b.x, b.y, r), fshr(b.y, b.z, r));
-    default: return make_uint4(fshr(a.w, b.x, r), fshr(b.x, b.y, r), fshr(b.y, b.z, r), fshr(b.z, b.w, r));
-  }
-}
-
-// window16 without branches: the word offset sh / 4 picked by selects (for loops that keep
-// several windows' words live).
-__device__ __forceinline__ uint4 window16_select(const uint4 a, const uint4 b, unsigned s) {
   const unsigned r = (s & 3u) * 8u;
   uint32_t w0 = a.x, w1 = a.y, w2 = a.z, w3 = a.w, w4 = b.x, w5 = b.y, w6 = b.z, w7 = b.w;
   if (s & 8u) w0 = w2, w1 = w3, w2 = w4, w3 = w5, w4 = w6, w5 = w7;
@@ -966,14 +956,17 @@ __global__ void __launch_bounds__(kPadThreads, 4) pad_flat_backward_kernel(const
 // chunk each. A warp takes seg_tpw consecutive tasks spanning at most 32 rows (lane i sets up
 // row r_first + i, as in the flat kernels), kSegTasksInFlight x 32/G tasks per batch, all
 // loads of a batch before its stores.
-//   fast:     a chunk whose row has one preimage row and whose columns have only their identity
-//             cell (most chunks) is a shifted copy of dy: one or two aligned 16-byte loads and a
-//             funnel shift (issue16 / take16), one vector store;
-//   deferred: every other chunk (the few columns with more cells, rows with several preimage
-//             rows or none, partial chunks at unaligned row ends, loads that would leave the dy
-//             view) is queued in shared memory; when a batch leaves more than kSegFlushAt queued,
-//             and at the end, the warp computes them 32 at a time, one per lane (seg_chunk), so
-//             their loads are in flight together rather than one chunk after another.
+//   fast:     a chunk of a row with one preimage row whose columns all have their identity cell
+//             (all but a row's ends, in the geometries pad_plan_segments admits: no column has
+//             another cell) is a shifted copy of dy: each lane loads its aligned 16-byte block,
+//             takes the next from the lane above by shuffle (or loads it itself at the group's
+//             end or next to a deferred lane) and funnel-shifts the window: one vector load and
+//             one vector store per chunk;
+//   deferred: every other chunk (rows with several preimage rows or none, partial chunks at
+//             unaligned row ends, cropped columns, a pair that would leave the dy view) is
+//             queued in shared memory; when a batch leaves more than kSegFlushAt queued, and at
+//             the end, the warp computes them 32 at a time, one per lane (seg_chunk), so their
+//             loads are in flight together rather than one chunk after another.
 // Each element is written once, as the sum in acc_t of its cells in the order of every pad
 // backward path (preimage rows outer; low range, identity, high range), from 0.
 inline constexpr int kSegQueue = 256;  // deferred chunks per warp
@@ -1135,7 +1128,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_segment_backward_kernel(co
       nb.z = __shfl_down_sync(0xffffffffu, a[u].z, 1);
       nb.w = __shfl_down_sync(0xffffffffu, a[u].w, 1);
       if (!(own_b >> u & 1u)) b[u] = nb;
-      if (fast >> u & 1u) *reinterpret_cast<uint4*>(dx + dxo[u]) = window16_select(a[u], b[u], sh[u]);
+      if (fast >> u & 1u) *reinterpret_cast<uint4*>(dx + dxo[u]) = window16(a[u], b[u], sh[u]);
     }
     if (queued > kSegFlushAt) flush();
   }
