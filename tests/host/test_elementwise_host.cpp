@@ -3,8 +3,10 @@
 // results, finite-difference checks of every derivative, validation errors, overlap logic.
 #include <gtest/gtest.h>
 
+
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 
@@ -321,6 +323,19 @@ TEST(EwReference, IntegerSemanticsAsPyTorch) {
     EXPECT_EQ(i8(ifwd(EwOp::div_trunc, a[i], b[i])), dt[i]) << "trunc div " << a[i] << ", " << b[i];
     EXPECT_EQ(i8(ifwd(EwOp::gcd, a[i], b[i])), gc[i]) << "gcd " << a[i] << ", " << b[i];
     EXPECT_EQ(i8(ifwd(EwOp::lcm, a[i], b[i])), lc[i]) << "lcm " << a[i] << ", " << b[i];
+  }
+  // gcd (binary, 32-bit when the magnitudes fit) and lcm against std::gcd / std::lcm on random
+  // pairs of every magnitude, zeros and signs included
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const int bits_a = static_cast<int>(rng() % 63), bits_b = static_cast<int>(rng() % 63);
+    int64_t x = static_cast<int64_t>(rng() >> (64 - std::max(bits_a, 1))), y = static_cast<int64_t>(rng() >> (64 - std::max(bits_b, 1)));
+    if (i % 7 == 0) x = 0;
+    if (rng() & 1) x = -x;
+    if (rng() & 1) y = -y;
+    ASSERT_EQ(ifwd(EwOp::gcd, x, y), std::gcd(x, y)) << "gcd " << x << ", " << y;
+    if (std::abs(x) < (int64_t{1} << 31) && std::abs(y) < (int64_t{1} << 31))
+      ASSERT_EQ(ifwd(EwOp::lcm, x, y), std::lcm(x, y)) << "lcm " << x << ", " << y;
   }
   // shifts of -3 (int8 and int32 rows of the probe)
   const int64_t amt[] = {0, 1, 7, 8, 9, 31, 32, 63, 64, 70};

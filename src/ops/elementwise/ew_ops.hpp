@@ -126,18 +126,35 @@ EW_HD int64_t ipow(int64_t a, int64_t b) {
   }
   return r;
 }
+// trailing zero bits of x != 0
+EW_HD int ctz32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return __ffs(static_cast<int>(x)) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+// Stein's binary gcd: shifts, min / max and a subtraction per step (no division; the warp runs
+// its slowest lane's steps, and a 32-bit remainder costs more than a whole step here)
+EW_HD uint32_t ugcd32(uint32_t u, uint32_t v) {
+  if (u == 0 || v == 0) return u | v;
+  const int k = ctz32(u | v);
+  u >>= ctz32(u);
+  do {
+    v >>= ctz32(v);
+    const uint32_t lo = u < v ? u : v, hi = u < v ? v : u;
+    u = lo;
+    v = hi - lo;
+  } while (v != 0);
+  return u << k;
+}
+EW_HD bool fits_u32(int64_t a, int64_t b) {
+  return static_cast<uint64_t>(a) <= 0xffffffffu && static_cast<uint64_t>(b) <= 0xffffffffu;
+}
 EW_HD int64_t igcd(int64_t a, int64_t b) {
   a = iabs(a);
   b = iabs(b);
-  if (static_cast<uint64_t>(a) <= 0xffffffffu && static_cast<uint64_t>(b) <= 0xffffffffu) {
-    uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
-    while (y != 0) {
-      const uint32_t t = x % y;
-      x = y;
-      y = t;
-    }
-    return x;
-  }
+  if (fits_u32(a, b)) return ugcd32(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
   while (b != 0) {
     const int64_t t = static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
     a = b;
@@ -811,7 +828,12 @@ EW_UN(lcm) {
   F2 {
     UNUSED_P;
     const int64_t g = igcd(a, b);
-    return g == 0 ? 0 : iabs(wmul(a / g, b));
+    if (g == 0) return 0;
+    // |a| / g * |b|: the division is exact, so the sign does not matter; in 32 bits when the
+    // magnitudes fit (a 64-bit division is a long software sequence on the GPU)
+    const int64_t ua = iabs(a), ub = iabs(b);
+    if (fits_u32(ua, ub)) return iabs(wmul(static_cast<uint32_t>(ua) / static_cast<uint32_t>(g), ub));
+    return iabs(wmul(a / g, b));
   }
 };
 // PyTorch's lerp: the endpoint-exact two-branch formula.
