@@ -251,8 +251,9 @@ TEST_F(PadDevice, EdgeGeometries) {
       // repro: a row axis of 1 replicate-padded (2, 2) gives its row 5 preimage rows; the flat
       // backward (at most 4) once took it and summed only 4
       {PadMode::kReplicate, {1, 40}, {{2, 2}, {0, 0}}},
-      // the segment backward's cell table: wide pads on long rows, edge rows with several
-      // preimage rows, columns of up to 21 cells (replicate), cells at the other end (circular)
+      // multi-cell columns of the backward: wide pads on long rows, edge rows with several
+      // preimage rows, columns of up to 21 cells (replicate), cells at the row's other end
+      // (circular), a cropped side beside a padded one
       {PadMode::kReflect, {6, 9, 300}, {{0, 0}, {2, 3}, {7, 5}}},
       {PadMode::kReplicate, {4, 5, 257}, {{0, 0}, {1, 2}, {9, 20}}},
       {PadMode::kCircular, {3, 4, 130}, {{0, 0}, {2, 2}, {8, 8}}},
