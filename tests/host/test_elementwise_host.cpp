@@ -3,7 +3,6 @@
 // results, finite-difference checks of every derivative, validation errors, overlap logic.
 #include <gtest/gtest.h>
 
-
 #include <cmath>
 #include <limits>
 #include <numeric>

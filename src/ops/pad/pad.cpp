@@ -344,7 +344,9 @@ void detail::pad_plan_segments(PadGeometry* g, int elem, const void* dx, const v
   // cost more than the copy gained (H200, reflect / replicate / circular backward, bf16
   // [16, 512, 16384] pad 3: 58-73 % of copy against the flat kernel's 75-77 %; f32 82-84 %
   // against 85-86 %; [32, 64, 256, 256] pad 1: bf16 46-50 % against 43-44 %, f32 59-64 %
-  // against 62-65 %). Constant: bf16 86 % against 78 %, f32 92 % against 86 %.
+  // against 62-65 %). Constant: bf16 86 % against 78 %, f32 92 % against 86 %. Summing those
+  // columns' cells inside the copy batch from a host-built cell table was slower still
+  // (docs/perf/pad.md, "Multi-cell columns inside the segment kernel").
   const int64_t id_lo = std::max<int64_t>(0, -g->lo[ca]), id_hi = std::min(W, g->m[ca] - g->lo[ca]);
   if (g->single_lo > id_lo || g->single_hi < id_hi) return;
   // chunks per row: exact when every row starts at the same 16-byte phase, else a bound
