@@ -308,6 +308,42 @@ TEST(EwReference, FrexpMantissaAndExponent) {
   EXPECT_EQ(g[0], 1.0 / 16);
 }
 
+TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
+  // PyTorch steps a bf16 / f16 by one ulp of that format (c10's nextafter on the 16-bit
+  // pattern), not of f32: torch.nextafter(bf16 1, bf16 2) = 1.0078125. Evaluated as the kernel
+  // does (f32, kernel_params of the result dtype).
+  auto next = [](DType t, double a, double b) {
+    auto p = ew::kernel_params("test", ElementwiseDescriptor::make(EwOp::nextafter, {}), t, false);
+    EXPECT_TRUE(p.ok());
+    const float x[3] = {static_cast<float>(a), static_cast<float>(b), 0.f};
+    const float pf[4] = {static_cast<float>((*p)[0]), static_cast<float>((*p)[1]), static_cast<float>((*p)[2]), static_cast<float>((*p)[3])};
+    return static_cast<double>(ref::ew_forward_f32(EwOp::nextafter, x, pf));
+  };
+  struct Case { DType t; double a, b, want; };
+  const Case cases[] = {
+      {DType::bf16, 1, 2, 1.0078125},
+      {DType::bf16, 1, 0, 0.99609375},
+      {DType::bf16, -1, -2, -1.0078125},
+      {DType::bf16, 0, 1, 9.183549615799121e-41},    // smallest subnormal, 2^-133
+      {DType::bf16, -0.0, 0.0, 0.0},                 // zeros: the sign of `to`
+      {DType::bf16, 3.3895313892515355e38, kInf, kInf},
+      {DType::bf16, 2, 2, 2},
+      {DType::bf16, 0.1, 1, 0.1005859375},           // a literal: rounded to bf16 (0.10009765625) first
+      {DType::f16, 1, 2, 1.0009765625},
+      {DType::f16, 1, 0, 0.99951171875},
+      {DType::f16, 0, -1, -5.960464477539063e-08},   // -2^-24
+      {DType::f16, 6.103515625e-05, 0, 6.097555160522461e-05},  // smallest normal -> largest subnormal
+      {DType::f16, 65504, kInf, kInf},
+      {DType::f16, -65504, 0, -65472},
+      {DType::f16, 0.1, 1, 0.10003662109375},
+      {DType::f32, 1, 2, 1.0000001192092896},
+      {DType::bf16, kNaN, 1, kNaN},
+      {DType::f16, 1, kNaN, kNaN},
+  };
+  for (const Case& c : cases)
+    expect_same(next(c.t, c.a, c.b), c.want, std::string("nextafter ") + std::string(dtype_name(c.t)) + " " + std::to_string(c.a) + " -> " + std::to_string(c.b));
+}
+
 TEST(EwReference, IntegerSemanticsAsPyTorch) {
   auto i8 = [](int64_t v) { return ref::store_int(DType::i8, v); };
   // int8 rows of the probe: floor_divide, remainder, fmod, div_trunc, gcd, lcm

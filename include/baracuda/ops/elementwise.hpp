@@ -17,11 +17,13 @@
 // Numerics: the scalar functions match PyTorch's CUDA kernels' formulas (NaN/signed zero rules,
 //   integer division by zero gives -1 in every width [PyTorch's CUDA i8/i16/i32 result], the
 //   Python-style floor division/remainder, half-to-even round, lerp's two-branch formula, no
-//   FMA contraction where PyTorch computes a separate multiply and add). f32 math uses CUDA's
-//   full-precision functions (no fast-math).
+//   FMA contraction where PyTorch computes a separate multiply and add; nextafter steps one ulp
+//   of the result's own format, bf16 and f16 included). f32 math uses CUDA's full-precision
+//   functions (no fast-math).
 // Strides: any, per operand (0 = broadcast, negative allowed for inputs); out must not
-//   self-overlap. Paths: contiguous/row-vectorized (16-byte accesses when every operand is
-//   aligned), and general strided (any layout, mixed dtypes). Index math is 32-bit inside a
+//   self-overlap. Paths: contiguous (flat, 16-byte accesses when every operand is aligned),
+//   row-vectorized (strided rows, per-row and literal operands), 2-D tiles (transposed
+//   operands), and general strided (any layout, mixed dtypes). Index math is 32-bit inside a
 //   launch; problems whose offsets exceed 2^31 are split into several launches on the host.
 // Determinism: forward and backward are bitwise run-to-run deterministic (no atomics; the
 //   broadcast reductions use fixed-order partials).

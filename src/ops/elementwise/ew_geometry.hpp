@@ -1,11 +1,13 @@
 // What the host hands the elementwise kernels (no CUDA headers: included by g++ host code).
 //
-// Two paths:
+// Paths:
+//   flat     one dense 16-byte aligned run per operand (the contiguous case), chunks < 2^31.
 //   rows     [rows, cols] where every tensor operand has unit stride along cols (or stride 0:
-//            one value per row) and 16-byte aligned rows; vectorized along cols. Serves the
-//            contiguous case (rows = 1) and row-strided views (GLU halves, bias broadcast).
+//            one value per row) and 16-byte aligned rows; vectorized along cols. Serves
+//            row-strided views (GLU halves, bias broadcast) and literal scalar operands.
+//   tile     2-D with a row-fastest (transposed) operand.
 //   strided  any coalesced layout up to rank 8, per-operand dtypes converted on load/store.
-// Both use 32-bit index math; the host splits problems whose offsets do not fit.
+// All use 32-bit index math; the host splits problems whose offsets do not fit.
 #pragma once
 
 #include <cstddef>
@@ -101,7 +103,8 @@ enum class EwCompute : uint8_t { kF32, kF64, kI64 };
 // pair has none) and the strided kernel for one compute type.
 struct EwKernels {
   EwRowsFn rows = nullptr;
-  int rows_vec = 0;  // elements per vector of the rows kernel
+  EwRowsFn flat = nullptr;  // same storage types, rows == 1 with dense operands only
+  int rows_vec = 0;  // elements per vector of the rows / flat kernels
   EwStridedFn strided = nullptr;
   EwTileFn tile = nullptr;  // f32 compute only
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes

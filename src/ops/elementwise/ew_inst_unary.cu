@@ -6,8 +6,7 @@ namespace baracuda::ew {
 EwKernels ew_frexp_kernels(DType ri, EwCompute c) {
   EwKernels k;
   dispatch_storage<true, false>(ri, [&]<class T>() {
-    k.rows = &launch_rows<FrexpBoth, T, T, -1>;
-    k.rows_vec = RowsShape<T, T, 1>::VEC;
+    set_rows<FrexpBoth, T, T, -1>(k);
   });
   k.rows_in = k.rows_out = ri;
   k.rows_out1 = DType::i32;

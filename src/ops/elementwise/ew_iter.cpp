@@ -85,11 +85,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   const int last = it.rank - 1;
   const int64_t vec = k.rows_vec;
   const int64_t vpr = (cols + vec - 1) / vec;
-  if (cols > kLimit32 || vpr > kLimit32) return false;
   EwRows g;
-  g.cols = static_cast<uint32_t>(cols);
-  g.vecs_per_row = static_cast<uint32_t>(vpr);
-  g.vpr = FastDiv::make(g.vecs_per_row);
   g.s = s;
   g.sat_fp8 = sat_fp8;
   auto aligned = [&](const void* p, int64_t row_stride, size_t esize) {
@@ -127,22 +123,38 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
     g.out_rs[o] = it.rank == 2 ? x.stride[0] : 0;
     if (!aligned(x.data, g.out_rs[o], dtype_size(x.dtype))) return false;
   }
+  // One launch of fn with every operand advanced by elems(its row stride) elements.
+  auto launch = [&](EwRowsFn fn, EwRows c, auto&& elems) {
+    for (int i = 0; i < it.ni; ++i)
+      if (g.in_kind[i] != kLiteral) c.in[i] = advance(g.in[i], elems(g.in_rs[i]), dtype_size(it.in[i].dtype));
+    for (int o = 0; o < it.no; ++o)
+      if (g.out_on[o]) c.out[o] = const_cast<void*>(advance(g.out[o], elems(g.out_rs[o]), dtype_size(it.out[o].dtype)));
+    *st = cuda_status(static_cast<cudaError_t>(fn(c, stream)), op);
+    return st->ok();
+  };
+  *st = {};
+  const bool dense = std::all_of(g.in_kind, g.in_kind + it.ni, [](uint8_t kind) { return kind == kVector; });
+  if (k.flat && rows == 1 && dense) {
+    // the flat kernel, in runs of 2^30 elements (a multiple of every vector: alignment holds)
+    constexpr int64_t kRun = int64_t{1} << 30;
+    for (int64_t c0 = 0; c0 < cols; c0 += kRun) {
+      EwRows c = g;
+      c.cols = static_cast<uint32_t>(std::min(kRun, cols - c0));
+      if (!launch(k.flat, c, [&](int64_t) { return c0; })) break;
+    }
+    return true;
+  }
+  if (cols > kLimit32 || vpr > kLimit32) return false;
+  g.cols = static_cast<uint32_t>(cols);
+  g.vecs_per_row = static_cast<uint32_t>(vpr);
+  g.vpr = FastDiv::make(g.vecs_per_row);
   // rows per launch so that rows * vecs_per_row < 2^31
   const int64_t chunk = std::max<int64_t>(1, kLimit32 / vpr);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t nr = std::min(chunk, rows - r0);
     EwRows c = g;
-    c.total = static_cast<uint32_t>(nr * vpr);
-    for (int i = 0; i < it.ni; ++i)
-      if (g.in_kind[i] != kLiteral) c.in[i] = advance(g.in[i], r0 * g.in_rs[i], dtype_size(it.in[i].dtype));
-    for (int o = 0; o < it.no; ++o)
-      if (g.out_on[o]) c.out[o] = const_cast<void*>(advance(g.out[o], r0 * g.out_rs[o], dtype_size(it.out[o].dtype)));
-    if (Status e = cuda_status(static_cast<cudaError_t>(k.rows(c, stream)), op); !e.ok()) {
-      *st = e;
-      return true;
-    }
+    c.total = static_cast<uint32_t>(std::min(chunk, rows - r0) * vpr);
+    if (!launch(k.rows, c, [&](int64_t row_stride) { return r0 * row_stride; })) break;
   }
-  *st = {};
   return true;
 }
 

@@ -380,11 +380,20 @@ EW_UN(logical_not) {
 // p0 min, p1 max, p2 has_min, p3 has_max
 EW_UN(clamp) {
   F1 {
-    if constexpr (!kIsInt<C>) if (x != x) return x;
-    C y = x;
-    if (p.v[2] != C(0)) y = nan_max(y, p.v[0]);
-    if (p.v[3] != C(0)) y = nan_min(y, p.v[1]);
-    return y;
+    if constexpr (kIsInt<C>) {
+      C y = x;
+      if (p.v[2] != C(0)) y = nan_max(y, p.v[0]);
+      if (p.v[3] != C(0)) y = nan_min(y, p.v[1]);
+      return y;
+    } else {
+      // Branch-free (a branch per element cost 20 % of bandwidth in bf16): the bounds are
+      // uniform, an absent one is an infinity; a NaN bound gives NaN (x's own NaN first).
+      const C lo = p.v[2] != C(0) ? p.v[0] : -cinf<C>(), hi = p.v[3] != C(0) ? p.v[1] : cinf<C>();
+      const C nan_bound = lo != lo ? lo : hi;
+      C y = m::fmin(m::fmax(x, lo), hi);
+      y = (lo != lo || hi != hi) ? nan_bound : y;
+      return x != x ? x : y;
+    }
   }
   D1 {
     const bool ok = (p.v[2] == C(0) || x >= p.v[0]) && (p.v[3] == C(0) || x <= p.v[1]);
@@ -815,8 +824,22 @@ EW_UN(fmin) {
     db = to_a ? C(0) : g;
   }
 };
+// nextafter one ulp of the result's format, as PyTorch: p0 = 0 the compute type's own
+// (f32 / f64), 1 bf16, 2 f16 (c10's nextafter on the 16-bit pattern: a literal operand is
+// rounded to that format first).
 EW_UN(nextafter) {
-  F2 { UNUSED_P; return m::nextafter(a, b); }
+  F2 {
+    if (p.v[0] == C(0)) return m::nextafter(a, b);
+    const bool bf = p.v[0] == C(1);
+    auto bits = [&](C v) { return bf ? m::bf16_bits(static_cast<float>(v)) : m::f16_bits(static_cast<float>(v)); };
+    const uint32_t from = bits(a), to = bits(b), sign = 0x8000u, abs_from = from & 0x7FFFu, abs_to = to & 0x7FFFu;
+    // one step toward b; from a zero: b's zero, else the smallest subnormal of b's sign
+    uint32_t r = (abs_from > abs_to || ((from ^ to) & sign)) ? from - 1u : from + 1u;
+    r = abs_from == 0 ? (abs_to == 0 ? to : ((to & sign) | 1u)) : r;
+    r = from == to ? from : r;
+    const C y = static_cast<C>(bf ? m::bf16_value(r) : m::f16_value(r));
+    return (a != a || b != b) ? a + b : y;
+  }
 };
 EW_UN(heaviside) {
   F2 { UNUSED_P; return a == C(0) ? b : C(a > C(0)); }

@@ -39,6 +39,9 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       if (!d.param[0].is_int() || d.param[0].i < 0 || d.param[0].i > 100)
         return error(StatusCode::kInvalidProblem, opn, ": polygamma order n = ", p[0], " must be an integer in [0, 100]");
       break;
+    case EwOp::nextafter:
+      p[0] = result == DType::bf16 ? 1.0 : (result == DType::f16 ? 2.0 : 0.0);
+      break;
     case EwOp::nan_to_num:
       if (std::isnan(p[1])) p[1] = dtype_max(result);
       if (std::isnan(p[2])) p[2] = -dtype_max(result);
