@@ -353,6 +353,11 @@ TEST(ElementwiseDevice, EveryOpEveryDtypeEveryLayout) {
         std::vector<OperandSpec> c2;
         for (int k = 0; k < ar; ++k) c2.push_back(mk(k == 0 ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{256}, Layout::kContiguous, k));
         cases.push_back(c2);
+        // long rows on the flat kernel's 2-D grid (operand 0 broadcast over the rows, row stride
+        // 0), with a partial block at the end of every row
+        std::vector<OperandSpec> c3;
+        for (int k = 0; k < ar; ++k) c3.push_back(mk({6, 2304}, k == 0 ? Layout::kBroadcast : Layout::kContiguous, k));
+        cases.push_back(c3);
       }
       // a scalar operand (the last operand, unless it is a mask/condition)
       if (ar >= 2 && op != EwOp::masked_fill) {

@@ -1,10 +1,11 @@
 // What the host hands the elementwise kernels (no CUDA headers: included by g++ host code).
 //
 // Paths:
-//   flat     one dense 16-byte aligned run per operand (the contiguous case), chunks < 2^31.
+//   flat     [rows, cols], every operand a 16-byte aligned run per row (the contiguous case is
+//            rows = 1; GLU halves and row-broadcast biases have rows > 1): one grid row per row.
 //   rows     [rows, cols] where every tensor operand has unit stride along cols (or stride 0:
-//            one value per row) and 16-byte aligned rows; vectorized along cols. Serves
-//            row-strided views (GLU halves, bias broadcast) and literal scalar operands.
+//            one value per row) and 16-byte aligned rows; vectorized along cols. Serves short
+//            rows, per-row (column-broadcast) and literal scalar operands.
 //   tile     2-D with a row-fastest (transposed) operand.
 //   strided  any coalesced layout up to rank 8, per-operand dtypes converted on load/store.
 // All use 32-bit index math; the host splits problems whose offsets do not fit.
@@ -51,6 +52,7 @@ struct EwRows {
   uint32_t vecs_per_row = 0;  // ceil(cols / VEC)
   FastDiv vpr;                // divides by vecs_per_row
   uint32_t total = 0;         // rows * vecs_per_row (< 2^31)
+  uint32_t flat_rows = 1;     // flat kernel: rows in this launch (grid.y), each g.cols long
   const void* in[kMaxIn] = {};
   int64_t in_rs[kMaxIn] = {};  // row stride in elements
   uint8_t in_kind[kMaxIn] = {};
@@ -103,8 +105,9 @@ enum class EwCompute : uint8_t { kF32, kF64, kI64 };
 // pair has none) and the strided kernel for one compute type.
 struct EwKernels {
   EwRowsFn rows = nullptr;
-  EwRowsFn flat = nullptr;  // same storage types, rows == 1 with dense operands only
-  int rows_vec = 0;  // elements per vector of the rows / flat kernels
+  EwRowsFn flat = nullptr;  // same storage types, every operand a vector along cols
+  int rows_vec = 0;         // elements per vector of the rows / flat kernels
+  int flat_block = 0;       // elements per block of the flat kernel (rows shorter: rows kernel)
   EwStridedFn strided = nullptr;
   EwTileFn tile = nullptr;  // f32 compute only
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes

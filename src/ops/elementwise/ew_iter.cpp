@@ -133,15 +133,27 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
     return st->ok();
   };
   *st = {};
+  // The flat kernel: every operand a vector along the rows, rows at least one block long (the
+  // rows kernel serves short rows), in launches of at most 65535 rows (grid.y) of at most 2^30
+  // columns (a multiple of every vector: alignment holds), every operand's offsets within a
+  // launch below 2^31 (the kernel's row offsets are 32-bit).
+  constexpr int64_t kRun = int64_t{1} << 30, kMaxGridY = 65535;
   const bool dense = std::all_of(g.in_kind, g.in_kind + it.ni, [](uint8_t kind) { return kind == kVector; });
-  if (k.flat && rows == 1 && dense) {
-    // the flat kernel, in runs of 2^30 elements (a multiple of every vector: alignment holds)
-    constexpr int64_t kRun = int64_t{1} << 30;
-    for (int64_t c0 = 0; c0 < cols; c0 += kRun) {
-      EwRows c = g;
-      c.cols = static_cast<uint32_t>(std::min(kRun, cols - c0));
-      if (!launch(k.flat, c, [&](int64_t) { return c0; })) break;
-    }
+  if (k.flat && dense && (rows == 1 || (cols >= k.flat_block && cols <= kRun))) {
+    int64_t rows_per_launch = kMaxGridY;
+    auto fit = [&](int64_t row_stride) {
+      if (row_stride != 0) rows_per_launch = std::min<int64_t>(rows_per_launch, (kLimit32 - cols) / std::llabs(row_stride) + 1);
+    };
+    for (int i = 0; i < it.ni; ++i) fit(g.in_rs[i]);
+    for (int o = 0; o < it.no; ++o)
+      if (g.out_on[o]) fit(g.out_rs[o]);
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_launch)
+      for (int64_t c0 = 0; c0 < cols; c0 += kRun) {
+        EwRows c = g;
+        c.cols = static_cast<uint32_t>(std::min(kRun, cols - c0));
+        c.flat_rows = static_cast<uint32_t>(std::min(rows_per_launch, rows - r0));
+        if (!launch(k.flat, c, [&](int64_t row_stride) { return r0 * row_stride + c0; })) return true;
+      }
     return true;
   }
   if (cols > kLimit32 || vpr > kLimit32) return false;
@@ -153,7 +165,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     EwRows c = g;
     c.total = static_cast<uint32_t>(std::min(chunk, rows - r0) * vpr);
-    if (!launch(k.rows, c, [&](int64_t row_stride) { return r0 * row_stride; })) break;
+    if (!launch(k.rows, c, [&](int64_t row_stride) { return r0 * row_stride; })) return true;
   }
   return true;
 }

@@ -236,16 +236,20 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
 }
 
 // ---------------------------------------------------------------- flat path
-// g.cols elements, every operand a dense vector (g.in_kind all kVector, rows == 1). Each block
-// covers kFlatThreads * UNR * VEC consecutive elements; only the last block takes the guarded path.
-// The rows kernel's per-vector row division, row offsets and operand-kind dispatch cost about
-// 100 instructions per thread, which compute-bound ops paid as 10-20 % of their time.
+// g.flat_rows rows (grid.y) of g.cols elements, every operand a vector along the row
+// (g.in_kind all kVector). Each block covers kFlatThreads * UNR * VEC consecutive elements of
+// one row; only a row's last block takes the guarded path. The rows kernel's per-vector row
+// division, row offsets and operand-kind dispatch cost about 100 instructions per thread, which
+// compute-bound ops paid as 10-20 % of their time.
 template <class A, class T, class TO, int MI, int VEC, int UNR>
 __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   using C = compute_t<T>;
   constexpr int NI = A::NI, NO = A::NO;
   constexpr uint32_t kPerBlock = kFlatThreads * UNR * VEC;
   const P<C> p = load_params<C>(g.s);
+  // row offsets in 32 bits (the host keeps every operand's offsets in a launch below 2^31):
+  // 64-bit ones cost registers, and the occupancy of compute-bound ops with them
+  const int32_t row = static_cast<int32_t>(blockIdx.y);
   const bool whole = (blockIdx.x + 1u) * kPerBlock <= g.cols;
   const uint32_t c_first = blockIdx.x * kPerBlock + threadIdx.x * VEC;
   C x[UNR][NI][VEC];
@@ -254,8 +258,9 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
     const uint32_t c0 = c_first + u * (kFlatThreads * VEC);
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
-      if (i == MI) load_vec<C, VEC>(static_cast<const bool*>(g.in[i]), c0, whole, g.cols, x[u][i]);
-      else load_vec<C, VEC>(static_cast<const T*>(g.in[i]), c0, whole, g.cols, x[u][i]);
+      const int32_t off = row * static_cast<int32_t>(g.in_rs[i]);
+      if (i == MI) load_vec<C, VEC>(static_cast<const bool*>(g.in[i]) + off, c0, whole, g.cols, x[u][i]);
+      else load_vec<C, VEC>(static_cast<const T*>(g.in[i]) + off, c0, whole, g.cols, x[u][i]);
     }
   }
 #pragma unroll
@@ -265,7 +270,7 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
     const uint32_t c0 = c_first + u * (kFlatThreads * VEC);
     auto store = [&]<int O>() {
       using TS = typename A::template out_t<O, TO>;
-      if (g.out_on[O]) store_vec<VEC>(static_cast<TS*>(g.out[O]), c0, whole, g.cols, y[O], g.sat_fp8 != 0);
+      if (g.out_on[O]) store_vec<VEC>(static_cast<TS*>(g.out[O]) + row * static_cast<int32_t>(g.out_rs[O]), c0, whole, g.cols, y[O], g.sat_fp8 != 0);
     };
     [&]<int... O>(std::integer_sequence<int, O...>) { (store.template operator()<O>(), ...); }(std::make_integer_sequence<int, NO>{});
   }
@@ -296,8 +301,9 @@ int launch_flat(const EwRows& g, cudaStream_t stream) {
   using S = RowsShape<T, TO, A::NI>;
   const uint32_t per_block = kFlatThreads * S::FLAT_UNR * S::VEC;
   const uint32_t blocks = static_cast<uint32_t>((static_cast<uint64_t>(g.cols) + per_block - 1) / per_block);
-  if (blocks == 0) return 0;
-  return static_cast<int>(launch_kernel(flat_kernel<A, T, TO, MI, S::VEC, S::FLAT_UNR>, dim3(blocks), dim3(kFlatThreads), 0, stream, g));
+  if (blocks == 0 || g.flat_rows == 0) return 0;
+  return static_cast<int>(
+      launch_kernel(flat_kernel<A, T, TO, MI, S::VEC, S::FLAT_UNR>, dim3(blocks, g.flat_rows), dim3(kFlatThreads), 0, stream, g));
 }
 
 // The rows and flat kernels of one (adapter, storage types, mask operand).
@@ -306,6 +312,7 @@ void set_rows(EwKernels& k) {
   k.rows = &launch_rows<A, T, TO, MI>;
   k.flat = &launch_flat<A, T, TO, MI>;
   k.rows_vec = RowsShape<T, TO, A::NI>::VEC;
+  k.flat_block = kFlatThreads * RowsShape<T, TO, A::NI>::FLAT_UNR * k.rows_vec;
 }
 
 // ---------------------------------------------------------------- strided path
