@@ -4,7 +4,6 @@
 // implementations where the C library has none: erfinv, erfcx, digamma, trigamma).
 #pragma once
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -142,43 +141,6 @@ EW_HD double rsqrt(double x) {
 #else
   return 1.0 / std::sqrt(x);
 #endif
-}
-
-// Bit patterns of f32 and of the 16-bit float formats (f32 -> 16-bit rounds to nearest even;
-// callers handle NaN). Exact both ways for values the 16-bit format holds.
-EW_HD uint32_t bits_of(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  return std::bit_cast<uint32_t>(x);
-#endif
-}
-EW_HD float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  return std::bit_cast<float>(u);
-#endif
-}
-EW_HD uint32_t bf16_bits(float x) {
-  const uint32_t u = bits_of(x);
-  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-}
-EW_HD float bf16_value(uint32_t h) { return float_of(h << 16); }
-EW_HD uint32_t f16_bits(float x) {
-  const uint32_t u = bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
-  if (a >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and up round to inf
-  if (a >= 0x38800000u) {                      // normal: rebias the exponent, round 13 bits off
-    const uint32_t v = a - 0x38000000u;
-    return sign | ((v + 0xFFFu + ((v >> 13) & 1u)) >> 13);
-  }
-  return sign | static_cast<uint32_t>(rint(float_of(a) * 16777216.0f));  // subnormal: units of 2^-24
-}
-EW_HD float f16_value(uint32_t h) {
-  const uint32_t e = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  const float v = e == 0 ? static_cast<float>(mant) * 5.9604644775390625e-08f
-                         : (e == 31 ? std::numeric_limits<float>::infinity() : float_of(((e + 112u) << 23) | (mant << 13)));
-  return (h & 0x8000u) ? -v : v;
 }
 
 // frexp with PyTorch's exponent for 0, inf and NaN (0; the value itself is the mantissa).

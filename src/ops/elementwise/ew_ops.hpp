@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "baracuda/core/half_bits.hpp"
 #include "ops/elementwise/ew_math.hpp"
 
 namespace baracuda::ew {
@@ -831,13 +832,14 @@ EW_UN(nextafter) {
   F2 {
     if (p.v[0] == C(0)) return m::nextafter(a, b);
     const bool bf = p.v[0] == C(1);
-    auto bits = [&](C v) { return bf ? m::bf16_bits(static_cast<float>(v)) : m::f16_bits(static_cast<float>(v)); };
+    auto bits = [&](C v) -> uint32_t { return bf ? float_to_bf16_bits(static_cast<float>(v)) : float_to_f16_bits(static_cast<float>(v)); };
     const uint32_t from = bits(a), to = bits(b), sign = 0x8000u, abs_from = from & 0x7FFFu, abs_to = to & 0x7FFFu;
     // one step toward b; from a zero: b's zero, else the smallest subnormal of b's sign
     uint32_t r = (abs_from > abs_to || ((from ^ to) & sign)) ? from - 1u : from + 1u;
     r = abs_from == 0 ? (abs_to == 0 ? to : ((to & sign) | 1u)) : r;
     r = from == to ? from : r;
-    const C y = static_cast<C>(bf ? m::bf16_value(r) : m::f16_value(r));
+    const auto h = static_cast<uint16_t>(r);
+    const C y = static_cast<C>(bf ? bf16_bits_to_float(h) : f16_bits_to_float(h));
     return (a != a || b != b) ? a + b : y;
   }
 };
