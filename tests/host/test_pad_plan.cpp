@@ -390,6 +390,71 @@ TEST(PadGeometry, SegmentBackwardPlanning) {
   EXPECT_EQ(g.seg_tasks, 0);
 }
 
+// The staged backward takes unit-stride columns with only the last two coalesced axes padded,
+// no cropping; tiles of ~8 KB of dx (whole rows, or 4 KB pieces of long rows), padding staged
+// with the edge tiles only when short, and a shared-memory budget under 48 KB.
+TEST(PadGeometry, StagedBackwardPlanning) {
+  alignas(16) static float buf[64];
+  auto plan = [&](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
+                  int elem) {
+    detail::PadGeometry g;
+    const DType dt = elem == 2 ? DType::bf16 : DType::f32;
+    EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, dt, dx_shape),
+                                           TensorRef::make(buf, dt, dy_shape), true, &g, buf)
+                    .ok());
+    detail::pad_plan_staged(&g, elem, buf, buf);
+    return g;
+  };
+  // bf16 [32, 64, 256, 256] reflect pad 1: rows of 512 B, 16-row tiles, both pads staged
+  auto g = plan(make(DType::bf16, {32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect), {32, 64, 256, 256},
+                {32, 64, 258, 258}, 2);
+  EXPECT_EQ(g.st.Wc, 256);
+  EXPECT_EQ(g.st.T, 16);
+  EXPECT_EQ(g.st.tiles, int64_t{32} * 64 * 16);
+  EXPECT_EQ(g.st.ext_lo_h + g.st.ext_hi_h + g.st.ext_lo_w + g.st.ext_hi_w, 4);
+  EXPECT_EQ(g.st.blk_out.d, 32u);  // aligned rows: exactly 512 / 16 blocks
+  EXPECT_EQ(g.st.pitch % 16, 0);
+  EXPECT_LE(g.st.smem, 48 * 1024);
+  EXPECT_EQ(g.st.s_lo_w, 2);
+  EXPECT_EQ(g.st.s_hi_w, 254);
+  // bf16 [16, 512, 16384] pad 3: 4 KB pieces (2048 columns), 2 rows per tile
+  g = plan(make(DType::bf16, {16, 512, 16384}, {3, 3}, PadMode::kCircular), {16, 512, 16384}, {16, 512, 16390}, 2);
+  EXPECT_EQ(g.st.Wc, 2048);
+  EXPECT_EQ(g.st.T, 2);
+  EXPECT_EQ(g.st.H, 16 * 512);
+  EXPECT_EQ(g.st.tiles, int64_t{16} * 512 / 2 * 8);
+  // constant mode without cropping: a shifted copy, no element with more than one cell
+  g = plan(make(DType::f32, {8, 100, 100}, {2, 2, 2, 2}), {8, 100, 100}, {8, 104, 104}, 4);
+  EXPECT_GT(g.st.tiles, 0);
+  EXPECT_EQ(g.st.s_lo_w, 0);
+  EXPECT_EQ(g.st.s_hi_w, 100);
+  // long pads are not staged with the edge tiles (their cells are read from dy)
+  g = plan(make(DType::f32, {4, 100, 300}, {70, 3, 20, 5}, PadMode::kReplicate), {4, 100, 300}, {4, 125, 373}, 4);
+  EXPECT_GT(g.st.tiles, 0);
+  EXPECT_EQ(g.st.ext_lo_w, 0);
+  EXPECT_EQ(g.st.ext_hi_w, 1);
+  EXPECT_EQ(g.st.ext_lo_h, 0);
+  EXPECT_EQ(g.st.ext_hi_h, 1);
+  // narrow rows: the tile's rows are capped by shared memory
+  g = plan(make(DType::f32, {4096, 3}, {1, 1, 1, 1}, PadMode::kReflect), {4096, 3}, {4098, 5}, 4);
+  EXPECT_GT(g.st.tiles, 0);
+  EXPECT_LE(g.st.smem, 48 * 1024);
+  // not taken: cropping, a padded third axis, strided columns
+  g = plan(make(DType::f32, {8, 100, 100}, {-1, 2}), {8, 100, 100}, {8, 100, 101}, 4);
+  EXPECT_EQ(g.st.tiles, 0);
+  g = plan(make(DType::f32, {8, 100, 100}, {1, 1, 1, 1, 1, 1}, PadMode::kReflect), {8, 100, 100}, {10, 102, 102}, 4);
+  EXPECT_EQ(g.st.tiles, 0);
+  {
+    detail::PadGeometry gs;
+    const auto d = make(DType::f32, {8, 32}, {1, 1}, PadMode::kReflect);
+    EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, DType::f32, {8, 32}, {64, 2}),
+                                           TensorRef::make(buf, DType::f32, {8, 34}), true, &gs, buf)
+                    .ok());
+    detail::pad_plan_staged(&gs, 4, buf, buf);
+    EXPECT_EQ(gs.st.tiles, 0);
+  }
+}
+
 TEST(PadGeometry, IndexWidthAtThe2Pow31Boundary) {
   static uint8_t dummy[1];
   const int64_t lim = (int64_t{1} << 31) - (int64_t{1} << 16);

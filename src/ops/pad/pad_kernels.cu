@@ -13,7 +13,9 @@
 // a fixed order. No element is written twice, nothing is accumulated with atomics.
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
+#include "ops/pad/pad_device.cuh"
 #include "ops/pad/pad_geometry.hpp"
+#include "ops/pad/pad_staged.cuh"
 
 namespace baracuda::detail {
 namespace {
@@ -102,19 +104,6 @@ __device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool d
       }
     }
   }
-}
-
-__device__ __forceinline__ uint32_t fshr(uint32_t lo, uint32_t hi, unsigned bits) { return __funnelshift_r(lo, hi, bits); }
-
-// 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b, without branches: the word
-// offset s / 4 is picked by selects (a switch on it made ptxas spill the loaded words of the
-// segment backward's batch).
-__device__ __forceinline__ uint4 window16(const uint4 a, const uint4 b, unsigned s) {
-  const unsigned r = (s & 3u) * 8u;
-  uint32_t w0 = a.x, w1 = a.y, w2 = a.z, w3 = a.w, w4 = b.x, w5 = b.y, w6 = b.z, w7 = b.w;
-  if (s & 8u) w0 = w2, w1 = w3, w2 = w4, w3 = w5, w4 = w6, w5 = w7;
-  if (s & 4u) w0 = w1, w1 = w2, w2 = w3, w3 = w4, w4 = w5;
-  return make_uint4(fshr(w0, w1, r), fshr(w1, w2, r), fshr(w2, w3, r), fshr(w3, w4, r));
 }
 
 // 16 consecutive bytes at p, read with aligned 16-byte loads only, in two steps so that a
@@ -837,21 +826,6 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
 //   fix-up: then each lane recomputes, in its own row, the copied columns that have more cells
 //           than the identity (outside [single_lo, single_hi): a few per row, pad_plan_flat),
 //           and rewrites them after a __syncwarp, so the main pass needs no per-column test.
-// x's cells along the column axis, in order: [la, la + ln), the identity x + lo when id,
-// [ha, ha + hn).
-struct XCells {
-  int32_t la, ln, ha, hn;
-  bool id;
-};
-__device__ __forceinline__ XCells x_cells(const PadColCells& cc, int32_t x) {
-  XCells r;
-  r.la = cc.pl * x + cc.ql;
-  r.ln = static_cast<uint32_t>(x - cc.l0) < static_cast<uint32_t>(cc.lw) ? cc.llen : 0;
-  r.ha = cc.ph * x + cc.qh;
-  r.hn = static_cast<uint32_t>(x - cc.h0) < static_cast<uint32_t>(cc.hw) ? cc.hlen : 0;
-  r.id = static_cast<uint32_t>(x + cc.lo) < static_cast<uint32_t>(cc.m);
-  return r;
-}
 // acc plus dx column x's cells of one preimage row.
 template <class T>
 __device__ __forceinline__ acc_t<T> add_col_cells(const PadColCells& cc, const T* __restrict__ row, int32_t sy, int32_t x,
@@ -1156,6 +1130,7 @@ int launch_forward(const PadGeometry& g, cudaStream_t s) {
 template <class T, class Idx>
 int launch_backward(const PadGeometry& g, cudaStream_t s) {
   if constexpr (sizeof(Idx) == 4) {
+    if (g.st.tiles > 0) return launch_staged_backward<T>(g, s);
     if (g.seg_tasks > 0)
       return static_cast<int>(launch_kernel(pad_segment_backward_kernel<T>, dim3(static_cast<unsigned>(g.seg_blocks)),
                                             dim3(kPadThreads), 0, s, g));

@@ -1,0 +1,38 @@
+// Device helpers the pad kernels share (pad_kernels.cu, pad_staged.cu).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/pad/pad_geometry.hpp"
+
+namespace baracuda::detail {
+
+__device__ __forceinline__ uint32_t fshr(uint32_t lo, uint32_t hi, unsigned bits) { return __funnelshift_r(lo, hi, bits); }
+
+// 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b, without branches: the word
+// offset s / 4 is picked by selects (a switch on it made ptxas spill the loaded words of the
+// segment backward's batch).
+__device__ __forceinline__ uint4 window16(const uint4 a, const uint4 b, unsigned s) {
+  const unsigned r = (s & 3u) * 8u;
+  uint32_t w0 = a.x, w1 = a.y, w2 = a.z, w3 = a.w, w4 = b.x, w5 = b.y, w6 = b.z, w7 = b.w;
+  if (s & 8u) w0 = w2, w1 = w3, w2 = w4, w3 = w5, w4 = w6, w5 = w7;
+  if (s & 4u) w0 = w1, w1 = w2, w2 = w3, w3 = w4, w4 = w5;
+  return make_uint4(fshr(w0, w1, r), fshr(w1, w2, r), fshr(w2, w3, r), fshr(w3, w4, r));
+}
+
+// x's cells along one axis, in order: [la, la + ln), the identity x + lo when id,
+// [ha, ha + hn).
+struct XCells {
+  int32_t la, ln, ha, hn;
+  bool id;
+};
+__device__ __forceinline__ XCells x_cells(const PadColCells& cc, int32_t x) {
+  XCells r;
+  r.la = cc.pl * x + cc.ql;
+  r.ln = static_cast<uint32_t>(x - cc.l0) < static_cast<uint32_t>(cc.lw) ? cc.llen : 0;
+  r.ha = cc.ph * x + cc.qh;
+  r.hn = static_cast<uint32_t>(x - cc.h0) < static_cast<uint32_t>(cc.hw) ? cc.hlen : 0;
+  r.id = static_cast<uint32_t>(x + cc.lo) < static_cast<uint32_t>(cc.m);
+  return r;
+}
+}  // namespace baracuda::detail

@@ -1,0 +1,15 @@
+// The staged pad backward (pad_staged.cu; see PadStaged in pad_geometry.hpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "ops/pad/pad_geometry.hpp"
+
+namespace baracuda::detail {
+
+// Launches the staged backward for g.st (T: float, __half, __nv_bfloat16 or double); returns
+// the cudaError_t of the launch.
+template <class T>
+int launch_staged_backward(const PadGeometry& g, cudaStream_t s);
+
+}  // namespace baracuda::detail
