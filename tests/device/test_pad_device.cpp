@@ -272,12 +272,13 @@ TEST_F(PadDevice, EdgeGeometries) {
     }
 }
 
-// The staged backward (reflect / replicate / circular with only the last two axes padded):
+// The staged kernels (only the last two axes padded; the forward's for 2-byte rows wider than a
+// tile):
 // row tiles and column pieces, edge tiles that stage their padding and ones whose padding is
 // too long to stage (cells then read from dy), far cells of circular, misaligned and
 // padded-row views. Every case is also run with dx strided (another kernel): every path sums
 // each element's cells in one order, so the two results must agree bit for bit.
-TEST_F(PadDevice, StagedBackwardTilesAndPathAgreement) {
+TEST_F(PadDevice, StagedTilesAndPathAgreement) {
   std::mt19937_64 rng(3);
   const std::vector<std::tuple<PadMode, std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>>> cases = {
       {PadMode::kReflect, {3, 2, 70, 3000}, {{0, 0}, {0, 0}, {3, 4}, {5, 2}}},
@@ -299,6 +300,7 @@ TEST_F(PadDevice, StagedBackwardTilesAndPathAgreement) {
       for (const auto& [ldy, ldx] : layouts) {
         ++seed;
         check_backward(p, ldy, ldx, seed, seed % 2 == 0);
+        check_forward(p, ldx, ldy, ++seed);
         if (HasFatalFailure()) return;
       }
       // bit-for-bit agreement of the staged and the strided-dx kernels on one dy

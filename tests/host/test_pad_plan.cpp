@@ -390,10 +390,10 @@ TEST(PadGeometry, SegmentBackwardPlanning) {
   EXPECT_EQ(g.seg_tasks, 0);
 }
 
-// The staged backward takes unit-stride columns with only the last two coalesced axes padded,
+// The staged kernels take unit-stride columns with only the last two coalesced axes padded,
 // no cropping; tiles of ~8 KB of dx (whole rows, or 4 KB pieces of long rows), padding staged
 // with the edge tiles only when short, and a shared-memory budget under 48 KB.
-TEST(PadGeometry, StagedBackwardPlanning) {
+TEST(PadGeometry, StagedPlanning) {
   alignas(16) static float buf[64];
   auto plan = [&](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
                   int elem) {
@@ -402,7 +402,7 @@ TEST(PadGeometry, StagedBackwardPlanning) {
     EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, dt, dx_shape),
                                            TensorRef::make(buf, dt, dy_shape), true, &g, buf)
                     .ok());
-    detail::pad_plan_staged(&g, elem, buf, buf);
+    detail::pad_plan_staged(&g, elem, buf, buf, /*backward=*/true);
     return g;
   };
   // bf16 [32, 64, 256, 256] reflect pad 1: rows of 512 B, 16-row tiles, both pads staged
@@ -439,6 +439,19 @@ TEST(PadGeometry, StagedBackwardPlanning) {
   g = plan(make(DType::f32, {4096, 3}, {1, 1, 1, 1}, PadMode::kReflect), {4096, 3}, {4098, 5}, 4);
   EXPECT_GT(g.st.tiles, 0);
   EXPECT_LE(g.st.smem, 48 * 1024);
+  // the forward's tiles cover y: bf16 rows of 16390 in 9 equal pieces (16-byte multiples)
+  {
+    detail::PadGeometry gf;
+    const auto d = make(DType::bf16, {16, 512, 16384}, {3, 3}, PadMode::kReflect);
+    EXPECT_TRUE(detail::pad_build_geometry("pad", d, TensorRef::make(buf, DType::bf16, {16, 512, 16384}),
+                                           TensorRef::make(buf, DType::bf16, {16, 512, 16390}), false, &gf, buf)
+                    .ok());
+    detail::pad_plan_staged(&gf, 2, buf, buf, /*backward=*/false);
+    EXPECT_EQ(gf.st.Wc, 1824);
+    EXPECT_EQ(gf.st.tiles_c.d, 9u);
+    EXPECT_EQ(gf.st.T, 2);
+    EXPECT_LE(gf.st.T, detail::kStagedMaxRows);
+  }
   // not taken: cropping, a padded third axis, strided columns
   g = plan(make(DType::f32, {8, 100, 100}, {-1, 2}), {8, 100, 100}, {8, 100, 101}, 4);
   EXPECT_EQ(g.st.tiles, 0);
@@ -450,7 +463,7 @@ TEST(PadGeometry, StagedBackwardPlanning) {
     EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, DType::f32, {8, 32}, {64, 2}),
                                            TensorRef::make(buf, DType::f32, {8, 34}), true, &gs, buf)
                     .ok());
-    detail::pad_plan_staged(&gs, 4, buf, buf);
+    detail::pad_plan_staged(&gs, 4, buf, buf, /*backward=*/true);
     EXPECT_EQ(gs.st.tiles, 0);
   }
 }

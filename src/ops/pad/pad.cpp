@@ -378,12 +378,12 @@ void detail::pad_plan_segments(PadGeometry* g, int elem, const void* dx, const v
   g->col_cells = pad_col_cells(static_cast<PadMode>(g->mode), g->n[ca], g->m[ca], g->lo[ca]);
 }
 
-void detail::pad_plan_staged(PadGeometry* g, int elem, const void* dx, const void* dy) {
+void detail::pad_plan_staged(PadGeometry* g, int elem, const void* dst, const void* src, bool backward) {
   g->st = PadStaged{};
   const int R = g->rank, ca = R - 1, ha = R - 2;
   const auto e = static_cast<uintptr_t>(elem);
   if (g->xs[ca] != 1 || g->ys[ca] != 1) return;
-  if (reinterpret_cast<uintptr_t>(dx) % e != 0 || reinterpret_cast<uintptr_t>(dy) % e != 0) return;
+  if (reinterpret_cast<uintptr_t>(dst) % e != 0 || reinterpret_cast<uintptr_t>(src) % e != 0) return;
   for (int a = 0; a < ha; ++a)
     if (g->lo[a] != 0 || g->n[a] != g->m[a]) return;  // only H and W padded
   for (int a = std::max(ha, 0); a <= ca; ++a)
@@ -401,51 +401,69 @@ void detail::pad_plan_staged(PadGeometry* g, int elem, const void* dx, const voi
   s.lo_w = static_cast<int32_t>(g->lo[ca]);
   int64_t planes = 1;
   for (int a = 0; a < ha; ++a) planes *= g->n[a];
-  // Tiles of about kTileBytes of dx: whole rows when a row fits, else kPieceBytes pieces.
-  // Measured (H200, bf16 / f32 backward, % of copy): 8 KB tiles with 4 KB pieces 86-89 / 91-93
-  // on [32, 64, 256, 256] pad 1 and 89-91 / 94 on [16, 512, 16384] pad 3; 4 KB tiles lose 2-D
-  // (78-81 / 85-87); 16 KB tiles or 8 KB pieces are no better (85-88, 89 on 1-D bf16).
-  constexpr int64_t kTileBytes = 8192, kPieceBytes = 4096;
-  const int64_t row_bytes = int64_t{s.W} * elem;
-  s.Wc = row_bytes <= kTileBytes ? s.W : static_cast<int32_t>(kPieceBytes / elem);
-  // Padding staged with the edge tiles when short: the smem cost is bounded, and the cells
-  // there are read once by the few elements that own them.
-  constexpr int32_t kExtRows = 8, kExtCols = 64;
-  const int32_t hi_h = s.Mh - s.H - s.lo_h, hi_w = s.Mw - s.W - s.lo_w;
-  s.ext_lo_h = s.lo_h <= kExtRows;
-  s.ext_hi_h = hi_h <= kExtRows;
-  s.ext_lo_w = s.lo_w <= kExtCols;
-  s.ext_hi_w = hi_w <= kExtCols;
-  const int64_t ext_rows = (s.ext_lo_h ? s.lo_h : 0) + (s.ext_hi_h ? hi_h : 0);
-  const int64_t scols = int64_t{s.Wc} + (s.ext_lo_w ? s.lo_w : 0) + (s.ext_hi_w ? hi_w : 0);
-  s.pitch = static_cast<int32_t>((scols * elem + 15 + 15) / 16 * 16);  // any 16-byte phase
+  const int32_t rows = backward ? s.H : s.Mh, cols = backward ? s.W : s.Mw;  // the destination's
+  // Tiles of about kTileBytes of the destination: whole rows when a row fits, else
+  // kPieceBytes pieces. Measured (H200, bf16 / f32 backward, % of copy): 8 KB tiles with 4 KB
+  // pieces 86-89 / 91-93 on [32, 64, 256, 256] pad 1 and 89-91 / 94 on [16, 512, 16384] pad 3;
+  // 4 KB tiles lose 2-D (78-81 / 85-87); 16 KB tiles or 8 KB pieces are no better (85-88, 89
+  // on 1-D bf16).
+  constexpr int64_t kTileBytes = kStagedTileBytes, kPieceBytes = 4096;
+  const int64_t row_bytes = int64_t{cols} * elem;
+  if (row_bytes <= kTileBytes) {
+    s.Wc = cols;
+  } else {  // pieces of at most ~kPieceBytes, equal up to a 16-byte multiple (no sliver at the end)
+    const int64_t pieces = (row_bytes + kPieceBytes - 1) / kPieceBytes, vec = 16 / elem;
+    s.Wc = static_cast<int32_t>(((cols + pieces - 1) / pieces + vec - 1) / vec * vec);
+  }
+  int64_t extra_rows = 0;  // shared rows beyond one per tile row
+  if (backward) {
+    // Padding staged with the edge tiles when short: the smem cost is bounded, and the cells
+    // there are read once by the few elements that own them.
+    constexpr int32_t kExtRows = 8, kExtCols = 64;
+    const int32_t hi_h = s.Mh - s.H - s.lo_h, hi_w = s.Mw - s.W - s.lo_w;
+    s.ext_lo_h = s.lo_h <= kExtRows;
+    s.ext_hi_h = hi_h <= kExtRows;
+    s.ext_lo_w = s.lo_w <= kExtCols;
+    s.ext_hi_w = hi_w <= kExtCols;
+    extra_rows = (s.ext_lo_h ? s.lo_h : 0) + (s.ext_hi_h ? hi_h : 0);
+    const int64_t scols = int64_t{s.Wc} + (s.ext_lo_w ? s.lo_w : 0) + (s.ext_hi_w ? hi_w : 0);
+    s.pitch = static_cast<int32_t>((scols * elem + 15 + 15) / 16 * 16);  // any 16-byte phase
+  } else {
+    // a slot: 16 bytes of room before (a head block), any phase, the last window's overread
+    extra_rows = g->mode == static_cast<int>(PadMode::kConstant);  // the fill slot
+    s.pitch = static_cast<int32_t>((int64_t{s.Wc} * elem + 63) / 16 * 16);
+  }
   // narrow rows: a staged row costs at least 32 bytes, so the row count is capped by smem too
-  const int64_t t_smem = 2 * kTileBytes / s.pitch - ext_rows;
-  s.T = static_cast<int32_t>(std::clamp<int64_t>(std::min(kTileBytes / (int64_t{s.Wc} * elem), t_smem), 1, s.H));
-  const int64_t smem = kStagedGuard + (s.T + ext_rows) * s.pitch + 16;  // + the windows' overread
+  const int64_t t_smem = 2 * kTileBytes / s.pitch - extra_rows;
+  s.T = static_cast<int32_t>(std::clamp<int64_t>(std::min(kTileBytes / (int64_t{s.Wc} * elem), t_smem), 1, rows));
+  if (!backward) s.T = std::min(s.T, kStagedMaxRows);
+  const int64_t smem = kStagedGuard + (s.T + extra_rows) * s.pitch + 16;  // + the windows' overread
   if (smem > 48 * 1024) return;
   s.smem = static_cast<int32_t>(smem);
-  const int64_t tiles_r = (s.H + s.T - 1) / s.T, tiles_c = (s.W + s.Wc - 1) / s.Wc;
+  const int64_t tiles_r = (rows + s.T - 1) / s.T, tiles_c = (cols + s.Wc - 1) / s.Wc;
   if (planes * tiles_r * tiles_c >= (int64_t{1} << 31)) return;
   s.tiles = planes * tiles_r * tiles_c;
   s.tiles_c = FastDiv(static_cast<uint32_t>(tiles_c));
   s.tiles_r = FastDiv(static_cast<uint32_t>(tiles_r));
   s.blk_in = FastDiv(static_cast<uint32_t>(s.pitch / 16));
-  // dx blocks per tile row: exact when every tile row starts at one 16-byte phase
+  // destination blocks per tile row: exact when every tile row starts at one 16-byte phase
+  const int64_t* dst_stride = backward ? g->xs : g->ys;
   bool uniform = (s.Wc * elem) % 16 == 0;
-  for (int a = 0; a < ca; ++a) uniform = uniform && (g->xs[a] * elem) % 16 == 0;
-  const int64_t phase = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dx) % 16);
+  for (int a = 0; a < ca; ++a) uniform = uniform && (dst_stride[a] * elem) % 16 == 0;
+  const int64_t phase = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) % 16);
   s.blk_out = FastDiv(static_cast<uint32_t>(uniform ? (phase + int64_t{s.Wc} * elem + 15) / 16
                                                     : (int64_t{s.Wc} * elem + 30) / 16));
-  int64_t a0 = 0, a1 = 0;
-  pad_single_interval(static_cast<PadMode>(g->mode), s.H, s.Mh, s.lo_h, &a0, &a1);
-  s.s_lo_h = static_cast<int32_t>(a0);
-  s.s_hi_h = static_cast<int32_t>(a1);
-  pad_single_interval(static_cast<PadMode>(g->mode), s.W, s.Mw, s.lo_w, &a0, &a1);
-  s.s_lo_w = static_cast<int32_t>(a0);
-  s.s_hi_w = static_cast<int32_t>(a1);
-  s.rows = pad_col_cells(static_cast<PadMode>(g->mode), s.H, s.Mh, s.lo_h);
-  s.cols = pad_col_cells(static_cast<PadMode>(g->mode), s.W, s.Mw, s.lo_w);
+  if (backward) {
+    int64_t a0 = 0, a1 = 0;
+    pad_single_interval(static_cast<PadMode>(g->mode), s.H, s.Mh, s.lo_h, &a0, &a1);
+    s.s_lo_h = static_cast<int32_t>(a0);
+    s.s_hi_h = static_cast<int32_t>(a1);
+    pad_single_interval(static_cast<PadMode>(g->mode), s.W, s.Mw, s.lo_w, &a0, &a1);
+    s.s_lo_w = static_cast<int32_t>(a0);
+    s.s_hi_w = static_cast<int32_t>(a1);
+    s.rows = pad_col_cells(static_cast<PadMode>(g->mode), s.H, s.Mh, s.lo_h);
+    s.cols = pad_col_cells(static_cast<PadMode>(g->mode), s.W, s.Mw, s.lo_w);
+  }
   g->st = s;
 }
 
@@ -583,8 +601,20 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   g.src = a.x.data;
   g.dst = a.y.data;
   g.fill = fill_bits_;
+  detail::pad_source_span(a.x, &g);
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
-  if (!i64) detail::pad_plan_flat(&g, static_cast<int>(dtype_size(desc_.dtype)), g.dst, /*backward=*/false);
+  if (!i64) {
+    const int elem = static_cast<int>(dtype_size(desc_.dtype));
+    // The staged forward only for 2-byte elements in rows longer than a tile (column pieces),
+    // where it measured ahead (H200, bf16 [16, 512, 16384] pad 3: 85.2-86.6 % of copy against
+    // 83.2-85.8 % for warprows). Elsewhere it is behind the flat kernel: bf16 [32, 64, 256, 256]
+    // 80.5-82 % against 83-85 % (its y rows are not 16-byte aligned: every row has blocks
+    // written element by element; walking the tile as one range with blocks across a row end
+    // merged from two windows was slower still, 69 %), f32 90-92 % against 91-97 %.
+    if (elem == 2 && int64_t{2} * g.m[g.rank - 1] > detail::kStagedTileBytes)
+      detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/false);
+    if (g.st.tiles == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
+  }
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
 }
 
@@ -622,7 +652,7 @@ Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArg
   const bool i64 = !(detail::pad_fits_index32(a.dx) && detail::pad_fits_index32(a.dy));
   if (!i64) {
     const int elem = static_cast<int>(dtype_size(desc_.dtype));
-    detail::pad_plan_staged(&g, elem, g.dst, g.src);
+    detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/true);
     if (g.st.tiles == 0) detail::pad_plan_segments(&g, elem, g.dst, g.src);
     if (g.st.tiles == 0 && g.seg_tasks == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/true);
   }

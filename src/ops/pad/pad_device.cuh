@@ -7,6 +7,27 @@
 
 namespace baracuda::detail {
 
+constexpr int kConstant = static_cast<int>(PadMode::kConstant);
+constexpr int kReflect = static_cast<int>(PadMode::kReflect);
+constexpr int kReplicate = static_cast<int>(PadMode::kReplicate);
+
+// Source coordinate of padded coordinate o along one axis; -1 means "fill" (constant mode).
+template <class Idx>
+__device__ __forceinline__ Idx pad_source(int mode, Idx n, Idx lo, Idx o) {
+  Idx i = o - lo;
+  if (mode == kConstant) return (i >= 0 && i < n) ? i : Idx(-1);
+  if (mode == kReflect) return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+  if (mode == kReplicate) return i < 0 ? Idx(0) : (i >= n ? n - 1 : i);
+  return i < 0 ? i + n : (i >= n ? i - n : i);  // circular: wraps at most once (validated)
+}
+
+// The unsigned word of one element of kBytes bytes (the forward moves raw bits).
+template <int kBytes> struct WordOf;
+template <> struct WordOf<1> { using type = uint8_t; };
+template <> struct WordOf<2> { using type = uint16_t; };
+template <> struct WordOf<4> { using type = uint32_t; };
+template <> struct WordOf<8> { using type = uint64_t; };
+
 __device__ __forceinline__ uint32_t fshr(uint32_t lo, uint32_t hi, unsigned bits) { return __funnelshift_r(lo, hi, bits); }
 
 // 16 bytes starting at byte `s` (0 <= s < 16) of the 32 bytes a:b, without branches: the word

@@ -45,7 +45,7 @@ struct PadStaged {
   int32_t smem = 0;   // dynamic shared memory per block
   FastDiv tiles_c, tiles_r;  // column and row tiles per plane
   FastDiv blk_in;            // 16-byte blocks per staged row (pitch / 16)
-  FastDiv blk_out;           // 16-byte blocks a tile row of dx can touch
+  FastDiv blk_out;           // 16-byte blocks a tile row of the destination can touch
   PadColCells rows, cols;    // the preimage-cell rules of H and W
 };
 
@@ -58,8 +58,9 @@ struct PadGeometry {
   int64_t xs[kMaxRank] = {};  // x / dx element strides
   int64_t ys[kMaxRank] = {};  // y / dy element strides
   const void* src = nullptr;  // forward: x; backward: dy
-  // backward: byte span of the whole dy view [src_lo, src_hi); its aligned vector loads may
-  // read any bytes inside it (see issue_core). The forward stays inside each source row.
+  // byte span of the whole source view [src_lo, src_hi) (dy backward, x forward): aligned
+  // vector loads may read any bytes inside it (issue_core, the staged kernels). The other
+  // forward kernels stay inside each source row.
   const void* src_lo = nullptr;
   const void* src_hi = nullptr;
   void* dst = nullptr;        // forward: y; backward: dx
@@ -110,7 +111,9 @@ inline constexpr int kPadThreads = 256;  // 8 warps per block
 inline constexpr int kFlatWordsPerLane = 8;
 inline constexpr int kSegTasksInFlight = 4;  // segment backward: tasks per lane group per batch
 inline constexpr int kStagedThreads = 128;     // staged backward: threads per block
-inline constexpr int kStagedGuard = 16;        // staged backward: shared bytes before the first row
+inline constexpr int kStagedGuard = 16;        // staged kernels: shared bytes before the first row
+inline constexpr int kStagedMaxRows = 256;     // staged forward: tile rows at most
+inline constexpr int kStagedTileBytes = 8192;  // staged kernels: destination bytes per tile
 // Columns in one 16-byte chunk.
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
@@ -128,9 +131,9 @@ void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
 // rows of at least 4 chunks, and no column with a cell besides its identity (constant or
 // unpadded column axis); sets its group size, tasks and grid, and the column cell rule.
 void pad_plan_segments(PadGeometry* g, int elem, const void* dx, const void* dy);
-// Decides whether the staged backward serves this geometry (call only with 32-bit indices; see
-// PadStaged) and sets its tiling.
-void pad_plan_staged(PadGeometry* g, int elem, const void* dx, const void* dy);
+// Decides whether a staged kernel serves this geometry (call only with 32-bit indices; see
+// PadStaged; dst / src: dx / dy backward, y / x forward) and sets its tiling.
+void pad_plan_staged(PadGeometry* g, int elem, const void* dst, const void* src, bool backward);
 // The preimage-cell rule of one axis (32-bit extents).
 PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);
 // Sets g->src_lo / src_hi to the byte span of the source view (dy; the backward's bound).

@@ -20,20 +20,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr int kConstant = static_cast<int>(PadMode::kConstant);
-constexpr int kReflect = static_cast<int>(PadMode::kReflect);
-constexpr int kReplicate = static_cast<int>(PadMode::kReplicate);
-
-// Source coordinate of padded coordinate o along one axis; -1 means "fill" (constant mode).
-template <class Idx>
-__device__ __forceinline__ Idx pad_source(int mode, Idx n, Idx lo, Idx o) {
-  Idx i = o - lo;
-  if (mode == kConstant) return (i >= 0 && i < n) ? i : Idx(-1);
-  if (mode == kReflect) return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
-  if (mode == kReplicate) return i < 0 ? Idx(0) : (i >= n ? n - 1 : i);
-  return i < 0 ? i + n : (i >= n ? i - n : i);  // circular: wraps at most once (validated)
-}
-
 // The padded coordinates whose source is x along one axis: up to 3 non-empty ranges [a, b),
 // in increasing order.
 template <class Idx>
@@ -677,11 +663,6 @@ __global__ void __launch_bounds__(kPadThreads, kBwdBlocksPerSm) pad_backward_ker
 // row's values by shuffle. Every word's element offsets are computed before any load, and all
 // loads are issued before the first store (K·EPW loads in flight per lane, 32 registers).
 
-template <int kBytes> struct WordOf;
-template <> struct WordOf<1> { using type = uint8_t; };
-template <> struct WordOf<2> { using type = uint16_t; };
-template <> struct WordOf<4> { using type = uint32_t; };
-template <> struct WordOf<8> { using type = uint64_t; };
 template <class T, int EPW>
 union FlatWord {
   typename WordOf<sizeof(T) * EPW>::type w;
@@ -1112,6 +1093,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_segment_backward_kernel(co
 template <class T, class Idx>
 int launch_forward(const PadGeometry& g, cudaStream_t s) {
   if constexpr (sizeof(Idx) == 4) {
+    if (g.st.tiles > 0) return launch_staged_forward<static_cast<int>(sizeof(T))>(g, s);
     if (g.flat_words > 0) {
       void (*k)(PadGeometry) = nullptr;
       auto pick = [&]<int EPW>() {

@@ -1,4 +1,4 @@
-// The staged pad backward (pad_staged.cu; see PadStaged in pad_geometry.hpp).
+// The staged pad kernels (pad_staged.cu; see PadStaged in pad_geometry.hpp).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,5 +11,8 @@ namespace baracuda::detail {
 // the cudaError_t of the launch.
 template <class T>
 int launch_staged_backward(const PadGeometry& g, cudaStream_t s);
+// The staged forward for elements of E bytes (1, 2, 4 or 8).
+template <int E>
+int launch_staged_forward(const PadGeometry& g, cudaStream_t s);
 
 }  // namespace baracuda::detail
