@@ -346,19 +346,29 @@ TEST(PadGeometry, SingleIntervalIsTheIdentityOnlyColumns) {
   EXPECT_GT(checked, 1000);
 }
 
+// Backward geometry of contiguous dx / dy (bf16 for 2-byte elements, else f32) at a 16-byte
+// aligned address, for the planners' tests.
+namespace {
+alignas(16) float g_geom_buf[64];
+detail::PadGeometry backward_geometry(const PadDescriptor& d, std::initializer_list<int64_t> dx_shape,
+                                      std::initializer_list<int64_t> dy_shape, int elem) {
+  detail::PadGeometry g;
+  const DType dt = elem == 2 ? DType::bf16 : DType::f32;
+  EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(g_geom_buf, dt, dx_shape),
+                                         TensorRef::make(g_geom_buf, dt, dy_shape), true, &g, g_geom_buf)
+                  .ok());
+  return g;
+}
+}  // namespace
+
 // The segment backward takes unit-stride rows whose columns have one cell each (a constant or
 // unpadded column axis), with at most 4 preimage rows per row; its lane group covers the row's
 // 16-byte chunks (up to 32) and a warp's tasks stay within 32 rows.
 TEST(PadGeometry, SegmentBackwardPlanning) {
-  alignas(16) static float buf[64];
-  auto plan = [&](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
-                  int elem) {
-    detail::PadGeometry g;
-    const DType dt = elem == 2 ? DType::bf16 : DType::f32;
-    EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, dt, dx_shape),
-                                           TensorRef::make(buf, dt, dy_shape), true, &g, buf)
-                    .ok());
-    detail::pad_plan_segments(&g, elem, buf, buf);
+  auto plan = [](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
+                 int elem) {
+    detail::PadGeometry g = backward_geometry(d, dx_shape, dy_shape, elem);
+    detail::pad_plan_segments(&g, elem, g_geom_buf, g_geom_buf);
     return g;
   };
   // constant 2-D, bf16 rows of 256 = 32 chunks: one 32-lane task per row
@@ -394,15 +404,11 @@ TEST(PadGeometry, SegmentBackwardPlanning) {
 // no cropping; tiles of ~8 KB of dx (whole rows, or 4 KB pieces of long rows), padding staged
 // with the edge tiles only when short, and a shared-memory budget under 48 KB.
 TEST(PadGeometry, StagedPlanning) {
-  alignas(16) static float buf[64];
-  auto plan = [&](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
-                  int elem) {
-    detail::PadGeometry g;
-    const DType dt = elem == 2 ? DType::bf16 : DType::f32;
-    EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(buf, dt, dx_shape),
-                                           TensorRef::make(buf, dt, dy_shape), true, &g, buf)
-                    .ok());
-    detail::pad_plan_staged(&g, elem, buf, buf, /*backward=*/true);
+  float* buf = g_geom_buf;
+  auto plan = [](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
+                 int elem) {
+    detail::PadGeometry g = backward_geometry(d, dx_shape, dy_shape, elem);
+    detail::pad_plan_staged(&g, elem, g_geom_buf, g_geom_buf, /*backward=*/true);
     return g;
   };
   // bf16 [32, 64, 256, 256] reflect pad 1: rows of 512 B, 16-row tiles, both pads staged
