@@ -407,8 +407,15 @@ void detail::pad_plan_staged(PadGeometry* g, int elem, const void* dst, const vo
   // pieces 86-89 / 91-93 on [32, 64, 256, 256] pad 1 and 89-91 / 94 on [16, 512, 16384] pad 3;
   // 4 KB tiles lose 2-D (78-81 / 85-87); 16 KB tiles or 8 KB pieces are no better (85-88, 89
   // on 1-D bf16).
-  constexpr int64_t kTileBytes = kStagedTileBytes, kPieceBytes = 4096;
+  constexpr int64_t kTileBytes = 8192, kPieceBytes = 4096;
   const int64_t row_bytes = int64_t{cols} * elem;
+  // The staged forward only for 2-byte elements in rows longer than a tile (column pieces),
+  // where it measured ahead (H200, bf16 [16, 512, 16384] pad 3: 85.2-86.6 % of copy against
+  // 83.2-85.8 % for warprows). Elsewhere it is behind the flat kernel: bf16 [32, 64, 256, 256]
+  // 80.5-82 % against 83-85 % (its y rows are not 16-byte aligned: every row has blocks
+  // written element by element; walking the tile as one range with blocks across a row end
+  // merged from two windows was slower still, 69 %), f32 90-92 % against 91-97 %.
+  if (!backward && (elem != 2 || row_bytes <= kTileBytes)) return;
   if (row_bytes <= kTileBytes) {
     s.Wc = cols;
   } else {  // pieces of at most ~kPieceBytes, equal up to a 16-byte multiple (no sliver at the end)
@@ -605,14 +612,7 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   const bool i64 = !(detail::pad_fits_index32(a.x) && detail::pad_fits_index32(a.y));
   if (!i64) {
     const int elem = static_cast<int>(dtype_size(desc_.dtype));
-    // The staged forward only for 2-byte elements in rows longer than a tile (column pieces),
-    // where it measured ahead (H200, bf16 [16, 512, 16384] pad 3: 85.2-86.6 % of copy against
-    // 83.2-85.8 % for warprows). Elsewhere it is behind the flat kernel: bf16 [32, 64, 256, 256]
-    // 80.5-82 % against 83-85 % (its y rows are not 16-byte aligned: every row has blocks
-    // written element by element; walking the tile as one range with blocks across a row end
-    // merged from two windows was slower still, 69 %), f32 90-92 % against 91-97 %.
-    if (elem == 2 && int64_t{2} * g.m[g.rank - 1] > detail::kStagedTileBytes)
-      detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/false);
+    detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/false);
     if (g.st.tiles == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
   }
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);

@@ -21,6 +21,28 @@ __device__ __forceinline__ Idx pad_source(int mode, Idx n, Idx lo, Idx o) {
   return i < 0 ? i + n : (i >= n ? i - n : i);  // circular: wraps at most once (validated)
 }
 
+// Row setup shared by both directions: decompose the row index over the row axes of the
+// destination and accumulate per-axis source/destination offsets through `axis(d, coord)`.
+// With 32-bit indices the divisions go through the host-made FastDiv of each row axis.
+template <class Idx, class F>
+__device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool dst_is_x, F&& axis) {
+#pragma unroll
+  for (int d = kMaxRank - 2; d >= 0; --d) {
+    if (d < g.rank - 1) {
+      if constexpr (sizeof(Idx) == 4) {
+        const uint32_t q = g.row_div[d].div(static_cast<uint32_t>(r));
+        axis(d, static_cast<Idx>(static_cast<uint32_t>(r) - q * g.row_div[d].d));
+        r = static_cast<Idx>(q);
+      } else {
+        const Idx ext = static_cast<Idx>(dst_is_x ? g.n[d] : g.m[d]);
+        const Idx coord = r % ext;
+        r /= ext;
+        axis(d, coord);
+      }
+    }
+  }
+}
+
 // The unsigned word of one element of kBytes bytes (the forward moves raw bits).
 template <int kBytes> struct WordOf;
 template <> struct WordOf<1> { using type = uint8_t; };

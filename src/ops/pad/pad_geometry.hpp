@@ -25,28 +25,28 @@ struct PadColCells {
   int32_t lo = 0, m = 0, l0 = 0, lw = 0, pl = 0, ql = 0, llen = 0, h0 = 0, hw = 0, ph = 0, qh = 0, hlen = 0;
 };
 
-// The staged backward (pad_plan_staged): the coalesced problem as planes x H x W with only H
-// and W padded (pads >= 0), columns unit-stride on both sides. A block owns a tile of T dx rows
-// x Wc columns of one plane: it copies the dy rectangle its identity cells lie in (and the
-// padding beside it when the tile touches that edge and the padding is short) into shared
-// memory, rewrites there the identity cell of every element with more than one preimage cell
-// as the sum of its cells, then writes the tile as shifted 16-byte windows of that copy.
+// The staged kernels (pad_plan_staged, pad_staged.cu): the coalesced problem as planes x H x W
+// with only H and W padded (pads >= 0), columns unit-stride on both sides. A block owns a tile
+// of T destination rows x Wc columns of one plane: it copies the source rows the tile needs
+// into shared memory, completes there the elements that are not a plain shifted copy
+// (backward: sums of several cells; forward: padding cells), then writes the tile as shifted
+// 16-byte windows of that copy.
 struct PadStaged {
   int64_t tiles = 0;  // grid size; 0 = not used
-  int32_t H = 1, Mh = 1, lo_h = 0, W = 0, Mw = 0, lo_w = 0;  // dx extents, dy extents, pad_low
+  int32_t H = 1, Mh = 1, lo_h = 0, W = 0, Mw = 0, lo_w = 0;  // x / dx extents, y / dy extents, pad_low
   int32_t xs_h = 0, ys_h = 0;                                // row strides (elements)
-  int32_t T = 1, Wc = 1;                                     // tile: dx rows x columns
-  // stage the rows [0, lo_h) with the first row tile, [lo_h + H, Mh) with the last (likewise
-  // columns): 0 when that padding is too long to stage (its cells are then read from dy)
+  int32_t T = 1, Wc = 1;                                     // tile: destination rows x columns
+  // backward: stage the rows [0, lo_h) with the first row tile, [lo_h + H, Mh) with the last
+  // (likewise columns): 0 when that padding is too long to stage (its cells are then read from dy)
   int32_t ext_lo_h = 0, ext_hi_h = 0, ext_lo_w = 0, ext_hi_w = 0;
-  // dx rows / columns outside [s_lo, s_hi) may have more than their identity cell
+  // backward: dx rows / columns outside [s_lo, s_hi) may have more than their identity cell
   int32_t s_lo_h = 0, s_hi_h = 0, s_lo_w = 0, s_hi_w = 0;
-  int32_t pitch = 0;  // shared-memory bytes per staged dy row (16-byte multiple)
+  int32_t pitch = 0;  // shared-memory bytes per staged source row (16-byte multiple)
   int32_t smem = 0;   // dynamic shared memory per block
   FastDiv tiles_c, tiles_r;  // column and row tiles per plane
   FastDiv blk_in;            // 16-byte blocks per staged row (pitch / 16)
   FastDiv blk_out;           // 16-byte blocks a tile row of the destination can touch
-  PadColCells rows, cols;    // the preimage-cell rules of H and W
+  PadColCells rows, cols;    // backward: the preimage-cell rules of H and W
 };
 
 struct PadGeometry {
@@ -103,17 +103,16 @@ struct PadGeometry {
   int64_t seg_tasks = 0;
   int64_t seg_blocks = 0;
   FastDiv seg_per_row;  // segments per row
-  PadStaged st;  // the staged backward (st.tiles = 0: not used)
+  PadStaged st;  // the staged kernels (st.tiles = 0: not used)
 };
 
 // Compile-time tile constants shared by the host (tiling) and the kernels.
 inline constexpr int kPadThreads = 256;  // 8 warps per block
 inline constexpr int kFlatWordsPerLane = 8;
 inline constexpr int kSegTasksInFlight = 4;  // segment backward: tasks per lane group per batch
-inline constexpr int kStagedThreads = 128;     // staged backward: threads per block
+inline constexpr int kStagedThreads = 128;     // staged kernels: threads per block
 inline constexpr int kStagedGuard = 16;        // staged kernels: shared bytes before the first row
 inline constexpr int kStagedMaxRows = 256;     // staged forward: tile rows at most
-inline constexpr int kStagedTileBytes = 8192;  // staged kernels: destination bytes per tile
 // Columns in one 16-byte chunk.
 constexpr int pad_chunk_elems(int elem_size) { return 16 / elem_size; }
 
@@ -136,7 +135,7 @@ void pad_plan_segments(PadGeometry* g, int elem, const void* dx, const void* dy)
 void pad_plan_staged(PadGeometry* g, int elem, const void* dst, const void* src, bool backward);
 // The preimage-cell rule of one axis (32-bit extents).
 PadColCells pad_col_cells(PadMode mode, int64_t n, int64_t m, int64_t lo);
-// Sets g->src_lo / src_hi to the byte span of the source view (dy; the backward's bound).
+// Sets g->src_lo / src_hi to the byte span of the source view (dy backward, x forward).
 void pad_source_span(const TensorRef& src, PadGeometry* g);
 // Conservative interval of unpadded coordinates whose only preimage is x + lo.
 void pad_single_interval(PadMode mode, int64_t n, int64_t m, int64_t lo, int64_t* x0, int64_t* x1);

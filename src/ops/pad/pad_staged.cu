@@ -40,18 +40,12 @@ __device__ __forceinline__ StagedTile staged_tile(const PadGeometry& g, int32_t 
   const uint32_t b = blockIdx.x;
   const uint32_t qc = s.tiles_c.div(b), qr = s.tiles_r.div(qc);
   const auto tc = static_cast<int32_t>(b - qc * s.tiles_c.d), tr = static_cast<int32_t>(qc - qr * s.tiles_r.d);
-  uint32_t p = qr;
+  // the plane's offsets: its row 0 decomposed over the row axes (the H coordinate is 0)
   int32_t xo = 0, yo = 0;
-#pragma unroll
-  for (int a = kMaxRank - 3; a >= 0; --a) {
-    if (a < g.rank - 2) {
-      const uint32_t q = g.row_div[a].div(p);
-      const auto c = static_cast<int32_t>(p - q * g.row_div[a].d);
-      xo += c * static_cast<int32_t>(g.xs[a]);
-      yo += c * static_cast<int32_t>(g.ys[a]);
-      p = q;
-    }
-  }
+  for_row_axes<int32_t>(g, static_cast<int32_t>(qr) * (dst_is_x ? s.H : s.Mh), dst_is_x, [&](int d, int32_t c) {
+    xo += c * static_cast<int32_t>(g.xs[d]);
+    yo += c * static_cast<int32_t>(g.ys[d]);
+  });
   StagedTile t;
   t.r0 = tr * s.T;
   t.r1 = min(rows, t.r0 + s.T);
