@@ -346,16 +346,16 @@ TEST(PadGeometry, SingleIntervalIsTheIdentityOnlyColumns) {
   EXPECT_GT(checked, 1000);
 }
 
-// Backward geometry of contiguous dx / dy (bf16 for 2-byte elements, else f32) at a 16-byte
-// aligned address, for the planners' tests.
+// Geometry of contiguous x / y (bf16 for 2-byte elements, else f32) at a 16-byte aligned
+// address, for the planners' tests: backward (dst = dx, src = dy) or forward (dst = y).
 namespace {
 alignas(16) float g_geom_buf[64];
-detail::PadGeometry backward_geometry(const PadDescriptor& d, std::initializer_list<int64_t> dx_shape,
-                                      std::initializer_list<int64_t> dy_shape, int elem) {
+detail::PadGeometry test_geometry(const PadDescriptor& d, std::initializer_list<int64_t> x_shape,
+                                  std::initializer_list<int64_t> y_shape, int elem, bool backward) {
   detail::PadGeometry g;
   const DType dt = elem == 2 ? DType::bf16 : DType::f32;
-  EXPECT_TRUE(detail::pad_build_geometry("pad_backward", d, TensorRef::make(g_geom_buf, dt, dx_shape),
-                                         TensorRef::make(g_geom_buf, dt, dy_shape), true, &g, g_geom_buf)
+  EXPECT_TRUE(detail::pad_build_geometry(backward ? "pad_backward" : "pad", d, TensorRef::make(g_geom_buf, dt, x_shape),
+                                         TensorRef::make(g_geom_buf, dt, y_shape), backward, &g, g_geom_buf)
                   .ok());
   return g;
 }
@@ -367,7 +367,7 @@ detail::PadGeometry backward_geometry(const PadDescriptor& d, std::initializer_l
 TEST(PadGeometry, SegmentBackwardPlanning) {
   auto plan = [](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
                  int elem) {
-    detail::PadGeometry g = backward_geometry(d, dx_shape, dy_shape, elem);
+    detail::PadGeometry g = test_geometry(d, dx_shape, dy_shape, elem, /*backward=*/true);
     detail::pad_plan_segments(&g, elem, g_geom_buf, g_geom_buf);
     return g;
   };
@@ -407,7 +407,7 @@ TEST(PadGeometry, StagedPlanning) {
   float* buf = g_geom_buf;
   auto plan = [](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,
                  int elem) {
-    detail::PadGeometry g = backward_geometry(d, dx_shape, dy_shape, elem);
+    detail::PadGeometry g = test_geometry(d, dx_shape, dy_shape, elem, /*backward=*/true);
     detail::pad_plan_staged(&g, elem, g_geom_buf, g_geom_buf, /*backward=*/true);
     return g;
   };
@@ -446,32 +446,21 @@ TEST(PadGeometry, StagedPlanning) {
   EXPECT_GT(g.st.tiles, 0);
   EXPECT_LE(g.st.smem, 48 * 1024);
   // the forward's tiles cover y: bf16 rows of 16390 in 9 equal pieces (16-byte multiples)
-  {
-    detail::PadGeometry gf;
-    const auto d = make(DType::bf16, {16, 512, 16384}, {3, 3}, PadMode::kReflect);
-    EXPECT_TRUE(detail::pad_build_geometry("pad", d, TensorRef::make(buf, DType::bf16, {16, 512, 16384}),
-                                           TensorRef::make(buf, DType::bf16, {16, 512, 16390}), false, &gf, buf)
-                    .ok());
-    detail::pad_plan_staged(&gf, 2, buf, buf, /*backward=*/false);
-    EXPECT_EQ(gf.st.Wc, 1824);
-    EXPECT_EQ(gf.st.tiles_c.d, 9u);
-    EXPECT_EQ(gf.st.T, 2);
-    EXPECT_LE(gf.st.T, detail::kStagedMaxRows);
-    // f32 rows, and 2-byte rows that fit a tile, stay with the flat forward (measured faster)
-    detail::PadGeometry gs;
-    const auto d32 = make(DType::f32, {16, 512, 16384}, {3, 3}, PadMode::kReflect);
-    EXPECT_TRUE(detail::pad_build_geometry("pad", d32, TensorRef::make(buf, DType::f32, {16, 512, 16384}),
-                                           TensorRef::make(buf, DType::f32, {16, 512, 16390}), false, &gs, buf)
-                    .ok());
-    detail::pad_plan_staged(&gs, 4, buf, buf, /*backward=*/false);
-    EXPECT_EQ(gs.st.tiles, 0);
-    const auto d2 = make(DType::bf16, {8, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect);
-    EXPECT_TRUE(detail::pad_build_geometry("pad", d2, TensorRef::make(buf, DType::bf16, {8, 256, 256}),
-                                           TensorRef::make(buf, DType::bf16, {8, 258, 258}), false, &gs, buf)
-                    .ok());
-    detail::pad_plan_staged(&gs, 2, buf, buf, /*backward=*/false);
-    EXPECT_EQ(gs.st.tiles, 0);
-  }
+  auto plan_fwd = [](const PadDescriptor& d, std::initializer_list<int64_t> x_shape, std::initializer_list<int64_t> y_shape,
+                     int elem) {
+    detail::PadGeometry gf = test_geometry(d, x_shape, y_shape, elem, /*backward=*/false);
+    detail::pad_plan_staged(&gf, elem, g_geom_buf, g_geom_buf, /*backward=*/false);
+    return gf;
+  };
+  g = plan_fwd(make(DType::bf16, {16, 512, 16384}, {3, 3}, PadMode::kReflect), {16, 512, 16384}, {16, 512, 16390}, 2);
+  EXPECT_EQ(g.st.Wc, 1824);
+  EXPECT_EQ(g.st.tiles_c.d, 9u);
+  EXPECT_EQ(g.st.T, 2);
+  // f32 rows, and 2-byte rows that fit a tile, stay with the flat forward (measured faster)
+  g = plan_fwd(make(DType::f32, {16, 512, 16384}, {3, 3}, PadMode::kReflect), {16, 512, 16384}, {16, 512, 16390}, 4);
+  EXPECT_EQ(g.st.tiles, 0);
+  g = plan_fwd(make(DType::bf16, {8, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect), {8, 256, 256}, {8, 258, 258}, 2);
+  EXPECT_EQ(g.st.tiles, 0);
   // not taken: cropping, a padded third axis, strided columns
   g = plan(make(DType::f32, {8, 100, 100}, {-1, 2}), {8, 100, 100}, {8, 100, 101}, 4);
   EXPECT_EQ(g.st.tiles, 0);
