@@ -210,7 +210,8 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
 }
 
 // 5. Every dweight row written once, by one of the two roles of the grid's blocks:
-//   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones;
+//   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones
+//   (rows of fewer than 32 vectors walked as one flat range of the 32 rows' vectors);
 //   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
 //   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
 //   scale_grad_by_freq. The two roles run side by side (stores beside gathers). A slot's key,
@@ -230,10 +231,27 @@ __global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p,
       A z[VEC];
 #pragma unroll
       for (int x = 0; x < VEC; ++x) z[x] = 0;
-      while (m != 0) {
-        const int i = __ffs(m) - 1;
-        m &= m - 1;
-        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+      if (nvec >= 32) {  // a zero row at a time, the lanes across its vectors
+        while (m != 0) {
+          const int i = __ffs(m) - 1;
+          m &= m - 1;
+          for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+        }
+      } else if (m != 0) {
+        // rows of fewer than 32 vectors: the warp's 32 rows x nvec vectors walked flat, 32 per
+        // store (one row at a time left half the lanes idle at D = 128 bf16 and held the bag
+        // backward's zero fill to ~2 TB/s); lane l starts at vector l, i.e. row l / nvec
+        const int nv = static_cast<int>(nvec), q = 32 / nv, rem = 32 - q * nv;
+        int i = lane / nv, v = lane - i * nv;
+        while (i < 32) {
+          if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v) * VEC, p.dw_s1, z);
+          i += q;
+          v += rem;
+          if (v >= nv) {
+            v -= nv;
+            ++i;
+          }
+        }
       }
     }
     return;
