@@ -214,7 +214,9 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
 //   (rows of fewer than 32 vectors walked as one flat range of the 32 rows' vectors);
 //   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
 //   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
-//   scale_grad_by_freq. The two roles run side by side (stores beside gathers). A slot's key,
+//   scale_grad_by_freq. Blocks start roughly in index order, so the zero fill runs first and
+//   the gathers after it; interleaving the roles, or carrying the zero blocks in the heavy
+//   kernel's grid, measured slower (docs/perf/embedding.md). A slot's key,
 //   its neighbours' keys and its position are loaded together, so a row of one term (the common
 //   case) needs no look-up of its range.
 template <class T, int VEC, bool kMax>
