@@ -277,10 +277,12 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
 bool conv1d_cases_select();
 int run_embedding_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_embedding.cpp
 bool emb_cases_select();
+int run_ew_parity(const std::string& dir, const std::string& filter);  // bench_ew_parity.cpp
 }
 
 int main(int argc, char** argv) {
   std::string json_path, gemm_json_path, ew_json_path, rope_json_path, conv1d_json_path, emb_json_path, family = "all";
+  std::string parity_dir = ".";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -291,13 +293,16 @@ int main(int argc, char** argv) {
     else if (a == "--rope-json" && i + 1 < argc) rope_json_path = argv[++i];
     else if (a == "--conv1d-json" && i + 1 < argc) conv1d_json_path = argv[++i];
     else if (a == "--emb-json" && i + 1 < argc) emb_json_path = argv[++i];
+    else if (a == "--parity-dir" && i + 1 < argc) parity_dir = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--quick] [--filter TEXT]\n");
+      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT]\n"
+                  "  --family ew-parity (not part of all): writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
       return a == "--help" ? 0 : 2;
     }
   }
+  if (family == "ew-parity") return baracuda::bench::run_ew_parity(parity_dir, g_filter);
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     cudaGetLastError();

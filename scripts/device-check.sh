@@ -55,6 +55,13 @@ if [ $BENCH = 1 ]; then
     (cd bench && python3 torch_elementwise_side_by_side.py --ours "$OUT/ew_raw.json" --out-json "$OUT/elementwise.json" \
       --out-md "$OUT/elementwise.md" --commit "$COMMIT" --date "$DATE") > "$OUT/torch_ew.log" 2>&1 || status=1
     tail -3 "$OUT/torch_ew.log"
+    # bitwise parity of every forward op with PyTorch (docs/perf/elementwise_parity.md)
+    PDIR=$(mktemp -d)
+    "$BUILD/bench/baracuda_bench" --family ew-parity --parity-dir "$PDIR" > "$OUT/parity.log" 2>&1 || status=1
+    (cd bench && python3 torch_elementwise_parity.py --dir "$PDIR" --out-json "$OUT/elementwise_parity.json" \
+      --out-md "$OUT/elementwise_parity.md" --commit "$COMMIT" --date "$DATE") >> "$OUT/parity.log" 2>&1 || status=1
+    rm -rf "$PDIR"
+    tail -4 "$OUT/parity.log"
   fi
   if [ "$FAM" = all ] || [ "$FAM" = rope ]; then
     (cd bench && python3 torch_rope_side_by_side.py --ours "$OUT/rope_raw.json" --out-json "$OUT/rope.json" \

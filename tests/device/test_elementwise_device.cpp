@@ -109,6 +109,7 @@ struct OperandSpec {
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
   Layout layout = Layout::kContiguous;
+  bool every_pattern = false;  // element f holds bit pattern f (a 16-bit operand of 65536 elements: all of them)
 };
 
 // The descriptor of a test case: PyTorch's default parameters, then the case's own.
@@ -159,6 +160,8 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
     if (specs[k].scalar) continue;
     bufs[k] = StridedBuffer(specs[k].dtype, specs[k].shape, specs[k].layout);
     fill_operand(bufs[k], rng, op, static_cast<int>(k));
+    if (specs[k].every_pattern)
+      for (int64_t f = 0; f < bufs[k].numel(); ++f) bufs[k].set_bits(f, static_cast<uint64_t>(f));
     if (op == EwOp::where && k == 0) for (int64_t f = 0; f < bufs[k].numel(); ++f) bufs[k].set_bits(f, rng() & 1);
     bufs[k].upload();
     args.in[k] = bufs[k].ref();
@@ -207,7 +210,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
     int64_t xi[3] = {};
     for (size_t k = 0; k < specs.size(); ++k) {
       if (specs[k].scalar) {
-        x[k] = specs[k].value.as_double();
+        x[k] = ew::kernel_literal(d, static_cast<int>(k));  // PyTorch's reading of the scalar
         xi[k] = specs[k].value.is_int() ? specs[k].value.i : static_cast<int64_t>(specs[k].value.f);
         continue;
       }
@@ -534,6 +537,88 @@ TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {
   fwd_case(EwOp::float_power, {T(DType::f32, {500}), T(DType::i32, {500})}, 909);
 }
 
+// Scalar operands as PyTorch's CUDA kernels read a Python number (ew::kernel_literal): rounded
+// to bf16 / f16 in remainder, fmod, pow, copysign, xlogy, the comparisons and a scalar dividend;
+// f32 in add, mul, clamp ...; a scalar divisor becomes a multiply by its reciprocal; pow's
+// special exponents (0.5 sqrt, -0.5 rsqrt, -1, 2, 3, -2) take PyTorch's paths. Every bf16
+// and f16 bit pattern against scalars those formats do not hold, on either side; the reference
+// gets the same reading of the scalar, so this checks that the kernels apply the rule.
+TEST(ElementwiseDevice, ScalarOperandsReadAsPyTorch) {
+  BARACUDA_REQUIRE_GPU();
+  uint64_t seed = 7001;
+  auto every = [](DType dt) {
+    OperandSpec s = T(dt, {65536});
+    s.every_pattern = true;
+    return s;
+  };
+  for (DType dt : {DType::bf16, DType::f16})
+    for (double v : {0.1, 0.3, 1.0 / 3.0, 2.001, -2.7182818, 0.5, -0.5, -1.0, 3.0, -2.0})
+      for (EwOp op : {EwOp::remainder, EwOp::fmod, EwOp::pow, EwOp::copysign, EwOp::xlogy, EwOp::xlog1py, EwOp::eq, EwOp::ne,
+                      EwOp::lt, EwOp::le, EwOp::gt, EwOp::ge, EwOp::div, EwOp::div_trunc, EwOp::div_floor, EwOp::add, EwOp::mul}) {
+        fwd_case(op, {every(dt), S(v)}, seed++, params_for(op, dt));
+        if (HasFailure()) return;
+        if (op == EwOp::xlogy || op == EwOp::xlog1py || op == EwOp::pow || op == EwOp::div || op == EwOp::remainder) {
+          fwd_case(op, {S(v), every(dt)}, seed++, params_for(op, dt));
+          if (HasFailure()) return;
+        }
+      }
+  for (DType dt : {DType::bf16, DType::f16})
+    for (EwOp op : {EwOp::threshold, EwOp::hardshrink, EwOp::softshrink})
+      for (double v : {0.1, 0.3, 1.0 / 3.0}) {
+        fwd_case(op, {every(dt)}, seed++, op == EwOp::threshold ? std::vector<Scalar>{v, v / 3} : std::vector<Scalar>{v});
+        if (HasFailure()) return;
+      }
+
+  // Two results pinned to PyTorch's (read from its CUDA kernels): with x = bf16(0.1) =
+  // 0.10009765625, (x == 0.1) is True because 0.1 is rounded to bf16 first; and f32 x / 3.0 is
+  // x * float(1 / 3.0), which is not the correctly rounded quotient for every x.
+  {
+    auto plan = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::eq, {EwOperand::tensor(DType::bf16, {1}), EwOperand::scalar(0.1)}));
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    StridedBuffer x(DType::bf16, {1}, Layout::kContiguous), o(DType::boolean, {1}, Layout::kContiguous);
+    x.set_bits(0, 0x3DCD);
+    x.upload();
+    o.fill_storage(0);
+    o.upload();
+    ElementwiseArgs a;
+    a.in[0] = x.ref();
+    a.out = o.mut();
+    ASSERT_TRUE(plan->run(nullptr, {}, a).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    o.download();
+    EXPECT_EQ(o.get_bits(0) & 0xff, 1u) << "bf16(0.1) == 0.1 must be True, as in PyTorch";
+  }
+  {
+    const int64_t n = 1 << 16;
+    auto plan = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::div, {EwOperand::tensor(DType::f32, {n}), EwOperand::scalar(3.0)}));
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    StridedBuffer x(DType::f32, {n}, Layout::kContiguous), o(DType::f32, {n}, Layout::kContiguous);
+    const float inv = static_cast<float>(1.0 / 3.0);
+    int64_t differ = 0;  // elements where the reciprocal product is not the quotient
+    for (int64_t i = 0; i < n; ++i) {
+      const float xv = 1.0f + static_cast<float>(i) * 0x1p-16f;
+      x.set_bits(i, std::bit_cast<uint32_t>(xv));
+      differ += (xv * inv) != (xv / 3.0f);
+    }
+    ASSERT_GT(differ, 0) << "the test needs inputs where x * (1/3) and x / 3 differ";
+    x.upload();
+    ElementwiseArgs a;
+    a.in[0] = x.ref();
+    a.out = o.mut();
+    ASSERT_TRUE(plan->run(nullptr, {}, a).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    o.download();
+    for (int64_t i = 0; i < n; ++i) {
+      const float xv = std::bit_cast<float>(static_cast<uint32_t>(x.get_bits(i)));
+      const float want = xv * inv;
+      const float got = std::bit_cast<float>(static_cast<uint32_t>(o.get_bits(i)));
+      ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << "repro: div f32 x=" << xv << " / 3.0 (element " << i << ")";
+    }
+    std::printf("[elementwise scalars] x / 3.0 on %lld f32 values: reciprocal product bitwise (%lld differ from the quotient)\n",
+                static_cast<long long>(n), static_cast<long long>(differ));
+  }
+}
+
 TEST(ElementwiseDevice, EveryCastPair) {
   BARACUDA_REQUIRE_GPU();
   const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
@@ -630,7 +715,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
     for (int64_t f = 0; f < on; ++f) {
       double x[3] = {};
       for (size_t j = 0; j < specs.size(); ++j)
-        x[j] = specs[j].scalar ? specs[j].value.as_double() : bits_to_double(specs[j].dtype, in[j].get_bits(map_index(out_shape, f, specs[j].shape)));
+        x[j] = specs[j].scalar ? ew::kernel_literal(d, static_cast<int>(j)) : bits_to_double(specs[j].dtype, in[j].get_bits(map_index(out_shape, f, specs[j].shape)));
       if (plan->precision_guarantee().math == DType::f32)
         for (int j = 0; j < 3; ++j) x[j] = static_cast<float>(x[j]);
       double dx[3];

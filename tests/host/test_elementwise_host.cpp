@@ -308,6 +308,101 @@ TEST(EwReference, FrexpMantissaAndExponent) {
   EXPECT_EQ(g[0], 1.0 / 16);
 }
 
+TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
+  // PyTorch's CUDA functors of remainder, fmod, pow, copysign, xlogy, xlog1py, the comparisons
+  // and where take scalar_t, so a Python scalar meets bf16 / f16 data rounded to that format;
+  // add / mul / clamp ... take opmath_t (f32). docs/notes/torch-scalar-operands.md.
+  using O = EwOperand;
+  auto lit = [](EwOp op, std::initializer_list<EwOperand> ops, int k) { return ew::kernel_literal(ElementwiseDescriptor::make(op, ops), k); };
+  const O bf = O::tensor(DType::bf16, {4}), hf = O::tensor(DType::f16, {4}), f32 = O::tensor(DType::f32, {4}), i32 = O::tensor(DType::i32, {4});
+  EXPECT_EQ(lit(EwOp::remainder, {bf, O::scalar(0.3)}, 1), 0.30078125);  // torch.remainder(x_bf16, 0.3)
+  EXPECT_EQ(lit(EwOp::remainder, {O::scalar(0.3), bf}, 0), 0.30078125);
+  EXPECT_EQ(lit(EwOp::eq, {bf, O::scalar(0.1)}, 1), 0.10009765625);
+  EXPECT_EQ(lit(EwOp::le, {hf, O::scalar(0.1)}, 1), 0.0999755859375);
+  EXPECT_EQ(lit(EwOp::pow, {bf, O::scalar(2.001)}, 1), 2.0);  // x ** 2.001 is x ** 2 in bf16
+  EXPECT_EQ(lit(EwOp::add, {bf, O::scalar(0.3)}, 1), 0.3);     // opmath: f32 (rounded later, by the kernel's f32 read)
+  EXPECT_EQ(lit(EwOp::mul, {hf, O::scalar(0.1)}, 1), 0.1);
+  EXPECT_EQ(lit(EwOp::remainder, {f32, O::scalar(0.3)}, 1), 0.3);  // not a 16-bit common dtype
+  EXPECT_EQ(lit(EwOp::remainder, {i32, O::scalar(0.3)}, 1), 0.3);  // int tensor + float scalar: f32
+  EXPECT_EQ(lit(EwOp::eq, {bf, O::tensor(DType::f16, {4})}, 1), 0.0);  // not a scalar operand: value unused
+  // a scalar dividend is rounded; a scalar divisor becomes its reciprocal (f32 math: rounded to f32 later)
+  EXPECT_EQ(lit(EwOp::div, {O::scalar(0.1), bf}, 0), 0.10009765625);
+  EXPECT_EQ(lit(EwOp::div, {bf, O::scalar(0.1)}, 1), 1.0 / 0.1);
+  EXPECT_EQ(lit(EwOp::div, {f32, O::scalar(3.0)}, 1), 1.0 / 3.0);
+  EXPECT_EQ(lit(EwOp::div_trunc, {f32, O::scalar(3.0)}, 1), static_cast<double>(1.0f / 3.0f));  // trunc: formed in f32
+  EXPECT_EQ(lit(EwOp::div_trunc, {i32, O::scalar(int64_t{3})}, 1), 3.0);  // integer math divides
+  EXPECT_EQ(lit(EwOp::div_floor, {f32, O::scalar(3.0)}, 1), 3.0);        // floor: same result either way
+  EXPECT_EQ(ew::round_to_storage(DType::f16, 65504.5), 65504.0);
+  EXPECT_EQ(ew::round_to_storage(DType::bf16, 1.0 / 3.0), 0.333984375);
+  EXPECT_EQ(ew::round_to_storage(DType::f32, 0.1), 0.1);  // only the 16-bit formats
+
+  // the division mode flag and the rounded parameters, from kernel_params
+  auto params = [](EwOp op, std::initializer_list<EwOperand> ops, std::initializer_list<Scalar> ps, DType result, bool int_math) {
+    auto p = ew::kernel_params("test", ElementwiseDescriptor::make(op, ops, ps), result, int_math);
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? *p : std::array<double, 4>{};
+  };
+  EXPECT_EQ(params(EwOp::div, {f32, O::scalar(3.0)}, {}, DType::f32, false)[0], 1.0);
+  EXPECT_EQ(params(EwOp::div, {f32, f32}, {}, DType::f32, false)[0], 0.0);
+  EXPECT_EQ(params(EwOp::div, {O::scalar(3.0), f32}, {}, DType::f32, false)[0], 0.0);
+  EXPECT_EQ(params(EwOp::div_trunc, {i32, O::scalar(int64_t{3})}, {}, DType::i32, true)[0], 0.0);
+  const auto th = params(EwOp::threshold, {bf}, {0.1, 0.3}, DType::bf16, false);
+  EXPECT_EQ(th[0], 0.10009765625);
+  EXPECT_EQ(th[1], 0.30078125);
+  EXPECT_EQ(params(EwOp::softshrink, {hf}, {0.1}, DType::f16, false)[0], 0.0999755859375);
+  EXPECT_EQ(params(EwOp::hardshrink, {f32}, {0.1}, DType::f32, false)[0], 0.1);
+  EXPECT_EQ(params(EwOp::leaky_relu, {bf}, {0.1}, DType::bf16, false)[0], 0.1);  // opmath
+
+  // tensor ** Python scalar: PyTorch's special cases (0, 1, 0.5, -0.5, -1 as given; 2, 3, -2
+  // after rounding the exponent to the data's format)
+  EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(2.001)}, {}, DType::bf16, false)[0], 6.0);  // rounds to 2: a * a
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(2.001)}, {}, DType::f32, false)[0], 0.0);
+  EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(0.5)}, {}, DType::bf16, false)[0], 3.0);
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(-0.5)}, {}, DType::f32, false)[0], 4.0);
+  EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(int64_t{-1})}, {}, DType::bf16, false)[0], 5.0);
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(0.0)}, {}, DType::f32, false)[0], 2.0);
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(1.0)}, {}, DType::f32, false)[0], 1.0);
+  const auto p3 = params(EwOp::pow, {hf, O::scalar(3.0)}, {}, DType::f16, false);
+  EXPECT_EQ(p3[0], 7.0);
+  EXPECT_EQ(p3[1], 2.0);  // the square is rounded to f16
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(-2.0)}, {}, DType::f32, false)[0], 8.0);
+  EXPECT_EQ(params(EwOp::pow, {bf, bf}, {}, DType::bf16, false)[0], 0.0);
+  EXPECT_EQ(params(EwOp::pow, {O::scalar(2.0), bf}, {}, DType::bf16, false)[0], 0.0);  // scalar base: pow
+  EXPECT_EQ(params(EwOp::pow, {i32, O::scalar(int64_t{2})}, {}, DType::i32, true)[0], 0.0);
+  {
+    // x ** 0.5 is sqrt: sqrt(-inf) = NaN and sqrt(-0) = -0, where pow gives +inf and +0
+    const auto ph = params(EwOp::pow, {f32, O::scalar(0.5)}, {}, DType::f32, false);
+    const double xi[3] = {-kInf, 0.5, 0}, xz[3] = {-0.0, 0.5, 0};
+    EXPECT_TRUE(std::isnan(ref::ew_forward(EwOp::pow, xi, ph.data())));
+    EXPECT_TRUE(std::signbit(ref::ew_forward(EwOp::pow, xz, ph.data())));
+    // bf16 x ** 3 rounds the square to bf16 first: find a bf16 x where that changes the result
+    int changed = 0;
+    const auto pb = params(EwOp::pow, {bf, O::scalar(3.0)}, {}, DType::bf16, false);
+    for (uint32_t bits = 0x3F80; bits < 0x4000; ++bits) {
+      const double x = bf16_bits_to_float(static_cast<uint16_t>(bits));
+      const double xs[3] = {x, 3.0, 0};
+      const double twice = ref::store_as(DType::bf16, ref::ew_forward(EwOp::pow, xs, pb.data()));
+      const double sq = ew::round_to_storage(DType::bf16, x * x);
+      EXPECT_EQ(twice, ew::round_to_storage(DType::bf16, sq * x)) << x;
+      changed += twice != ew::round_to_storage(DType::bf16, x * x * x);
+    }
+    EXPECT_GT(changed, 0);  // the double rounding is visible on [1, 2)
+  }
+
+  // the reference with those readings: bf16(0.1) == 0.1 is True, as in PyTorch; threshold(x,
+  // 0.1, v) replaces x = bf16(0.1); x / 3 is x * (1 / 3)
+  const double x_eq[3] = {0.10009765625, lit(EwOp::eq, {bf, O::scalar(0.1)}, 1), 0};
+  EXPECT_EQ(ref::ew_forward(EwOp::eq, x_eq, kNoParams), 1.0);
+  const double x_th[3] = {0.10009765625, 0, 0};
+  EXPECT_EQ(ref::ew_forward(EwOp::threshold, x_th, th.data()), 0.30078125);
+  const auto pd = params(EwOp::div, {f32, O::scalar(3.0)}, {}, DType::f32, false);
+  const double x_div[3] = {6.0, lit(EwOp::div, {f32, O::scalar(3.0)}, 1), 0};
+  EXPECT_EQ(ref::ew_forward(EwOp::div, x_div, pd.data()), 6.0 * (1.0 / 3.0));
+  double g[3];
+  ref::ew_backward(EwOp::div, x_div, 1.0, pd.data(), g);
+  EXPECT_EQ(g[0], 1.0 / 3.0);  // d(x * r)/dx = r
+}
+
 TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
   // PyTorch steps a bf16 / f16 by one ulp of that format (c10's nextafter on the 16-bit
   // pattern), not of f32: torch.nextafter(bf16 1, bf16 2) = 1.0078125. Evaluated as the kernel

@@ -19,7 +19,12 @@
 //   Python-style floor division/remainder, half-to-even round, lerp's two-branch formula, no
 //   FMA contraction where PyTorch computes a separate multiply and add; nextafter steps one ulp
 //   of the result's own format, bf16 and f16 included). f32 math uses CUDA's full-precision
-//   functions (no fast-math).
+//   functions (no fast-math). Scalar operands are read as PyTorch's CUDA kernels read a Python
+//   number: as f32 (f64 for f64 data), except that remainder, fmod, pow, copysign, xlogy,
+//   xlog1py, the comparisons, where, and a scalar dividend of div round it to bf16 / f16 first
+//   when that is the common dtype (ew_common_dtype), as do threshold, hardshrink and softshrink
+//   with their parameters; division by a scalar (div, div_trunc) multiplies by its reciprocal,
+//   formed in double and rounded to the compute type, as PyTorch does.
 // Strides: any, per operand (0 = broadcast, negative allowed for inputs); out must not
 //   self-overlap. Paths: contiguous (flat, 16-byte accesses when every operand is aligned),
 //   row-vectorized (strided rows, per-row and literal operands), 2-D tiles (transposed
@@ -109,6 +114,11 @@ void ew_default_params(EwOp op, Scalar out[kEwMaxParams]);
 // The result dtype PyTorch gives op on these operands (dimensioned tensors > zero-dim tensors >
 // wrapped scalars, combined by category); errors name the operand and the rule.
 Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc);
+// The dtype op's operands are promoted to before the math (PyTorch's common dtype): the result
+// dtype, except for comparisons (result bool) and casts (the input's dtype). bf16 / f16 data is
+// computed in f32, but where PyTorch's kernels read a Scalar operand or parameter as the data's
+// own type, it is rounded to this dtype first (see Numerics above).
+Result<DType> ew_common_dtype(const ElementwiseDescriptor& desc);
 // The broadcast output shape; error when the operand shapes do not broadcast.
 Status ew_broadcast_shape(const ElementwiseDescriptor& desc, int* rank, int64_t shape[kMaxRank]);
 

@@ -237,8 +237,9 @@ void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d
     const EwOperand& o = d.operand[k];
     if (!o.is_scalar) continue;
     const int slot = ew::kLiteralSlot + k + literal_shift;
-    s->d[slot] = o.value.as_double();
-    s->f[slot] = static_cast<float>(o.value.as_double());
+    const double v = ew::kernel_literal(d, k);  // PyTorch's reading of the scalar (ew_params.hpp)
+    s->d[slot] = v;
+    s->f[slot] = static_cast<float>(v);
     s->i[slot] = o.value.is_int() ? o.value.i : static_cast<int64_t>(o.value.f);
   }
 }
@@ -441,6 +442,13 @@ Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc) {
   auto t = typing(kFwd, desc);
   if (!t) return t.status();
   return t->result;
+}
+
+Result<DType> ew_common_dtype(const ElementwiseDescriptor& desc) {
+  if (Status s = validate(kFwd, desc); !s.ok()) return s;
+  auto t = typing(kFwd, desc);
+  if (!t) return t.status();
+  return t->common;
 }
 
 Status ew_broadcast_shape(const ElementwiseDescriptor& d, int* rank, int64_t shape[kMaxRank]) {

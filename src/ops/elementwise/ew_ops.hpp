@@ -694,12 +694,14 @@ EW_UN(mul) {
   F2 { UNUSED_P; if constexpr (kIsInt<C>) return wmul(a, b); else return a * b; }
   D2 { UNUSED_P; da = g * b; db = g * a; }
 };
+// p0 = 1: b is the reciprocal of a scalar divisor, multiplied (PyTorch's division by a Python
+// scalar; the scalar has no gradient). Else a true division.
 EW_UN(div) {
-  F2 { UNUSED_P; return a / b; }
-  D2 { UNUSED_P; da = g / b; db = -g * a / (b * b); }
+  F2 { return p.v[0] != C(0) ? a * b : a / b; }
+  D2 { da = p.v[0] != C(0) ? g * b : g / b; db = -g * a / (b * b); }
 };
 EW_UN(div_trunc) {
-  F2 { UNUSED_P; if constexpr (kIsInt<C>) return idiv(a, b); else return m::trunc(a / b); }
+  F2 { UNUSED_P; if constexpr (kIsInt<C>) return idiv(a, b); else return m::trunc(p.v[0] != C(0) ? a * b : a / b); }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
 EW_UN(div_floor) {
@@ -725,8 +727,38 @@ EW_UN(fmod) {
   F2 { UNUSED_P; if constexpr (kIsInt<C>) return imod(a, b); else return m::fmod(a, b); }
   D2 { UNUSED_P; da = g; db = -g * m::trunc(a / b); }
 };
+// v rounded to the data's 16-bit format (fmt 1: bf16, 2: f16; else v): PyTorch's scalar_t
+// arithmetic inside a kernel that keeps an intermediate in the storage type.
+template <class C> EW_HD C round_to_data(C v, C fmt) {
+  if (fmt == C(1)) return static_cast<C>(bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))));
+  if (fmt == C(2)) return static_cast<C>(f16_bits_to_float(float_to_f16_bits(static_cast<float>(v))));
+  return v;
+}
+// p0: how PyTorch computes tensor ** Python scalar (ew::kernel_params picks it; b holds the
+// exponent, rounded to the data's format): 0 pow(a, b) (also tensor ** tensor); 1 a (exponent
+// 1); 2 one (0); 3 sqrt (0.5); 4 rsqrt (-0.5); 5 1 / a (-1); 6 a * a (2 after rounding);
+// 7 a * a * a with the square rounded to the data's format (p1: 1 bf16, 2 f16, 0 none);
+// 8 1 / (a * a) divided in double, the square rounded likewise. The derivative is pow's.
 EW_UN(pow) {
-  F2 { UNUSED_P; if constexpr (kIsInt<C>) return ipow(a, b); else return m::pow(a, b); }
+  F2 {
+    if constexpr (kIsInt<C>) {
+      UNUSED_P;
+      return ipow(a, b);
+    } else {
+      if (p.v[0] == C(0)) return m::pow(a, b);  // the common case first: one uniform branch
+      switch (static_cast<int>(p.v[0])) {
+        case 1: return a;
+        case 2: return C(1);
+        case 3: return m::sqrt(a);
+        case 4: return m::rsqrt(a);
+        case 5: return C(1) / a;
+        case 6: return a * a;
+        case 7: return round_to_data(a * a, p.v[1]) * a;
+        case 8: return static_cast<C>(1.0 / static_cast<double>(round_to_data(a * a, p.v[1])));
+        default: return m::pow(a, b);
+      }
+    }
+  }
   D2 {
     UNUSED_P;
     da = b == C(0) ? C(0) : g * b * m::pow(a, b - C(1));

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string_view>
 
+#include "baracuda/core/half_bits.hpp"
 #include "baracuda/ops/elementwise.hpp"
 #include "core/validate.hpp"
 
@@ -22,11 +23,62 @@ inline double dtype_max(DType t) {
   }
 }
 
+// v as the 16-bit storage type t holds it (f32, then round to nearest even, as c10's
+// BFloat16 / Half constructors); v itself for every other t.
+inline double round_to_storage(DType t, double v) {
+  if (t == DType::bf16) return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
+  if (t == DType::f16) return f16_bits_to_float(float_to_f16_bits(static_cast<float>(v)));
+  return v;
+}
+
+// PyTorch's CUDA kernels of these ops read a Python-scalar operand as the tensors' own dtype
+// (their functors take scalar_t, not opmath_t): on bf16 / f16 data the scalar is rounded to that
+// format before the f32 math, so remainder(x, 0.3) on bf16 uses 0.30078125 and x == 0.1 compares
+// with bf16(0.1). Every other op reads it as f32 (f64 for f64). docs/notes/torch-scalar-operands.md
+// gives the evidence per op. k: the operand's position (div: only a scalar dividend).
+inline bool scalar_read_as_storage(EwOp op, int k) {
+  switch (op) {
+    case EwOp::remainder: case EwOp::fmod: case EwOp::pow: case EwOp::copysign: case EwOp::xlogy: case EwOp::xlog1py:
+    case EwOp::eq: case EwOp::ne: case EwOp::lt: case EwOp::le: case EwOp::gt: case EwOp::ge: case EwOp::where:
+      return true;
+    case EwOp::div: case EwOp::div_trunc: case EwOp::div_floor: return k == 0;
+    default: return false;
+  }
+}
+// The same for op parameters: threshold's threshold and value, hardshrink's and softshrink's lambda.
+inline bool params_read_as_storage(EwOp op) {
+  return op == EwOp::threshold || op == EwOp::hardshrink || op == EwOp::softshrink;
+}
+// Division by a Python scalar: PyTorch multiplies by the reciprocal (true division: formed in
+// double and rounded to the compute type; rounding_mode='trunc': formed in the compute type).
+// Not for integer math.
+inline bool divides_by_reciprocal(const ElementwiseDescriptor& d) {
+  return (d.op == EwOp::div || d.op == EwOp::div_trunc) && d.num_operands == 2 && d.operand[1].is_scalar &&
+         !d.operand[0].is_scalar;
+}
+
+// The value scalar operand k of d enters the kernel's math with (before the kernel's own
+// conversion to f32 / f64): the Scalar, rounded to bf16 / f16 where PyTorch does that, or the
+// divisor's reciprocal. Used by the library (fill_scalars) and by the float64 reference's callers.
+inline double kernel_literal(const ElementwiseDescriptor& d, int k) {
+  const double v = d.operand[k].value.as_double();
+  auto common = ew_common_dtype(d);
+  if (!common) return v;
+  if (k == 1 && divides_by_reciprocal(d) && is_floating(*common)) {
+    if (d.op == EwOp::div_trunc && *common != DType::f64) return static_cast<double>(1.0f / static_cast<float>(v));
+    return 1.0 / v;
+  }
+  return scalar_read_as_storage(d.op, k) ? round_to_storage(*common, v) : v;
+}
+
 // The kernel form of the op's parameters (ew_ops.hpp documents each).
 inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const ElementwiseDescriptor& d, DType result,
                                                     bool int_math) {
   std::array<double, 4> p{};
   for (int k = 0; k < kEwMaxParams; ++k) p[k] = d.param[k].as_double();
+  if (params_read_as_storage(d.op))
+    if (auto c = ew_common_dtype(d); c.ok())
+      for (double& v : p) v = round_to_storage(*c, v);
   switch (d.op) {
     case EwOp::round: {
       if (!d.param[0].is_int()) return error(StatusCode::kInvalidProblem, opn, ": round decimals must be an integer");
@@ -53,6 +105,22 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
           return error(StatusCode::kInvalidProblem, opn, ": clamp of an integer tensor needs integer bounds");
         if (!std::isnan(d.param[1].as_double()) && !d.param[1].is_int())
           return error(StatusCode::kInvalidProblem, opn, ": clamp of an integer tensor needs integer bounds");
+      }
+      break;
+    case EwOp::div: case EwOp::div_trunc:
+      p[0] = divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0;  // b holds 1 / divisor
+      break;
+    case EwOp::pow:
+      // tensor ** Python scalar: PyTorch's special cases (ew_ops.hpp op_pow), tested on the
+      // exponent as given (0, 1, 0.5, -0.5, -1), then on it rounded to the data's format (2, 3, -2)
+      p = {0, 0, 0, 0};
+      if (!int_math && d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar) {
+        const double e = d.operand[1].value.as_double();
+        auto c = ew_common_dtype(d);
+        const DType cd = c.ok() ? *c : DType::f32;
+        const double r = round_to_storage(cd, e);
+        p[0] = e == 0 ? 2 : e == 1 ? 1 : e == 0.5 ? 3 : e == -0.5 ? 4 : e == -1 ? 5 : r == 2 ? 6 : r == 3 ? 7 : r == -2 ? 8 : 0;
+        p[1] = cd == DType::bf16 ? 1 : (cd == DType::f16 ? 2 : 0);
       }
       break;
     case EwOp::rrelu: p = {(p[0] + p[1]) / 2.0, 0, 0, 0}; break;
