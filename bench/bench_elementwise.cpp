@@ -101,7 +101,7 @@ bool verify_prefix(const ElementwiseDescriptor& d, const ElementwiseArgs& a, DTy
   auto pk = ew::kernel_params("bench", d, out_dt, int_math);
   if (!pk) return false;
   int64_t pint[4];
-  for (int k = 0; k < 4; ++k) pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>((*pk)[k]);
+  for (int k = 0; k < 4; ++k) pint[k] = ew::kernel_int_param(d, *pk, k);
   for (int64_t i = 0; i < n; ++i) {
     double x[3] = {};
     int64_t xi[3] = {};

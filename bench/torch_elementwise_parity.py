@@ -136,7 +136,7 @@ def main():
     a = ap.parse_args()
     cases = json.load(open(f"{a.dir}/cases.json"))
     f = open(f"{a.dir}/data.bin", "rb")
-    buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     dev = torch.cuda.get_device_name() if a.device == "cuda" else a.device
     out = []
     for c in cases:

@@ -190,7 +190,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
   std::array<int64_t, 4> pint{};
   // the library's rule (fill_scalars): integer parameters exact, the others truncated
   for (int k = 0; k < 4; ++k)
-    pint[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>(std::isfinite((*pk)[k]) ? (*pk)[k] : 0.0);
+    pint[k] = ew::kernel_int_param(d, *pk, k);
   const bool imath = int_compute(d, *plan);
   // bitwise ops on bool results are the logical ops (True ^ ~ -> False), as in PyTorch
   EwOp rop = op;

@@ -403,6 +403,47 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   EXPECT_EQ(g[0], 1.0 / 3.0);  // d(x * r)/dx = r
 }
 
+TEST(EwReference, IscloseIsPyTorchsComposite) {
+  // PyTorch: a == b, or a finite |a - b| <= atol + |rtol * b|, every step its own kernel, so
+  // rounded to the data's dtype; integer data tested in f32 with the f32 rtol / atol. Before,
+  // integer isclose truncated rtol / atol to 0 (an equality test): isclose(100000, 100001) is
+  // True in PyTorch (allowed 1.00001).
+  using O = EwOperand;
+  auto pk = [](std::initializer_list<EwOperand> ops, bool int_math, std::initializer_list<Scalar> ps = {}) {
+    auto p = ew::kernel_params("test", ElementwiseDescriptor::make(EwOp::isclose, ops, ps), DType::boolean, int_math);
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? *p : std::array<double, 4>{};
+  };
+  const O i32 = O::tensor(DType::i32, {4});
+  const ElementwiseDescriptor di = ElementwiseDescriptor::make(EwOp::isclose, {i32, i32});
+  const auto pi = pk({i32, i32}, true);
+  int64_t pint[4];
+  for (int k = 0; k < 4; ++k) pint[k] = ew::kernel_int_param(di, pi, k);
+  const int64_t near[3] = {100000, 100001, 0}, far[3] = {1000, 1001, 0}, big[3] = {16777217, 16777216, 0};
+  EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, near, pint), 1);
+  EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, far, pint), 0);
+  EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, big, pint), 1);  // f32(16777217) == f32(16777216)
+  // an integer atol Scalar still reaches the kernel as f32 bits: atol = 1 makes 1000 ~ 1001
+  const ElementwiseDescriptor da = ElementwiseDescriptor::make(EwOp::isclose, {i32, i32}, {0.0, Scalar(int64_t{1})});
+  const auto pa = pk({i32, i32}, true, {0.0, Scalar(int64_t{1})});
+  for (int k = 0; k < 4; ++k) pint[k] = ew::kernel_int_param(da, pa, k);
+  EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, far, pint), 1);
+  // float data: p3 names the format the intermediates are rounded to
+  EXPECT_EQ(pk({O::tensor(DType::bf16, {4}), O::tensor(DType::bf16, {4})}, false)[3], 1.0);
+  EXPECT_EQ(pk({O::tensor(DType::f16, {4}), O::tensor(DType::f16, {4})}, false)[3], 2.0);
+  EXPECT_EQ(pk({O::tensor(DType::f32, {4}), O::tensor(DType::f32, {4})}, false)[3], 0.0);
+  // bf16: atol + |rtol * b| is rounded to bf16 (PyTorch's `atol + tensor` is a bf16 add).
+  // a = 1 + 2^-7, b = 1, rtol = 0, atol = 2^-7 - 2^-20: on f32 data 2^-7 exceeds atol (not
+  // close); on bf16 data the allowed error rounds up to 2^-7 (close).
+  const auto pb = pk({O::tensor(DType::bf16, {4}), O::tensor(DType::bf16, {4})}, false, {0.0, 0.0078125 - 0.00000095367431640625});
+  const double xb[3] = {1.0078125, 1.0, 0};
+  EXPECT_EQ(ref::ew_forward(EwOp::isclose, xb, pb.data()), 1.0);
+  const auto pf = pk({O::tensor(DType::f32, {4}), O::tensor(DType::f32, {4})}, false, {0.0, 0.0078125 - 0.00000095367431640625});
+  EXPECT_EQ(ref::ew_forward(EwOp::isclose, xb, pf.data()), 0.0);
+  // PyTorch's checks
+  EXPECT_FALSE(ew::kernel_params("test", ElementwiseDescriptor::make(EwOp::isclose, {i32, i32}, {-1e-5}), DType::boolean, true).ok());
+}
+
 TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
   // PyTorch steps a bf16 / f16 by one ulp of that format (c10's nextafter on the 16-bit
   // pattern), not of f32: torch.nextafter(bf16 1, bf16 2) = 1.0078125. Evaluated as the kernel

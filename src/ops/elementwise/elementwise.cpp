@@ -231,7 +231,7 @@ void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d
     s->d[k] = p[k];
     s->f[k] = static_cast<float>(p[k]);
     // integer parameters keep their exact value
-    s->i[k] = d.param[k].is_int() ? d.param[k].i : static_cast<int64_t>(std::isfinite(p[k]) ? p[k] : 0.0);
+    s->i[k] = ew::kernel_int_param(d, p, k);
   }
   for (int k = 0; k < d.num_operands; ++k) {
     const EwOperand& o = d.operand[k];

@@ -128,6 +128,23 @@ EW_HD bool signbit(double x) {
 #endif
 }
 
+// a * b rounded on its own, never fused with a following add (nvcc contracts a * b + c into an
+// FMA by default): for formulas PyTorch computes in separate kernels.
+EW_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+EW_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 EW_HD float rsqrt(float x) {
 #if defined(__CUDA_ARCH__)
   return ::rsqrtf(x);

@@ -11,6 +11,7 @@
 // (docs/notes/torch-pointwise-probe.txt holds what PyTorch 2.11 returns on special values).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -921,18 +922,25 @@ EW_CMP(logical_and, a != C(0) && b != C(0))
 EW_CMP(logical_or, a != C(0) || b != C(0))
 EW_CMP(logical_xor, (a != C(0)) != (b != C(0)))
 #undef EW_CMP
-// p0 rtol, p1 atol, p2 equal_nan
+// p0 rtol, p1 atol, p2 equal_nan, p3 the data's 16-bit format (1 bf16, 2 f16, else 0).
+// PyTorch's composite (TensorCompare.cpp): a == b, or a finite |a - b| <= atol + |rtol * b|,
+// every step a kernel of its own, so rounded to the data's dtype and never fused into an FMA.
+// Integer and bool data: the test runs in f32 (PyTorch casts to the default dtype), and p0, p1
+// hold the f32 bit patterns of rtol and atol (ew::kernel_params), as p.v is integral there.
 EW_UN(isclose) {
   F2 {
     if (a == b) return C(1);
     if constexpr (kIsInt<C>) {
-      const double diff = static_cast<double>(a) - static_cast<double>(b);
-      const double allowed = static_cast<double>(p.v[1]) + static_cast<double>(p.v[0]) * (b < 0 ? -static_cast<double>(b) : static_cast<double>(b));
-      return C((diff < 0 ? -diff : diff) <= allowed);
+      const float rtol = std::bit_cast<float>(static_cast<uint32_t>(p.v[0]));
+      const float atol = std::bit_cast<float>(static_cast<uint32_t>(p.v[1]));
+      const float fb = static_cast<float>(b);
+      const float actual = m::fabs(static_cast<float>(a) - fb);
+      const float allowed = atol + m::fabs(m::mul_rn(rtol, fb));
+      return C(m::isfinite(actual) && actual <= allowed);
     } else {
       if (p.v[2] != C(0) && a != a && b != b) return C(1);
-      const C actual = m::fabs(a - b);
-      const C allowed = p.v[1] + p.v[0] * m::fabs(b);
+      const C actual = m::fabs(round_to_data(a - b, p.v[3]));
+      const C allowed = round_to_data(p.v[1] + round_to_data(m::fabs(m::mul_rn(p.v[0], b)), p.v[3]), p.v[3]);
       return C(m::isfinite(actual) && actual <= allowed);
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -71,6 +72,14 @@ inline double kernel_literal(const ElementwiseDescriptor& d, int k) {
   return scalar_read_as_storage(d.op, k) ? round_to_storage(*common, v) : v;
 }
 
+// Parameter k as integer kernels read it (EwScalars::i): an integer Scalar exactly (int64 beyond
+// 2^53 included), unless kernel_params replaced its value; otherwise p[k] truncated (0 if not
+// finite).
+inline int64_t kernel_int_param(const ElementwiseDescriptor& d, const std::array<double, 4>& p, int k) {
+  if (d.param[k].is_int() && p[k] == static_cast<double>(d.param[k].i)) return d.param[k].i;
+  return static_cast<int64_t>(std::isfinite(p[k]) ? p[k] : 0.0);
+}
+
 // The kernel form of the op's parameters (ew_ops.hpp documents each).
 inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const ElementwiseDescriptor& d, DType result,
                                                     bool int_math) {
@@ -109,6 +118,16 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       break;
     case EwOp::div: case EwOp::div_trunc:
       p[0] = divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0;  // b holds 1 / divisor
+      break;
+    case EwOp::isclose:
+      if (!(p[0] >= 0) || !(p[1] >= 0))
+        return error(StatusCode::kInvalidProblem, opn, ": isclose needs rtol >= 0 and atol >= 0 (rtol = ", p[0], ", atol = ", p[1], ")");
+      if (int_math) {  // the f32 test on integer data reads rtol, atol from their f32 bits
+        p[0] = std::bit_cast<uint32_t>(static_cast<float>(p[0]));
+        p[1] = std::bit_cast<uint32_t>(static_cast<float>(p[1]));
+      } else if (auto c = ew_common_dtype(d); c.ok()) {
+        p[3] = *c == DType::bf16 ? 1.0 : (*c == DType::f16 ? 2.0 : 0.0);
+      }
       break;
     case EwOp::pow:
       // tensor ** Python scalar: PyTorch's special cases (ew_ops.hpp op_pow), tested on the
