@@ -545,6 +545,17 @@ TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {
 // gets the same reading of the scalar, so this checks that the kernels apply the rule.
 TEST(ElementwiseDevice, ScalarOperandsReadAsPyTorch) {
   BARACUDA_REQUIRE_GPU();
+  // one-operand plan on x (host mirror uploaded), result downloaded into o's host mirror
+  auto run_on = [](const ElementwisePlan& plan, StridedBuffer& x, StridedBuffer& o) {
+    x.upload();
+    o.upload();
+    ElementwiseArgs a;
+    a.in[0] = x.ref();
+    a.out = o.mut();
+    ASSERT_TRUE(plan.run(nullptr, {}, a).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    o.download();
+  };
   uint64_t seed = 7001;
   auto every = [](DType dt) {
     OperandSpec s = T(dt, {65536});
@@ -577,15 +588,8 @@ TEST(ElementwiseDevice, ScalarOperandsReadAsPyTorch) {
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     StridedBuffer x(DType::bf16, {1}, Layout::kContiguous), o(DType::boolean, {1}, Layout::kContiguous);
     x.set_bits(0, 0x3DCD);
-    x.upload();
     o.fill_storage(0);
-    o.upload();
-    ElementwiseArgs a;
-    a.in[0] = x.ref();
-    a.out = o.mut();
-    ASSERT_TRUE(plan->run(nullptr, {}, a).ok());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    o.download();
+    run_on(*plan, x, o);
     EXPECT_EQ(o.get_bits(0) & 0xff, 1u) << "bf16(0.1) == 0.1 must be True, as in PyTorch";
   }
   {
@@ -601,13 +605,7 @@ TEST(ElementwiseDevice, ScalarOperandsReadAsPyTorch) {
       differ += (xv * inv) != (xv / 3.0f);
     }
     ASSERT_GT(differ, 0) << "the test needs inputs where x * (1/3) and x / 3 differ";
-    x.upload();
-    ElementwiseArgs a;
-    a.in[0] = x.ref();
-    a.out = o.mut();
-    ASSERT_TRUE(plan->run(nullptr, {}, a).ok());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    o.download();
+    run_on(*plan, x, o);
     for (int64_t i = 0; i < n; ++i) {
       const float xv = std::bit_cast<float>(static_cast<uint32_t>(x.get_bits(i)));
       const float want = xv * inv;
