@@ -1,7 +1,7 @@
 // PyTorch parity dump of the elementwise family (`baracuda_bench --family ew-parity --parity-dir
 // DIR`): every op forward on every bf16 and f16 bit pattern (operand 0; further tensor operands
-// get fixed permutations of the patterns), on 65536 f32 values (special values, random bit
-// patterns, moderate values) and on small i32 values with extremes; binary ops also with a
+// get fixed permutations of the patterns), on 65536 f32 and f64 values (special values, random
+// bit patterns, moderate values) and on small i32 values with extremes; binary ops also with a
 // Python-style scalar on either side (values the 16-bit formats do not hold, and pow's special
 // exponents); casts between the float formats, fp8 and bool. Writes DIR/cases.json (op, form,
 // dtypes, scalar, params, byte offsets of the inputs and of our output) and DIR/data.bin;
@@ -9,6 +9,7 @@
 // agreement per op. Not part of `--family all`.
 #include <cuda_runtime_api.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -43,7 +44,7 @@ std::vector<uint8_t> make_pool(DType dt, int k) {
       const uint16_t mul[3] = {1, 40503, 20071}, add[3] = {0, 12345, 777};
       const uint16_t b = static_cast<uint16_t>(f * mul[k] + add[k]);
       std::memcpy(p, &b, 2);
-    } else if (dt == DType::f32) {
+    } else if (dt == DType::f32 || dt == DType::f64) {
       static const float special[] = {0.f, -0.f, 1.f, -1.f, 0.5f, -0.5f, 2.f, -2.f, 3.f, -3.f,
                                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                                       std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(),
@@ -51,15 +52,21 @@ std::vector<uint8_t> make_pool(DType dt, int k) {
                                       std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
                                       0.1f, -0.1f, 1e-20f, 1e20f, 88.7f, -88.7f, 0.99999994f, 1.0000001f, 10.f, 100.f, -100.f};
       const int64_t ns = static_cast<int64_t>(sizeof(special) / sizeof(special[0]));
-      float v;
+      double v;
       if (f < ns) v = special[(f + 5 * k) % ns];
-      else if (f % 4 == 0) {
-        const uint32_t bits = static_cast<uint32_t>(rng());
-        std::memcpy(&v, &bits, 4);
+      else if (f % 4 == 0) {  // random bit patterns: every exponent
+        const uint64_t bits = rng();
+        if (dt == DType::f32) v = std::bit_cast<float>(static_cast<uint32_t>(bits));
+        else v = std::bit_cast<double>(bits);
       } else {
-        v = std::uniform_real_distribution<float>(-8.f, 8.f)(rng);
+        v = std::uniform_real_distribution<double>(-8.0, 8.0)(rng);
       }
-      std::memcpy(p, &v, 4);
+      if (dt == DType::f32) {
+        const float vf = static_cast<float>(v);
+        std::memcpy(p, &vf, 4);
+      } else {
+        std::memcpy(p, &v, 8);
+      }
     } else if (dt == DType::i32) {
       int32_t v = static_cast<int32_t>(rng() % 41) - 20;
       if (rng() % 31 == 0) v = static_cast<int32_t>(rng());
@@ -209,7 +216,7 @@ int run_ew_parity(const std::string& dir, const std::string& filter) {
     const EwKind kind = ew_op_kind(op);
     const int ar = ew_op_arity(op);
     std::vector<DType> dts;
-    if (ew_kind_has_floats(kind)) dts = {DType::bf16, DType::f16, DType::f32};
+    if (ew_kind_has_floats(kind)) dts = {DType::bf16, DType::f16, DType::f32, DType::f64};
     if (ew_kind_has_ints(kind)) dts.push_back(DType::i32);
     const std::vector<Scalar> ps = parity_params(op);
     for (DType dt : dts) {
@@ -236,7 +243,7 @@ int run_ew_parity(const std::string& dir, const std::string& filter) {
     }
   }
   // casts among the float formats, fp8 and bool
-  const DType from[] = {DType::bf16, DType::f16, DType::f32};
+  const DType from[] = {DType::bf16, DType::f16, DType::f32, DType::f64};
   const DType to[] = {DType::bf16, DType::f16, DType::f32, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::boolean};
   for (DType a : from)
     for (DType b : to)

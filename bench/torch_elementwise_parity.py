@@ -3,10 +3,10 @@
 
   ./build/bench/baracuda_bench --family ew-parity --parity-dir /tmp/parity
   python3 bench/torch_elementwise_parity.py --dir /tmp/parity --out-json parity.json \
-      --out-md parity.md --commit abc1234 --date 2026-11-24
+      --out-md parity.md --commit abc1234 --date 2026-11-23
 
 For every case of DIR/cases.json (written by bench/bench_ew_parity.cpp: every bf16 / f16 bit
-pattern, 65536 f32 and i32 values, scalar operands on either side, casts) it runs the PyTorch
+pattern, 65536 f32, f64 and i32 values, scalar operands on either side, casts) it runs the PyTorch
 call on the same inputs (Python numbers where ours had Scalar operands, as a user writes them)
 and counts the elements whose bits differ (NaN against NaN counts as equal; +0 against -0 does
 not), with the largest distance in units in the last place. A case PyTorch rejects is listed
@@ -180,7 +180,7 @@ def main():
     lines = [f"# Elementwise forward: bitwise parity with PyTorch on {dev} ({a.date}, commit {a.commit})", "",
              f"{len(compared)} cases compared ({len(out) - len(compared)} not comparable, listed at the end); "
              f"{len(exact)} bitwise identical; {bad} of {elems} elements differ ({100.0 * bad / max(elems, 1):.4f} %). "
-             "Inputs: every bf16 / f16 bit pattern, 65536 f32 and i32 values; binary ops also with a Python scalar on either "
+             "Inputs: every bf16 / f16 bit pattern, 65536 f32, f64 and i32 values; binary ops also with a Python scalar on either "
              "side. NaN against NaN counts as equal, +0 against -0 does not.", "",
              "## Cases with differences", "",
              "| op | dtype | form | scalars | differing | max ulp | ±0 only | example (inputs -> ours / torch) |",
