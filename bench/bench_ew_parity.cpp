@@ -127,7 +127,8 @@ struct Dumper {
     d.out_dtype = out_dtype;
     for (int k = 0; k < ar; ++k)
       d.operand[k] = scalar[k] ? EwOperand::scalar(*scalar[k]) : EwOperand::tensor(dts[k], {kN});
-    const std::string line = strf("%s %s %s", std::string(ew_op_name(op)).c_str(), std::string(dtype_name(dts[0])).c_str(), form.c_str());
+    const DType data_dt = dts[op == EwOp::where ? 1 : 0];  // where: the values' dtype, not the condition's
+    const std::string line = strf("%s %s %s", std::string(ew_op_name(op)).c_str(), std::string(dtype_name(data_dt)).c_str(), form.c_str());
     if (!filter.empty() && line.find(filter) == std::string::npos) return;
     auto plan = ElementwisePlan::select(d);
     if (!plan) {  // a combination the op does not take (PyTorch rejects it too)
@@ -167,7 +168,7 @@ struct Dumper {
     ps += "]";
     std::fprintf(index, "%s  {\"op\": \"%s\", \"form\": \"%s\", \"dtype\": \"%s\", \"n\": %lld, \"inputs\": %s, \"params\": %s, "
                         "\"out\": {\"dtype\": \"%s\", \"offset\": %zu}}",
-                 cases ? ",\n" : "", std::string(ew_op_name(op)).c_str(), form.c_str(), std::string(dtype_name(dts[0])).c_str(),
+                 cases ? ",\n" : "", std::string(ew_op_name(op)).c_str(), form.c_str(), std::string(dtype_name(data_dt)).c_str(),
                  static_cast<long long>(kN), ins.c_str(), ps.c_str(), std::string(dtype_name(odt)).c_str(), offset);
     offset += ob;
     ++cases;

@@ -205,12 +205,15 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
   S.cases++;
   const int64_t n = ob.numel();
   int64_t nonzero = 0;
+  double lit[3] = {};  // PyTorch's reading of each scalar operand
+  for (size_t k = 0; k < specs.size(); ++k)
+    if (specs[k].scalar) lit[k] = ew::kernel_literal(d, static_cast<int>(k));
   for (int64_t f = 0; f < n; ++f) {
     double x[3] = {};
     int64_t xi[3] = {};
     for (size_t k = 0; k < specs.size(); ++k) {
       if (specs[k].scalar) {
-        x[k] = ew::kernel_literal(d, static_cast<int>(k));  // PyTorch's reading of the scalar
+        x[k] = lit[k];
         xi[k] = specs[k].value.is_int() ? specs[k].value.i : static_cast<int64_t>(specs[k].value.f);
         continue;
       }
@@ -535,7 +538,17 @@ TEST(ElementwiseDevice, MixedDtypesPromoteOnTheFly) {
   fwd_case(EwOp::mul, {T(DType::f32, {64, 64}), T(DType::f64, {})}, 907);  // zero-dim f64 does not upgrade f32
   fwd_case(EwOp::add, {T(DType::bf16, {64, 64}), T(DType::bf16, {64, 64})}, 908, {1.0}, DType::f32);  // out_dtype cast
   fwd_case(EwOp::float_power, {T(DType::f32, {500}), T(DType::i32, {500})}, 909);
+  // integer / bool data against a fractional scalar compares in f32 (repro: eq(i32 0, 0.5) was
+  // True, the typed rows kernel reading the scalar as the integer 0)
+  for (EwOp op : {EwOp::eq, EwOp::ne, EwOp::lt, EwOp::le, EwOp::gt, EwOp::ge, EwOp::logical_and, EwOp::isclose}) {
+    fwd_case(op, {T(DType::i32, {999}), S(0.5)}, 910);
+    fwd_case(op, {T(DType::boolean, {999}), S(0.5)}, 911);
+    fwd_case(op, {T(DType::i8, {64, 40}), S(-1.5)}, 912);
+  }
 }
+
+// Runs one backward case (defined below) and compares every gradient element.
+void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params, std::optional<DType> out_dtype = {});
 
 // Scalar operands as PyTorch's CUDA kernels read a Python number (ew::kernel_literal): rounded
 // to bf16 / f16 in remainder, fmod, pow, copysign, xlogy, the comparisons and a scalar dividend;
@@ -570,6 +583,18 @@ TEST(ElementwiseDevice, ScalarOperandsReadAsPyTorch) {
         if (HasFailure()) return;
         if (op == EwOp::xlogy || op == EwOp::xlog1py || op == EwOp::pow || op == EwOp::div || op == EwOp::remainder) {
           fwd_case(op, {S(v), every(dt)}, seed++, params_for(op, dt));
+          if (HasFailure()) return;
+        }
+      }
+  // derivatives with a scalar operand: div by a scalar multiplies by the reciprocal; pow, xlogy
+  // and xlog1py read the scalar unrounded (PyTorch's derivative formulas take it as a double)
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (double v : {0.1, 1.001, 2.001, 0.5, 3.0})
+      for (EwOp op : {EwOp::div, EwOp::pow, EwOp::xlogy, EwOp::xlog1py}) {
+        bwd_case(op, {T(dt, {999}), S(v)}, seed++, {});
+        if (HasFailure()) return;
+        if (op != EwOp::div) {
+          bwd_case(op, {S(v), T(dt, {999})}, seed++, {});
           if (HasFailure()) return;
         }
       }
@@ -660,7 +685,7 @@ TEST(ElementwiseDevice, Fp8OverflowAsPyTorch) {
 }
 
 // ------------------------------------------------------------------ backward
-void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params, std::optional<DType> out_dtype = {}) {
+void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vector<Scalar> params, std::optional<DType> out_dtype) {
   const ElementwiseDescriptor d = describe(op, specs, params, out_dtype);
   auto plan = ElementwiseBackwardPlan::select(d);
   ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
@@ -705,6 +730,9 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
   for (int64_t e : out_shape) on *= e;
   Stats& Sx = g_stats["bwd"];
   Sx.cases++;
+  double lit[3] = {};  // the scalar operands as the derivative reads them
+  for (size_t j = 0; j < specs.size(); ++j)
+    if (specs[j].scalar) lit[j] = ew::kernel_literal(d, static_cast<int>(j), true);
   for (size_t k = 0; k < specs.size(); ++k) {
     if (specs[k].scalar || !(gm >> k & 1u)) continue;
     gin[k].download();
@@ -713,7 +741,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
     for (int64_t f = 0; f < on; ++f) {
       double x[3] = {};
       for (size_t j = 0; j < specs.size(); ++j)
-        x[j] = specs[j].scalar ? ew::kernel_literal(d, static_cast<int>(j)) : bits_to_double(specs[j].dtype, in[j].get_bits(map_index(out_shape, f, specs[j].shape)));
+        x[j] = specs[j].scalar ? lit[j] : bits_to_double(specs[j].dtype, in[j].get_bits(map_index(out_shape, f, specs[j].shape)));
       if (plan->precision_guarantee().math == DType::f32)
         for (int j = 0; j < 3; ++j) x[j] = static_cast<float>(x[j]);
       double dx[3];

@@ -324,14 +324,21 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   EXPECT_EQ(lit(EwOp::mul, {hf, O::scalar(0.1)}, 1), 0.1);
   EXPECT_EQ(lit(EwOp::remainder, {f32, O::scalar(0.3)}, 1), 0.3);  // not a 16-bit common dtype
   EXPECT_EQ(lit(EwOp::remainder, {i32, O::scalar(0.3)}, 1), 0.3);  // int tensor + float scalar: f32
-  EXPECT_EQ(lit(EwOp::eq, {bf, O::tensor(DType::f16, {4})}, 1), 0.0);  // not a scalar operand: value unused
   // a scalar dividend is rounded; a scalar divisor becomes its reciprocal (f32 math: rounded to f32 later)
   EXPECT_EQ(lit(EwOp::div, {O::scalar(0.1), bf}, 0), 0.10009765625);
   EXPECT_EQ(lit(EwOp::div, {bf, O::scalar(0.1)}, 1), 1.0 / 0.1);
   EXPECT_EQ(lit(EwOp::div, {f32, O::scalar(3.0)}, 1), 1.0 / 3.0);
   EXPECT_EQ(lit(EwOp::div_trunc, {f32, O::scalar(3.0)}, 1), static_cast<double>(1.0f / 3.0f));  // trunc: formed in f32
   EXPECT_EQ(lit(EwOp::div_trunc, {i32, O::scalar(int64_t{3})}, 1), 3.0);  // integer math divides
-  EXPECT_EQ(lit(EwOp::div_floor, {f32, O::scalar(3.0)}, 1), 3.0);        // floor: same result either way
+  EXPECT_EQ(lit(EwOp::div_floor, {f32, O::scalar(3.0)}, 1), 3.0);        // floor: a true division (see the notes)
+  // derivatives: pow, xlogy, xlog1py take the scalar unrounded (PyTorch's formulas use a double);
+  // a scalar dividend stays rounded, a divisor stays a reciprocal
+  auto blit = [](EwOp op, std::initializer_list<EwOperand> ops, int k) { return ew::kernel_literal(ElementwiseDescriptor::make(op, ops), k, true); };
+  EXPECT_EQ(blit(EwOp::pow, {bf, O::scalar(2.001)}, 1), 2.001);
+  EXPECT_EQ(blit(EwOp::pow, {O::scalar(1.001), bf}, 0), 1.001);  // d/dx 1.001 ** x = log(1.001) * result, not 0
+  EXPECT_EQ(blit(EwOp::xlogy, {bf, O::scalar(0.3)}, 1), 0.3);
+  EXPECT_EQ(blit(EwOp::div, {O::scalar(0.1), bf}, 0), 0.10009765625);
+  EXPECT_EQ(blit(EwOp::div, {bf, O::scalar(0.1)}, 1), 1.0 / 0.1);
   EXPECT_EQ(ew::round_to_storage(DType::f16, 65504.5), 65504.0);
   EXPECT_EQ(ew::round_to_storage(DType::bf16, 1.0 / 3.0), 0.333984375);
   EXPECT_EQ(ew::round_to_storage(DType::f32, 0.1), 0.1);  // only the 16-bit formats
@@ -357,6 +364,14 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   // after rounding the exponent to the data's format)
   EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(2.001)}, {}, DType::bf16, false)[0], 6.0);  // rounds to 2: a * a
   EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(2.001)}, {}, DType::f32, false)[0], 0.0);
+  EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(2.00000001)}, {}, DType::f32, false)[0], 6.0);  // exp.to<float>() == 2
+  EXPECT_EQ(params(EwOp::pow, {i32, O::scalar(3.00000001)}, {}, DType::f32, false)[0], 7.0);   // int data, f32 math
+  EXPECT_EQ(params(EwOp::pow, {O::tensor(DType::f64, {4}), O::scalar(2.00000001)}, {}, DType::f64, false)[0], 0.0);
+  // float_power(x, s) is pow(x.double(), s): the same special paths, in f64
+  const auto pfp = params(EwOp::float_power, {f32, O::scalar(0.5)}, {}, DType::f64, false);
+  EXPECT_EQ(pfp[0], 3.0);
+  EXPECT_EQ(pfp[1], 0.0);
+  EXPECT_EQ(params(EwOp::float_power, {bf, O::scalar(2.001)}, {}, DType::f64, false)[0], 0.0);  // not rounded: f64
   EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(0.5)}, {}, DType::bf16, false)[0], 3.0);
   EXPECT_EQ(params(EwOp::pow, {f32, O::scalar(-0.5)}, {}, DType::f32, false)[0], 4.0);
   EXPECT_EQ(params(EwOp::pow, {bf, O::scalar(int64_t{-1})}, {}, DType::bf16, false)[0], 5.0);
@@ -428,6 +443,11 @@ TEST(EwReference, IscloseIsPyTorchsComposite) {
   const auto pa = pk({i32, i32}, true, {0.0, Scalar(int64_t{1})});
   for (int k = 0; k < 4; ++k) pint[k] = ew::kernel_int_param(da, pa, k);
   EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, far, pint), 1);
+  // zero tolerances: equality only, even where f32 cannot tell the values apart
+  const ElementwiseDescriptor dz = ElementwiseDescriptor::make(EwOp::isclose, {i32, i32}, {0.0, 0.0});
+  const auto pz = pk({i32, i32}, true, {0.0, 0.0});
+  for (int k = 0; k < 4; ++k) pint[k] = ew::kernel_int_param(dz, pz, k);
+  EXPECT_EQ(ref::ew_forward_int(EwOp::isclose, big, pint), 0);
   // float data: p3 names the format the intermediates are rounded to
   EXPECT_EQ(pk({O::tensor(DType::bf16, {4}), O::tensor(DType::bf16, {4})}, false)[3], 1.0);
   EXPECT_EQ(pk({O::tensor(DType::f16, {4}), O::tensor(DType::f16, {4})}, false)[3], 2.0);

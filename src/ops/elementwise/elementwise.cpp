@@ -237,7 +237,7 @@ void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d
     const EwOperand& o = d.operand[k];
     if (!o.is_scalar) continue;
     const int slot = ew::kLiteralSlot + k + literal_shift;
-    const double v = ew::kernel_literal(d, k);  // PyTorch's reading of the scalar (ew_params.hpp)
+    const double v = ew::kernel_literal(d, k, literal_shift != 0);  // PyTorch's reading of the scalar (ew_params.hpp)
     s->d[slot] = v;
     s->f[slot] = static_cast<float>(v);
     s->i[slot] = o.value.is_int() ? o.value.i : static_cast<int64_t>(o.value.f);
@@ -562,6 +562,10 @@ Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, c
     ro = ri;
   }
   if (!uniform) ri = DType::c128;
+  // The rows / flat / tile kernels compute in their storage type's compute type; a comparison of
+  // integer (or bool) data with a fractional scalar computes in f32 (eq(i32 x, 0.5)): strided.
+  // Repro: eq(i32 0, 0.5) gave True (the scalar read as the integer 0).
+  if (!backward && ri != DType::c128 && ew_kind_bool_result(oi->kind) && compute_of(ri) != r.compute) ri = DType::c128;
   r.k = ew::ew_find_kernels(static_cast<int>(r.kop), backward, ri, ro, r.compute);
   r.k.rows_in = ri;
   r.k.rows_out = ro;

@@ -926,11 +926,13 @@ EW_CMP(logical_xor, (a != C(0)) != (b != C(0)))
 // PyTorch's composite (TensorCompare.cpp): a == b, or a finite |a - b| <= atol + |rtol * b|,
 // every step a kernel of its own, so rounded to the data's dtype and never fused into an FMA.
 // Integer and bool data: the test runs in f32 (PyTorch casts to the default dtype), and p0, p1
-// hold the f32 bit patterns of rtol and atol (ew::kernel_params), as p.v is integral there.
+// hold the f32 bit patterns of rtol and atol (ew::kernel_params), as p.v is integral there;
+// p3 = 1 there: both zero, equality only (PyTorch returns before the f32 test).
 EW_UN(isclose) {
   F2 {
     if (a == b) return C(1);
     if constexpr (kIsInt<C>) {
+      if (p.v[3] != 0) return C(0);
       const float rtol = std::bit_cast<float>(static_cast<uint32_t>(p.v[0]));
       const float atol = std::bit_cast<float>(static_cast<uint32_t>(p.v[1]));
       const float fb = static_cast<float>(b);

@@ -61,7 +61,9 @@ inline bool divides_by_reciprocal(const ElementwiseDescriptor& d) {
 // The value scalar operand k of d enters the kernel's math with (before the kernel's own
 // conversion to f32 / f64): the Scalar, rounded to bf16 / f16 where PyTorch does that, or the
 // divisor's reciprocal. Used by the library (fill_scalars) and by the float64 reference's callers.
-inline double kernel_literal(const ElementwiseDescriptor& d, int k) {
+// backward: PyTorch's derivative formulas of pow, xlogy and xlog1py take the Scalar as a double
+// (pow_backward's exponent, log(base)), so their gradients read it unrounded.
+inline double kernel_literal(const ElementwiseDescriptor& d, int k, bool backward = false) {
   const double v = d.operand[k].value.as_double();
   auto common = ew_common_dtype(d);
   if (!common) return v;
@@ -69,6 +71,7 @@ inline double kernel_literal(const ElementwiseDescriptor& d, int k) {
     if (d.op == EwOp::div_trunc && *common != DType::f64) return static_cast<double>(1.0f / static_cast<float>(v));
     return 1.0 / v;
   }
+  if (backward && (d.op == EwOp::pow || d.op == EwOp::xlogy || d.op == EwOp::xlog1py)) return v;
   return scalar_read_as_storage(d.op, k) ? round_to_storage(*common, v) : v;
 }
 
@@ -123,21 +126,23 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       if (!(p[0] >= 0) || !(p[1] >= 0))
         return error(StatusCode::kInvalidProblem, opn, ": isclose needs rtol >= 0 and atol >= 0 (rtol = ", p[0], ", atol = ", p[1], ")");
       if (int_math) {  // the f32 test on integer data reads rtol, atol from their f32 bits
+        p[3] = p[0] == 0 && p[1] == 0 ? 1.0 : 0.0;  // PyTorch: zero tolerances = equality only
         p[0] = std::bit_cast<uint32_t>(static_cast<float>(p[0]));
         p[1] = std::bit_cast<uint32_t>(static_cast<float>(p[1]));
       } else if (auto c = ew_common_dtype(d); c.ok()) {
         p[3] = *c == DType::bf16 ? 1.0 : (*c == DType::f16 ? 2.0 : 0.0);
       }
       break;
-    case EwOp::pow:
+    case EwOp::pow: case EwOp::float_power:
       // tensor ** Python scalar: PyTorch's special cases (ew_ops.hpp op_pow), tested on the
-      // exponent as given (0, 1, 0.5, -0.5, -1), then on it rounded to the data's format (2, 3, -2)
+      // exponent as given (0, 1, 0.5, -0.5, -1), then on it converted to the data's type (2, 3,
+      // -2: exp.to<scalar_t>(), so 2.00000001 is 2 for f32 data too). float_power is pow on f64.
       p = {0, 0, 0, 0};
       if (!int_math && d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar) {
         const double e = d.operand[1].value.as_double();
         auto c = ew_common_dtype(d);
-        const DType cd = c.ok() ? *c : DType::f32;
-        const double r = round_to_storage(cd, e);
+        const DType cd = d.op == EwOp::float_power ? DType::f64 : (c.ok() ? *c : DType::f32);
+        const double r = cd == DType::f64 ? e : round_to_storage(cd, static_cast<float>(e));
         p[0] = e == 0 ? 2 : e == 1 ? 1 : e == 0.5 ? 3 : e == -0.5 ? 4 : e == -1 ? 5 : r == 2 ? 6 : r == 3 ? 7 : r == -2 ? 8 : 0;
         p[1] = cd == DType::bf16 ? 1 : (cd == DType::f16 ? 2 : 0);
       }
