@@ -353,6 +353,24 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   EXPECT_EQ(params(EwOp::div, {f32, f32}, {}, DType::f32, false)[0], 0.0);
   EXPECT_EQ(params(EwOp::div, {O::scalar(3.0), f32}, {}, DType::f32, false)[0], 0.0);
   EXPECT_EQ(params(EwOp::div_trunc, {i32, O::scalar(int64_t{3})}, {}, DType::i32, true)[0], 0.0);
+  {
+    // floor division: PyTorch keeps the floor in the data's 16-bit format before its +1 snap, and
+    // divides by a Python scalar through its f32 reciprocal. torch.div(bf16(-129), 0.3,
+    // rounding_mode='floor') = -432 (the exact floor is -430; emulated from PyTorch's kernel).
+    const auto pf = params(EwOp::div_floor, {bf, O::scalar(0.3)}, {}, DType::bf16, false);
+    EXPECT_EQ(pf[0], 1.0);
+    EXPECT_EQ(pf[3], 1.0);
+    const float x[3] = {-129.0f, static_cast<float>(lit(EwOp::div_floor, {bf, O::scalar(0.3)}, 1)), 0.f};
+    const float p4[4] = {static_cast<float>(pf[0]), static_cast<float>(pf[1]), static_cast<float>(pf[2]), static_cast<float>(pf[3])};
+    EXPECT_EQ(ref::store_as(DType::bf16, ref::ew_forward_f32(EwOp::div_floor, x, p4)), -432.0);
+    const auto pt = params(EwOp::div_floor, {f32, f32}, {}, DType::f32, false);  // f32 tensors: the exact form
+    EXPECT_EQ(pt[0], 0.0);
+    EXPECT_EQ(pt[3], 0.0);
+    const float pt4[4] = {0, 0, 0, 0};
+    const float y[3] = {-129.0f, 0.3f, 0.f};
+    EXPECT_EQ(ref::ew_forward_f32(EwOp::div_floor, y, pt4), -430.0f);
+    EXPECT_EQ(params(EwOp::div_floor, {i32, O::scalar(int64_t{3})}, {}, DType::i32, true)[0], 0.0);
+  }
   const auto th = params(EwOp::threshold, {bf}, {0.1, 0.3}, DType::bf16, false);
   EXPECT_EQ(th[0], 0.10009765625);
   EXPECT_EQ(th[1], 0.30078125);

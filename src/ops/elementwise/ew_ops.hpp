@@ -63,28 +63,49 @@ template <class C> EW_HD C nan_min(C a, C b) {
   if constexpr (kIsInt<C>) return a < b ? a : b;
   else return (a != a) ? a : ((b != b) ? b : m::fmin(a, b));
 }
-// Python floor division of floats (c10's div_floor_floating).
-template <class C> EW_HD C div_floor_f(C a, C b) {
+// v rounded to the data's 16-bit format (fmt 1: bf16, 2: f16; else v): PyTorch's scalar_t
+// arithmetic inside a kernel that keeps an intermediate in the storage type.
+template <class C> EW_HD C round_to_data(C v, C fmt) {
+  if (fmt == C(1)) return static_cast<C>(bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))));
+  if (fmt == C(2)) return static_cast<C>(f16_bits_to_float(float_to_f16_bits(static_cast<float>(v))));
+  return v;
+}
+// Python floor division of floats (c10's div_floor_floating). PyTorch instantiates it on the
+// storage type, so on bf16 / f16 data (fmt 1 / 2) every step is rounded to that format. recip:
+// b is a Python scalar, which PyTorch's kernel divides by as a multiply with the f32 (f64)
+// reciprocal, keeping only the floor in the storage type.
+template <class C> EW_HD C div_floor_f(C a, C b, C recip = C(0), C fmt = C(0)) {
   if (b == C(0)) return a / b;
   const C mod = m::fmod(a, b);
-  C div = (a - mod) / b;
-  if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
+  if (recip != C(0)) {
+    const C inv = C(1) / b;
+    C div = (a - mod) * inv;
+    if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
+    if (div == C(0)) return m::copysign(C(0), a * inv);
+    C fl = round_to_data(m::floor(div), fmt);
+    if (div - fl > C(0.5)) fl = round_to_data(fl + C(1), fmt);
+    return fl;
+  }
+  C div = round_to_data(round_to_data(a - mod, fmt) / b, fmt);
+  if (mod != C(0) && (b < C(0)) != (mod < C(0))) div = round_to_data(div - C(1), fmt);
   C fl;
   if (div != C(0)) {
     fl = m::floor(div);
-    if (div - fl > C(0.5)) fl += C(1);
+    if (round_to_data(div - fl, fmt) > C(0.5)) fl = round_to_data(fl + C(1), fmt);
   } else {
     fl = m::copysign(C(0), a / b);
   }
   return fl;
 }
-template <class C> EW_HD C div_floor_any(C a, C b) {
+template <class C> EW_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0)) {
   if constexpr (kIsInt<C>) {
+    (void)recip;
+    (void)fmt;
     const int64_t q = idiv(a, b);
     if ((a < 0) != (b < 0) && imod(a, b) != 0) return q - 1;
     return q;
   } else {
-    return div_floor_f(a, b);
+    return div_floor_f(a, b, recip, fmt);
   }
 }
 template <class C> EW_HD C gelu_erf(C x) { return C(0.5) * x * (C(1) + m::erf(x * C(0.70710678118654752440))); }
@@ -705,8 +726,9 @@ EW_UN(div_trunc) {
   F2 { UNUSED_P; if constexpr (kIsInt<C>) return idiv(a, b); else return m::trunc(p.v[0] != C(0) ? a * b : a / b); }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
+// p0 = 1: b is a Python scalar (PyTorch's reciprocal form); p3: the data's 16-bit format
 EW_UN(div_floor) {
-  F2 { UNUSED_P; return div_floor_any(a, b); }
+  F2 { return div_floor_any(a, b, p.v[0], p.v[3]); }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
 EW_UN(remainder) {
@@ -728,13 +750,6 @@ EW_UN(fmod) {
   F2 { UNUSED_P; if constexpr (kIsInt<C>) return imod(a, b); else return m::fmod(a, b); }
   D2 { UNUSED_P; da = g; db = -g * m::trunc(a / b); }
 };
-// v rounded to the data's 16-bit format (fmt 1: bf16, 2: f16; else v): PyTorch's scalar_t
-// arithmetic inside a kernel that keeps an intermediate in the storage type.
-template <class C> EW_HD C round_to_data(C v, C fmt) {
-  if (fmt == C(1)) return static_cast<C>(bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))));
-  if (fmt == C(2)) return static_cast<C>(f16_bits_to_float(float_to_f16_bits(static_cast<float>(v))));
-  return v;
-}
 // p0: how PyTorch computes tensor ** Python scalar (ew::kernel_params picks it; b holds the
 // exponent, rounded to the data's format): 0 pow(a, b) (also tensor ** tensor); 1 a (exponent
 // 1); 2 one (0); 3 sqrt (0.5); 4 rsqrt (-0.5); 5 1 / a (-1); 6 a * a (2 after rounding);

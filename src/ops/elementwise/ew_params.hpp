@@ -122,6 +122,13 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
     case EwOp::div: case EwOp::div_trunc:
       p[0] = divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0;  // b holds 1 / divisor
       break;
+    case EwOp::div_floor:  // b stays the divisor; p0: PyTorch's scalar-divisor form, p3: 16-bit steps
+      p = {0, 0, 0, 0};
+      if (!int_math) {
+        p[0] = d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar ? 1.0 : 0.0;
+        if (auto c = ew_common_dtype(d); c.ok()) p[3] = *c == DType::bf16 ? 1.0 : (*c == DType::f16 ? 2.0 : 0.0);
+      }
+      break;
     case EwOp::isclose:
       if (!(p[0] >= 0) || !(p[1] >= 0))
         return error(StatusCode::kInvalidProblem, opn, ": isclose needs rtol >= 0 and atol >= 0 (rtol = ", p[0], ", atol = ", p[1], ")");
