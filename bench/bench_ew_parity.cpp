@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -92,6 +93,7 @@ struct Dumper {
   std::vector<Pool> pools;
   int cases = 0, skipped = 0;
   std::string filter;
+  bool trace = false;
   void* out_dev = nullptr;
   std::vector<uint8_t> out_host;
 
@@ -130,6 +132,7 @@ struct Dumper {
     const DType data_dt = dts[op == EwOp::where ? 1 : 0];  // where: the values' dtype, not the condition's
     const std::string line = strf("%s %s %s", std::string(ew_op_name(op)).c_str(), std::string(dtype_name(data_dt)).c_str(), form.c_str());
     if (!filter.empty() && line.find(filter) == std::string::npos) return;
+    if (trace) std::fprintf(stderr, "%s\n", line.c_str());  // BARACUDA_PARITY_TRACE=1: the case about to run
     auto plan = ElementwisePlan::select(d);
     if (!plan) {  // a combination the op does not take (PyTorch rejects it too)
       ++skipped;
@@ -200,6 +203,7 @@ int run_ew_parity(const std::string& dir, const std::string& filter) {
   }
   Dumper D;
   D.filter = filter;
+  D.trace = std::getenv("BARACUDA_PARITY_TRACE") != nullptr;
   D.data = std::fopen((dir + "/data.bin").c_str(), "wb");
   D.index = std::fopen((dir + "/cases.json").c_str(), "w");
   if (!D.data || !D.index) {

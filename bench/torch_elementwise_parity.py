@@ -17,6 +17,7 @@ of the intermediate.
 import argparse
 import json
 import mmap
+import time
 
 import torch
 import torch.nn.functional as F
@@ -104,8 +105,8 @@ def ordered(bits, nbits):
 
 
 def compare(ours, theirs):
-    """(mismatching elements, max ulp distance or None, signed-zero-only mismatches)."""
-    ours, theirs = ours.cpu().contiguous(), theirs.cpu().contiguous()
+    """(mismatching elements, max ulp distance or None, signed-zero-only mismatches). On theirs' device."""
+    ours, theirs = ours.to(theirs.device).contiguous(), theirs.contiguous()
     if ours.dtype == torch.bool or not ours.dtype.is_floating_point:
         diff = ours != theirs
         return int(diff.sum()), None, 0, diff
@@ -137,37 +138,52 @@ def main():
     cases = json.load(open(f"{a.dir}/cases.json"))
     f = open(f"{a.dir}/data.bin", "rb")
     buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-    dev = torch.cuda.get_device_name() if a.device == "cuda" else a.device
     out = []
-    for c in cases:
-        rec = {"op": c["op"], "form": c["form"], "dtype": c["dtype"], "out_dtype": c["out"]["dtype"], "n": c["n"],
-               "scalars": [i["scalar"] for i in c["inputs"] if "scalar" in i], "composite": c["op"] in COMPOSITE}
-        xs = load_inputs(c, buf, a.device)
-        fn = (lambda x: x.to(DT[c["out"]["dtype"]])) if c["op"] == "to" else torch_call(c)
-        if fn is None:
-            rec["status"] = "no PyTorch counterpart in the table"
-            out.append(rec)
-            continue
-        try:  # only PyTorch's call: a failure of our loader or comparison must not hide here
-            y = fn(*xs)
-        except Exception as e:  # PyTorch rejects this form (e.g. a Python scalar where it wants a tensor)
-            rec["status"] = "torch rejects: " + str(e).split("\n")[0][:100]
-            out.append(rec)
-            continue
-        ours = ours_output(c, buf)
-        if y.dtype != ours.dtype:
-            rec["status"] = f"dtype differs: torch {str(y.dtype).replace('torch.', '')}"
-            out.append(rec)
-            continue
-        n, ulp, zeros, diff = compare(ours, y.reshape(-1))
-        rec.update({"status": "ok", "mismatches": n, "max_ulp": ulp, "signed_zero_only": zeros})
-        if n:
-            ex = []
-            for i in diff.nonzero().reshape(-1)[:3].tolist():
-                ins = [(x if not torch.is_tensor(x) else x[i].item()) for x in xs]
-                ex.append({"inputs": [repr(v) for v in ins], "ours": repr(ours[i].item()), "torch": repr(y.reshape(-1)[i].item())})
-            rec["examples"] = ex
+    t0 = time.time()
+    try:
+        for i, c in enumerate(cases):
+            if i % 500 == 0:
+                print(f"case {i} of {len(cases)}, {time.time() - t0:.0f} s", flush=True)
+            compare_case(c, buf, a, out)
+    except KeyboardInterrupt:  # `timeout -s INT`: keep what was compared
+        print(f"interrupted after {len(out)} of {len(cases)} cases", flush=True)
+    partial = len(out) < len(cases)
+    finish(out, a, len(cases), partial)
+
+
+def compare_case(c, buf, a, out):
+    rec = {"op": c["op"], "form": c["form"], "dtype": c["dtype"], "out_dtype": c["out"]["dtype"], "n": c["n"],
+           "scalars": [i["scalar"] for i in c["inputs"] if "scalar" in i], "composite": c["op"] in COMPOSITE}
+    xs = load_inputs(c, buf, a.device)
+    fn = (lambda x: x.to(DT[c["out"]["dtype"]])) if c["op"] == "to" else torch_call(c)
+    if fn is None:
+        rec["status"] = "no PyTorch counterpart in the table"
         out.append(rec)
+        return
+    try:  # only PyTorch's call: a failure of our loader or comparison must not hide here
+        y = fn(*xs)
+    except Exception as e:  # PyTorch rejects this form (e.g. a Python scalar where it wants a tensor)
+        rec["status"] = "torch rejects: " + str(e).split("\n")[0][:100]
+        out.append(rec)
+        return
+    ours = ours_output(c, buf)
+    if y.dtype != ours.dtype:
+        rec["status"] = f"dtype differs: torch {str(y.dtype).replace('torch.', '')}"
+        out.append(rec)
+        return
+    n, ulp, zeros, diff = compare(ours, y.reshape(-1))
+    rec.update({"status": "ok", "mismatches": n, "max_ulp": ulp, "signed_zero_only": zeros})
+    if n:
+        ex = []
+        for i in diff.nonzero().reshape(-1)[:3].tolist():
+            ins = [(x if not torch.is_tensor(x) else x[i].item()) for x in xs]
+            ex.append({"inputs": [repr(v) for v in ins], "ours": repr(ours[i].item()), "torch": repr(y.reshape(-1)[i].item())})
+        rec["examples"] = ex
+    out.append(rec)
+
+
+def finish(out, a, total, partial):
+    dev = torch.cuda.get_device_name() if a.device == "cuda" else a.device
     for r in out:
         r.update({"device": dev, "commit": a.commit, "date": a.date})
     with open(a.out_json, "w") as fo:
@@ -178,6 +194,7 @@ def main():
     elems = sum(r["n"] for r in compared)
     bad = sum(r["mismatches"] for r in compared)
     lines = [f"# Elementwise forward: bitwise parity with PyTorch on {dev} ({a.date}, commit {a.commit})", "",
+             (f"**Partial run: {len(out)} of {total} cases.** " if partial else "") +
              f"{len(compared)} cases compared ({len(out) - len(compared)} not comparable, listed at the end); "
              f"{len(exact)} bitwise identical; {bad} of {elems} elements differ ({100.0 * bad / max(elems, 1):.4f} %). "
              "Inputs: every bf16 / f16 bit pattern, 65536 f32, f64 and i32 values; binary ops also with a Python scalar on either "

@@ -436,6 +436,22 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   EXPECT_EQ(g[0], 1.0 / 3.0);  // d(x * r)/dx = r
 }
 
+TEST(EwReference, ZetaOfLargeNegativeQEndsAndMatchesTheDirectSum) {
+  // Repro (ew-parity dump, f64 random bit patterns): zeta(x, q) with q a large negative
+  // non-integer summed -q terms one by one, 2^52 steps at most: the kernel never ended. Past
+  // 1024 terms the negative ones are summed in closed form; checked against the direct sum.
+  for (double x : {2.0, 3.0, 6.0})
+    for (double q : {-1500.5, -2000.25, -4096.75}) {
+      const double closed = ew::m::zeta(x, q), direct = ew::m::zeta_series(x, q);
+      // odd x: the negative and positive terms cancel (zeta(3, -1500.5) ~ 2e-7 from terms near
+      // 2^3), so both sums are exact to eps times the largest term, not to eps times the result
+      EXPECT_NEAR(closed, direct, 1e-13 * (std::fabs(direct) + std::pow(2.0, x))) << "zeta(" << x << ", " << q << ")";
+    }
+  EXPECT_EQ(ew::m::zeta(2.0, -100.5), ew::m::zeta_series(2.0, -100.5));  // up to 1024 terms: the direct sum
+  EXPECT_TRUE(std::isfinite(ew::m::zeta(2.0, -1e15 - 0.5)));              // returns (it used to run ~1e15 steps)
+  EXPECT_TRUE(std::isfinite(ew::m::zeta(4.0f, -8e6f - 0.5f)));
+}
+
 TEST(EwReference, IscloseIsPyTorchsComposite) {
   // PyTorch: a == b, or a finite |a - b| <= atol + |rtol * b|, every step its own kernel, so
   // rounded to the data's dtype; integer data tested in f32 with the f32 rtol / atol. Before,

@@ -385,20 +385,13 @@ EW_HD T digamma(T x) {
   return result + log(x) - T(0.5) / x - poly;
 }
 // Hurwitz zeta(x, q) = sum_k (k + q)^-x by Euler-Maclaurin summation (the Cephes scheme PyTorch
-// uses): direct terms until the tail starts at a >= 9, then the Bernoulli corrections.
+// uses): direct terms until the tail starts at a >= 9, then the Bernoulli corrections. x > 1.
 template <class T>
-EW_HD T zeta(T x, T q) {
-  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+EW_HD T zeta_series(T x, T q) {
   const T eps = std::numeric_limits<T>::epsilon();
   const T A[] = {T(12.0), T(-720.0), T(30240.0), T(-1209600.0), T(47900160.0), T(-1.8924375803183791606e9),
                  T(7.47242496e10), T(-2.950130727918164224e12), T(1.1646782814350067249e14),
                  T(-4.5979787224074726105e15), T(1.8152105401943546773e17), T(-7.1661652561756670113e18)};
-  if (x == T(1)) return inf;
-  if (x < T(1)) return nan;
-  if (q <= T(0)) {
-    if (q == floor(q)) return inf;
-    if (x != floor(x)) return nan;  // q^-x is not real
-  }
   T s = pow(q, -x), a = q, b = T(0);
   int i = 0;
   while (i < 9 || a <= T(9)) {
@@ -425,6 +418,26 @@ EW_HD T zeta(T x, T q) {
     k += T(1);
   }
   return s;
+}
+template <class T>
+EW_HD T zeta(T x, T q) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  if (x == T(1)) return inf;
+  if (x < T(1)) return nan;
+  if (q <= T(0)) {
+    if (q == floor(q)) return inf;
+    if (x != floor(x)) return nan;  // q^-x is not real
+  }
+  // q < 0 (x an integer here): the direct sum first walks -q terms one by one (PyTorch's loop
+  // does, up to 2^52 steps in f64: a GPU hang; found by the ew-parity dump). Past 1024 of them,
+  // split: with n = ceil(-q), q' = q + n in (0, 1) and r = 1 - q', the n negative terms are
+  // (-1)^x (zeta(x, r) - zeta(x, r + n)). Up to 1024 the direct sum is PyTorch's, bit for bit.
+  if (q < T(-1024)) {
+    const T n = ceil(-q), qp = q + n, r = T(1) - qp;
+    const T sign = fmod(x, T(2)) == T(0) ? T(1) : T(-1);
+    return zeta_series(x, qp) + sign * (zeta_series(x, r) - zeta_series(x, r + n));
+  }
+  return zeta_series(x, q);
 }
 
 // trigamma (psi'): reflection below 1/2, recurrence up to 6, asymptotic series.
