@@ -132,8 +132,18 @@ double fwd(EwOp op, std::initializer_list<double> x, std::initializer_list<Scala
   for (double v : x) xs[k++] = v;
   return ref::ew_forward(op, xs, p->data());
 }
-int64_t ifwd(EwOp op, int64_t a, int64_t b) {
-  const int64_t x[3] = {a, b, 0}, p[4] = {1, 0, 0, 0};
+// integer math of op on (a, b) with the parameters kernel_params gives for tensors of dtype t
+int64_t ifwd(EwOp op, int64_t a, int64_t b, DType t = DType::i64) {
+  const int ar = ew_op_arity(op);
+  std::vector<EwOperand> ops(ar, EwOperand::tensor(t, {2}));
+  ElementwiseDescriptor d = ElementwiseDescriptor::make(op, {});
+  d.num_operands = ar;
+  for (int k = 0; k < ar; ++k) d.operand[k] = ops[k];
+  auto pk = ew::kernel_params("test", d, t, true);
+  EXPECT_TRUE(pk.ok()) << ew_op_name(op);
+  int64_t p[4] = {};
+  for (int k = 0; k < 4 && pk.ok(); ++k) p[k] = ew::kernel_int_param(d, *pk, k);
+  const int64_t x[3] = {a, b, 0};
   return ref::ew_forward_int(op, x, p);
 }
 void expect_same(double got, double want, const std::string& what) {
@@ -223,6 +233,14 @@ TEST(EwReference, IncompleteGammaAndScaledBesselAgainstMpmath) {
       {50.0, 80.0, 0.99986921602340859, 0.00013078397659141034, 5.2935368685313973e-5},
       {1500.0, 1480.0, 0.30499261901585626, 0.69500738098414374, 0.009125233779382117},
       {3e7, 30004000.0, 0.76740426931771612, 0.23259573068228388, 5.5781471506460469e-5},
+      // small a, x <= 1.1: Q directly (1 - P gave -6.7e-15 and, in float, 3.1e-6 for the first;
+      // found by the ew-parity dump)
+      {1.1754943508222875e-38, 9.999999682655225e-21, 1.0, 5.3455001666048062e-37, 1.1754943881259877e-18},
+      {1e-20, 1.0000001192092896, 1.0, 2.1938389054087867e-21, 3.6787935346216173e-21},
+      {0.01, 0.9, 0.99737365674794885, 0.0026263432520511505, 0.0045384353289090384},
+      {0.3, 1e-3, 0.14024245892486737, 0.85975754107513263, 42.040384855288138},
+      // 1 / a overflowed in the P series (float: inf; PyTorch 2.11 gives 0): ew-parity dump
+      {2.73272538462147e-39, 2.303434554274489e-26, 1.0, 1.597430895850165e-37, 1.1863698838546747e-13},
   };
   // double: relative 1e-13, plus 2e-16 absolute for the complement taken as 1 - (other) (its
   // rounding is relative to 1, not to the small result: the 1e-3 row's Q)
@@ -241,6 +259,14 @@ TEST(EwReference, IncompleteGammaAndScaledBesselAgainstMpmath) {
     const double pd = ew::m::igamma_pq<double>(af, xf, false), qd = ew::m::igamma_pq<double>(af, xf, true);
     EXPECT_PRED4(near, ew::m::igamma_pq<float>(af, xf, false), pd, 64 * 1.1920929e-7, 64 * 1.1920929e-7) << "f32 igamma(" << c.a << ", " << c.x << ")";
     EXPECT_PRED4(near, ew::m::igamma_pq<float>(af, xf, true), qd, 64 * 1.1920929e-7, 64 * 1.1920929e-7) << "f32 igammac(" << c.a << ", " << c.x << ")";
+  }
+  // a small Q keeps its relative accuracy in float too (the loop above allows 64 eps absolute)
+  for (const G& c : g) {
+    if (c.q > 0.01) continue;
+    const float af = static_cast<float>(c.a), xf = static_cast<float>(c.x);
+    const double qd = ew::m::igamma_pq<double>(af, xf, true);
+    EXPECT_PRED4(near, fwd(EwOp::igammac, {c.a, c.x}), c.q, 1e-13, 0.0) << "igammac(" << c.a << ", " << c.x << ") relative";
+    EXPECT_PRED4(near, ew::m::igamma_pq<float>(af, xf, true), qd, 64 * 1.1920929e-7, 0.0) << "f32 igammac(" << c.a << ", " << c.x << ") relative";
   }
   // boundaries (PyTorch / SciPy)
   expect_same(fwd(EwOp::igamma, {-1.0, 1.0}), kNaN, "igamma(-1, 1)");
@@ -273,6 +299,9 @@ TEST(EwReference, IncompleteGammaAndScaledBesselAgainstMpmath) {
                  {85.0, 0.043335426492424391, 0.043079753484277879},
                  {200.0, 0.028227159949111916, 0.028156503394832918},
                  {1000.0, 0.012617240455891257, 0.012610930256928629}};
+  // near the float maximum: 2 pi x overflowed in float and gave 0 (i0e(5.4e37) is 5.42e-20; ew-parity dump)
+  EXPECT_PRED4(near, ew::m::bessel_i0e(5.416604082823532e+37f), 5.4205894992478968e-20, 8 * 1.1920929e-7, 0.0);
+  EXPECT_PRED4(near, ew::m::bessel_i1e(-3.0e38f), -1 / std::sqrt(2 * 3.14159265358979 * 3.0e38), 8 * 1.1920929e-7, 0.0);
   for (const B& c : b) {
     EXPECT_PRED4(near, fwd(EwOp::i0e, {c.x}), c.i0e, 1e-14, 0.0) << "i0e(" << c.x << ")";
     EXPECT_PRED4(near, fwd(EwOp::i1e, {c.x}), c.i1e, 1e-14, 0.0) << "i1e(" << c.x << ")";
@@ -436,6 +465,53 @@ TEST(EwScalars, ReadAsPyTorchCudaKernelsReadThem) {
   EXPECT_EQ(g[0], 1.0 / 3.0);  // d(x * r)/dx = r
 }
 
+// The f32 kernel math (ew_forward_f32, as the GPU computes bf16 / f16 / f32 data) on 1-element
+// operands of dtype dt (slot scalar_slot a Python scalar), stored as the result dtype: values where
+// our output differed from PyTorch 2.11's on the H200 (ew-parity dump, 2026-11-23), now PyTorch's.
+TEST(EwReference, ArithmeticOrderAsPyTorchKernels) {
+  auto run = [](EwOp op, DType dt, std::vector<double> v, std::initializer_list<Scalar> params = {}, int scalar_slot = -1) {
+    std::vector<EwOperand> ops;
+    for (size_t k = 0; k < v.size(); ++k)
+      ops.push_back(static_cast<int>(k) == scalar_slot ? EwOperand::scalar(v[k]) : EwOperand::tensor(dt, {1}));
+    ElementwiseDescriptor d = ElementwiseDescriptor::make(op, {}, params);
+    d.num_operands = static_cast<int>(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) d.operand[k] = ops[k];
+    const DType result = ew_common_dtype(d).value();
+    auto pk = ew::kernel_params("test", d, result, false);
+    EXPECT_TRUE(pk.ok()) << ew_op_name(op);
+    float x[3] = {}, p[4] = {};
+    for (int k = 0; k < 4; ++k) p[k] = static_cast<float>((*pk)[k]);
+    for (size_t k = 0; k < v.size(); ++k)
+      x[k] = static_cast<float>(static_cast<int>(k) == scalar_slot ? ew::kernel_literal(d, static_cast<int>(k)) : ref::store_as(dt, v[k]));
+    return ref::store_as(result, ref::ew_forward_f32(op, x, p));
+  };
+  const DType bf = DType::bf16, hf = DType::f16, f32 = DType::f32;
+  // addcmul / addcdiv: a + value * (b * c), a + value * (b / c), contracted (we had (value b) c)
+  EXPECT_EQ(run(EwOp::addcmul, f32, {-1.401298464324817e-45, 88.69999694824219, 100.0}, {0.7}), 6209.0);
+  EXPECT_EQ(run(EwOp::addcdiv, f32, {0.10000000149011612, -88.69999694824219, -100.0}, {0.7}), 0.7208999395370483);
+  EXPECT_EQ(run(EwOp::addcdiv, f32, {88.69999694824219, 100.0, -1.0}, {0.7}), 18.69999885559082);
+  EXPECT_EQ(run(EwOp::addcmul, bf, {1.88079096131566e-36, -657129996288.0, 5.633594319404172e+26}, {0.7}), -kInf);  // b c overflows first
+  // trunc division of 16-bit data truncates the 16-bit quotient
+  EXPECT_EQ(run(EwOp::div_trunc, bf, {0.1, 0.000621795654296875}, {}, 0), 161.0);  // bf16(0.1) / x = 160.98 -> 161
+  EXPECT_EQ(run(EwOp::div_trunc, hf, {0.000598907470703125, 3.153085708618164e-05}), 19.0);
+  // floor division of 16-bit data: f32 steps, the floor kept in 16 bits
+  EXPECT_EQ(run(EwOp::div_floor, bf, {6.91190678283505e-36, 3.783622441709238e-38}), 182.0);
+  EXPECT_EQ(run(EwOp::div_floor, bf, {1.3060212435375943e-33, 5.078135595552282e-36}), 256.0);
+  EXPECT_EQ(run(EwOp::div_floor, bf, {0.1, 0.00014019012451171875}, {}, 0), 712.0);
+  EXPECT_EQ(run(EwOp::div_floor, hf, {0.3, 4.875659942626953e-05}, {}, 0), 6152.0);
+  // hardsigmoid / hardswish multiply by 1/6 formed in f32
+  EXPECT_EQ(run(EwOp::hardsigmoid, f32, {0.5}), 0.5833333730697632);
+  EXPECT_EQ(run(EwOp::hardswish, f32, {0.5}), 0.2916666865348816);
+  EXPECT_EQ(fwd(EwOp::hardsigmoid, {0.0}), 0.5000000149011612);  // f64 data as well (PyTorch 2.11)
+  // composites: softsign's |x| + 1 and tanhshrink's tanh(x) rounded to the 16-bit format first
+  EXPECT_EQ(run(EwOp::softsign, bf, {0.002777099609375}), 0.002777099609375);
+  EXPECT_EQ(run(EwOp::softsign, hf, {0.00034546852111816406}), 0.00034546852111816406);
+  EXPECT_EQ(run(EwOp::tanhshrink, bf, {0.0003528594970703125}), 0.0);
+  // ldexp with a float exponent: 2^b rounded to the exponent's format (f16: 2^32.7 is inf)
+  EXPECT_EQ(run(EwOp::ldexp, hf, {1.0728836059570312e-06, 32.71875}), kInf);
+  EXPECT_EQ(run(EwOp::ldexp, bf, {7.438675188797288e-39, 1.25}), 1.7632415262334313e-38);
+}
+
 TEST(EwReference, ZetaOfLargeNegativeQEndsAndMatchesTheDirectSum) {
   // Repro (ew-parity dump, f64 random bit patterns): zeta(x, q) with q a large negative
   // non-integer summed -q terms one by one, 2^52 steps at most: the kernel never ended. Past
@@ -518,7 +594,7 @@ TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
       {DType::bf16, -0.0, 0.0, 0.0},                 // zeros: the sign of `to`
       {DType::bf16, 3.3895313892515355e38, kInf, kInf},
       {DType::bf16, 2, 2, 2},
-      {DType::bf16, 0.1, 1, 0.1005859375},           // a literal: rounded to bf16 (0.10009765625) first
+      {DType::bf16, 0.10009765625, 1, 0.1005859375},  // a literal 0.1 reaches the kernel rounded (below)
       {DType::f16, 1, 2, 1.0009765625},
       {DType::f16, 1, 0, 0.99951171875},
       {DType::f16, 0, -1, -5.960464477539063e-08},   // -2^-24
@@ -530,6 +606,10 @@ TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
       {DType::bf16, kNaN, 1, kNaN},
       {DType::f16, 1, kNaN, kNaN},
   };
+  // a Scalar operand is rounded to the 16-bit format by kernel_literal (the kernel reads the bf16
+  // pattern from the f32 bits without rounding)
+  EXPECT_EQ(ew::kernel_literal(ElementwiseDescriptor::make(EwOp::nextafter, {EwOperand::tensor(DType::bf16, {2}), EwOperand::scalar(0.1)}), 1),
+            0.10009765625);
   for (const Case& c : cases)
     expect_same(next(c.t, c.a, c.b), c.want, std::string("nextafter ") + std::string(dtype_name(c.t)) + " " + std::to_string(c.a) + " -> " + std::to_string(c.b));
 }
@@ -562,6 +642,16 @@ TEST(EwReference, IntegerSemanticsAsPyTorch) {
     if (std::abs(x) < (int64_t{1} << 31) && std::abs(y) < (int64_t{1} << 31))
       ASSERT_EQ(ifwd(EwOp::lcm, x, y), std::lcm(x, y)) << "lcm " << x << ", " << y;
   }
+  // lcm: PyTorch's abs(a / g * b) in int arithmetic (int64 for i64), stored in the data's width:
+  // lcm(-12, 917260141) on i32 is 1877780196 in PyTorch (we gave -1877780196: ew-parity dump)
+  EXPECT_EQ(ref::store_int(DType::i32, ifwd(EwOp::lcm, -12, 917260141, DType::i32)), 1877780196);
+  EXPECT_EQ(ref::store_int(DType::i32, ifwd(EwOp::lcm, 10, 804861703, DType::i32)), 541317562);
+  EXPECT_EQ(ref::store_int(DType::i16, ifwd(EwOp::lcm, 300, 7, DType::i16)), 2100);
+  EXPECT_EQ(ref::store_int(DType::i16, ifwd(EwOp::lcm, 300, 301, DType::i16)), 24764);   // 90300 wraps to 24764
+  EXPECT_EQ(ref::store_int(DType::i16, ifwd(EwOp::lcm, -300, 109, DType::i16)), 32700);  // -32700 in i16, then abs
+  EXPECT_EQ(ref::store_int(DType::i16, ifwd(EwOp::lcm, 200, 199, DType::i16)), -25736);  // abs(39800), stored as i16
+  EXPECT_EQ(ref::store_int(DType::u8, ifwd(EwOp::lcm, 20, 30, DType::u8)), 60);
+  EXPECT_EQ(ref::store_int(DType::u8, ifwd(EwOp::lcm, 20, 33, DType::u8)), 660 % 256);
   // shifts of -3 (int8 and int32 rows of the probe)
   const int64_t amt[] = {0, 1, 7, 8, 9, 31, 32, 63, 64, 70};
   const int64_t shl8[] = {-3, -6, -128, 0, 0, 0, 0, 0, 0, 0}, shl32[] = {-3, -6, -384, -768, -1536, INT32_MIN, 0, 0, 0, 0};

@@ -364,10 +364,10 @@ EW_HD T digamma(T x) {
   T result = 0;
   if (x < T(0)) {
     if (x == trunc(x)) return std::numeric_limits<T>::quiet_NaN();
-    // psi(1 - x) - psi(x) = pi / tan(pi x); reduce the argument of tan to keep accuracy.
-    const T pi = T(3.14159265358979323846);
-    const T r = x - trunc(x);  // exact fractional part in (-1, 0): tan(pi r) = tan(pi x)
-    result = -pi / tanpi(r);
+    // psi(1 - x) - psi(x) = pi / tan(pi x), with the fractional part r of x (tan(pi r) =
+    // tan(pi x)); in double for every type, as PyTorch's kernel
+    const double pi = 3.14159265358979323846, r = static_cast<double>(x) - trunc(static_cast<double>(x));
+    result = static_cast<T>(-pi / tan(pi * r));
     x = T(1) - x;
   }
   while (x < T(10)) {
@@ -382,13 +382,13 @@ EW_HD T digamma(T x) {
                                 z * (T(-4.16666666666666666667E-3) +
                                      z * (T(7.57575757575757575758E-3) +
                                           z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
-  return result + log(x) - T(0.5) / x - poly;
+  return (log(x) - T(0.5) / x - poly) + result;  // PyTorch's association
 }
 // Hurwitz zeta(x, q) = sum_k (k + q)^-x by Euler-Maclaurin summation (the Cephes scheme PyTorch
 // uses): direct terms until the tail starts at a >= 9, then the Bernoulli corrections. x > 1.
 template <class T>
 EW_HD T zeta_series(T x, T q) {
-  const T eps = std::numeric_limits<T>::epsilon();
+  const T eps = T(1.11022302462515654042E-16);  // Cephes' MACHEP, for float data too (as PyTorch)
   const T A[] = {T(12.0), T(-720.0), T(30240.0), T(-1209600.0), T(47900160.0), T(-1.8924375803183791606e9),
                  T(7.47242496e10), T(-2.950130727918164224e12), T(1.1646782814350067249e14),
                  T(-4.5979787224074726105e15), T(1.8152105401943546773e17), T(-7.1661652561756670113e18)};
@@ -485,7 +485,7 @@ template <class T> EW_HD T bessel_ie_large(T ax, T mu) {
     s += t;
     if (fabs(t) <= std::numeric_limits<T>::epsilon() * fabs(s)) break;
   }
-  return s / sqrt(T(6.28318530717958647692) * ax);
+  return s * T(0.39894228040143267794) / sqrt(ax);  // 1/sqrt(2 pi): 2 pi x overflows near the type's max
 }
 template <class T> EW_HD T bessel_ie_cut() { return sizeof(T) == 4 ? T(80) : T(700); }
 template <class T> EW_HD T bessel_i0e(T x) {
@@ -528,16 +528,49 @@ template <class T> EW_HD T igamma_log_prefactor(T a, T x) {
                  ia2 * (T(1) / T(1188) - ia2 * (T(691) / T(360360)))))));
   return a * log1pmx((x - a) / a) + T(0.5) * log(a) - T(0.91893853320467274178) - corr;
 }
-// P by its power series sum_n x^n / (a (a+1) ... (a+n)) (x < a + 1: the terms fall from the start).
+// lgamma(1 + a) for |a| <= 0.2 by its Taylor series -gamma a + sum_k>=2 (-1)^k zeta(k) a^k / k
+// (lgamma(1 + a) itself loses a when a is below the type's epsilon); lgamma(1 + a) beyond.
+template <class T> EW_HD T lgamma1p(T a) {
+  if (!(fabs(a) <= T(0.2))) return lgamma(T(1) + a);
+  constexpr double kZeta[] = {1.6449340668482264, 1.2020569031595943, 1.0823232337111382, 1.0369277551433699,
+                              1.0173430619844491, 1.0083492773819228, 1.0040773561979443, 1.0020083928260822,
+                              1.0009945751278181, 1.0004941886041195, 1.0002460865533080, 1.0001227133475785,
+                              1.0000612481350587, 1.0000305882363070, 1.0000152822594087, 1.0000076371976379,
+                              1.0000038172932650, 1.0000019082127165, 1.0000009539620338, 1.0000004769329869,
+                              1.0000002384505027, 1.0000001192199259};
+  const T t = -a;  // Horner in t = -a: sum_k zeta(k) t^k / k = t^2 (zeta(2)/2 + t (zeta(3)/3 + ...))
+  const int n = sizeof(T) == 4 ? 10 : 22;
+  T h = T(0);
+  for (int k = n - 1; k >= 0; --k) h = h * t + T(kZeta[k] / (k + 2));
+  return a * T(-0.57721566490153286061) + t * t * h;
+}
+// P by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1) ... (a+n)) (x < a + 1: the
+// terms fall from the start). 1 / Gamma(a + 1) rather than 1 / (a Gamma(a)): 1 / a overflows for
+// a tiny a (P(2.7e-39, 2.3e-26) is 1; we gave inf, found by the ew-parity dump).
 template <class T> EW_HD T igamma_series(T a, T x) {
-  T ap = a, del = T(1) / a, sum = del;
+  T ap = a, del = T(1), sum = T(1);
   for (int n = 0; n < 100000; ++n) {
     ap += T(1);
     del *= x / ap;
     sum += del;
     if (fabs(del) <= fabs(sum) * std::numeric_limits<T>::epsilon()) break;
   }
-  return sum * exp(igamma_log_prefactor(a, x));
+  const T lp = a < T(20) ? a * log(x) - x - lgamma1p(a) : igamma_log_prefactor(a, x) - log(a);
+  return sum * exp(lp);
+}
+// Q for small a at x <= 1.1 (where 1 - P cancels: Q(1e-38, 1e-20) is 5e-37), from
+// gamma(a, x) = x^a sum_n (-x)^n / (n! (a + n)):  Q = -expm1(a log x - lgamma(1 + a))
+// - x^a / Gamma(a) sum_n>=1 (-x)^n / (n! (a + n)).
+template <class T> EW_HD T igammac_small_a(T a, T x) {
+  T fac = T(1), sum = T(0);
+  for (int n = 1; n < 200; ++n) {
+    fac *= -x / T(n);
+    const T term = fac / (a + T(n));
+    sum += term;
+    if (fabs(term) <= std::numeric_limits<T>::epsilon() * fabs(sum)) break;
+  }
+  const T lx = log(x);
+  return -expm1(a * lx - lgamma1p(a)) - exp(a * lx - lgamma(a)) * sum;
 }
 // Q by Legendre's continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),
 // evaluated with the modified Lentz method (x >= a + 1).
@@ -582,6 +615,8 @@ template <class T> EW_HD T igamma_pq(T a, T x, bool upper) {
   if (x == inf) return upper ? T(0) : T(1);
   if (a > (sizeof(T) == 4 ? T(1e3) : T(1e7))) return igamma_uniform(a, x, upper);
   if (x < a + T(1)) {
+    // small a next to x <= 1.1: Q directly (the region of SciPy's igamc series)
+    if (upper && x <= T(1.1) && (x <= T(0.5) ? a < T(-0.4) / log(x) : a < T(1.1) * x)) return igammac_small_a(a, x);
     const T p = igamma_series(a, x);
     return upper ? T(1) - p : p;
   }

@@ -14,6 +14,10 @@
 #include <bit>
 #include <cstdint>
 #include <type_traits>
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
 
 #include "baracuda/core/half_bits.hpp"
 #include "ops/elementwise/ew_math.hpp"
@@ -66,35 +70,28 @@ template <class C> EW_HD C nan_min(C a, C b) {
 // v rounded to the data's 16-bit format (fmt 1: bf16, 2: f16; else v): PyTorch's scalar_t
 // arithmetic inside a kernel that keeps an intermediate in the storage type.
 template <class C> EW_HD C round_to_data(C v, C fmt) {
+#if defined(__CUDA_ARCH__)  // the hardware conversions (same rounding, NaN kept)
+  if (fmt == C(1)) return static_cast<C>(__bfloat162float(__float2bfloat16_rn(static_cast<float>(v))));
+  if (fmt == C(2)) return static_cast<C>(__half2float(__float2half_rn(static_cast<float>(v))));
+#else
   if (fmt == C(1)) return static_cast<C>(bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))));
   if (fmt == C(2)) return static_cast<C>(f16_bits_to_float(float_to_f16_bits(static_cast<float>(v))));
+#endif
   return v;
 }
 // Python floor division of floats (c10's div_floor_floating). PyTorch instantiates it on the
-// storage type, so on bf16 / f16 data (fmt 1 / 2) every step is rounded to that format. recip:
-// b is a Python scalar, which PyTorch's kernel divides by as a multiply with the f32 (f64)
-// reciprocal, keeping only the floor in the storage type.
+// storage type; by c10's operator overloads fmod, the difference and the quotient are f32 there,
+// and only the floor (and its +1 snap) is kept in the 16-bit format (fmt 1: bf16, 2: f16).
+// recip: b is a Python scalar, which PyTorch's kernel divides by as a multiply with the f32 (f64)
+// reciprocal (recip: that reciprocal, nonzero; 0 for a tensor divisor).
 template <class C> EW_HD C div_floor_f(C a, C b, C recip = C(0), C fmt = C(0)) {
   if (b == C(0)) return a / b;
   const C mod = m::fmod(a, b);
-  if (recip != C(0)) {
-    const C inv = C(1) / b;
-    C div = (a - mod) * inv;
-    if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
-    if (div == C(0)) return m::copysign(C(0), a * inv);
-    C fl = round_to_data(m::floor(div), fmt);
-    if (div - fl > C(0.5)) fl = round_to_data(fl + C(1), fmt);
-    return fl;
-  }
-  C div = round_to_data(round_to_data(a - mod, fmt) / b, fmt);
-  if (mod != C(0) && (b < C(0)) != (mod < C(0))) div = round_to_data(div - C(1), fmt);
-  C fl;
-  if (div != C(0)) {
-    fl = m::floor(div);
-    if (round_to_data(div - fl, fmt) > C(0.5)) fl = round_to_data(fl + C(1), fmt);
-  } else {
-    fl = m::copysign(C(0), a / b);
-  }
+  C div = recip != C(0) ? (a - mod) * recip : (a - mod) / b;
+  if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
+  if (div == C(0)) return m::signbit(a) != m::signbit(b) ? C(-0.0) : C(0.0);  // copysign(0, a / b)
+  C fl = round_to_data(m::floor(div), fmt);
+  if (div - fl > C(0.5)) fl = round_to_data(fl + C(1), fmt);
   return fl;
 }
 template <class C> EW_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0)) {
@@ -116,8 +113,11 @@ template <class C> EW_HD C gelu_erf_d(C x) {
 }
 template <class C> inline constexpr C kGeluBeta = C(0.79788456080286535588);  // sqrt(2/pi)
 template <class C> inline constexpr C kGeluKappa = C(0.044715);
+// PyTorch: x_cube = x * x * x, inner = beta * (x + kappa * x_cube) (the add contracted into an
+// fma), (0.5 x)(1 + tanh(inner)); beta in the compute type (f32: 0.79788458).
 template <class C> EW_HD C gelu_tanh_f(C x) {
-  const C inner = kGeluBeta<C> * (x + kGeluKappa<C> * x * x * x);
+  const C x_cube = x * x * x;
+  const C inner = kGeluBeta<C> * m::fma(kGeluKappa<C>, x_cube, x);
   return C(0.5) * x * (C(1) + m::tanh(inner));
 }
 template <class C> EW_HD C gelu_tanh_d(C x) {
@@ -595,24 +595,20 @@ EW_UN(logsigmoid) {
     return g * ((neg ? C(1) : C(0)) - (neg ? C(1) : C(-1)) * (z / (C(1) + z)));
   }
 };
+// hardsigmoid, hardswish: PyTorch multiplies by 1/6 formed in f32 (1.0f / 6.0f), for f64 data too
+// (hardsigmoid(0.0) is 0.50000001490116 in f64); the gradient likewise.
+template <class C> inline constexpr C kOneSixthF32 = static_cast<C>(1.0f / 6.0f);
+template <class C> EW_HD C relu6_shift3(C x) {
+  C t = x + C(3);
+  t = t < C(0) ? C(0) : t;
+  return t > C(6) ? C(6) : t;
+}
 EW_UN(hardsigmoid) {
-  F1 {
-    UNUSED_P;
-    C t = x + C(3);
-    t = t < C(0) ? C(0) : t;
-    t = t > C(6) ? C(6) : t;
-    return t / C(6);
-  }
-  D1 { UNUSED_P; return (x > C(-3) && x < C(3)) ? g / C(6) : C(0); }
+  F1 { UNUSED_P; return relu6_shift3(x) * kOneSixthF32<C>; }
+  D1 { UNUSED_P; return (x > C(-3) && x < C(3)) ? g * kOneSixthF32<C> : C(0); }
 };
 EW_UN(hardswish) {
-  F1 {
-    UNUSED_P;
-    C t = x + C(3);
-    t = t < C(0) ? C(0) : t;
-    t = t > C(6) ? C(6) : t;
-    return x * t / C(6);
-  }
+  F1 { UNUSED_P; return x * relu6_shift3(x) * kOneSixthF32<C>; }
   D1 {
     UNUSED_P;
     if (x <= C(-3)) return C(0);
@@ -634,8 +630,10 @@ EW_UN(softshrink) {
   F1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : (x > C(0) ? x - p.v[0] : x + p.v[0]); }
   D1 { return (x >= -p.v[0] && x <= p.v[0]) ? C(0) : g; }
 };
+// tanhshrink and softsign are Python composites in PyTorch (x - tanh(x), x / (|x| + 1)): on bf16 /
+// f16 data (p0 = 1 / 2) tanh(x) and |x| + 1 are rounded to that format first.
 EW_UN(tanhshrink) {
-  F1 { UNUSED_P; return x - m::tanh(x); }
+  F1 { return x - round_to_data(m::tanh(x), p.v[0]); }
   D1 { UNUSED_P; const C t = m::tanh(x); return g * t * t; }
 };
 // p0 beta, p1 threshold
@@ -647,7 +645,7 @@ EW_UN(softplus) {
   }
 };
 EW_UN(softsign) {
-  F1 { UNUSED_P; return x / (C(1) + m::fabs(x)); }
+  F1 { return x / round_to_data(m::fabs(x) + C(1), p.v[0]); }
   D1 { UNUSED_P; const C d = C(1) + m::fabs(x); return g / (d * d); }
 };
 // p0 threshold, p1 value
@@ -722,13 +720,18 @@ EW_UN(div) {
   F2 { return p.v[0] != C(0) ? a * b : a / b; }
   D2 { da = p.v[0] != C(0) ? g * b : g / b; db = -g * a / (b * b); }
 };
+// p0 = 1: b holds 1 / divisor (a Python-scalar divisor); else on bf16 / f16 data (p3 = 1 / 2) the
+// quotient is rounded to that format before the trunc (PyTorch: trunc(Half / Half), a Half quotient)
 EW_UN(div_trunc) {
-  F2 { UNUSED_P; if constexpr (kIsInt<C>) return idiv(a, b); else return m::trunc(p.v[0] != C(0) ? a * b : a / b); }
+  F2 {
+    if constexpr (kIsInt<C>) return idiv(a, b);
+    else return m::trunc(p.v[0] != C(0) ? a * b : round_to_data(a / b, p.v[3]));
+  }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
 // p0 = 1: b is a Python scalar (PyTorch's reciprocal form); p3: the data's 16-bit format
 EW_UN(div_floor) {
-  F2 { return div_floor_any(a, b, p.v[0], p.v[3]); }
+  F2 { return div_floor_any(a, b, p.v[0] != C(0) ? p.v[1] : C(0), p.v[3]); }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
 EW_UN(remainder) {
@@ -809,9 +812,18 @@ EW_UN(copysign) {
     db = C(0);
   }
 };
+// PyTorch: an integer exponent scales exactly (its ldexp kernel); a float one is a * 2^b with 2^b
+// rounded to the exponent's 16-bit format (p1 = 1 / 2), a separate pow. p0 = 1: integer exponent;
+// 2: b already holds 2^b (a Python-float exponent: PyTorch's pow(2.0, b) in double).
+template <class C> EW_HD C ldexp_factor(C b, const P<C>& p) {
+  return p.v[0] == C(2) ? b : round_to_data(m::pow(C(2), b), p.v[1]);
+}
 EW_UN(ldexp) {
-  F2 { UNUSED_P; return a * m::pow(C(2), b); }
-  D2 { UNUSED_P; da = g * m::pow(C(2), b); db = C(0); }
+  F2 {
+    if (p.v[0] == C(1) && m::fabs(b) < C(2147483648.0)) return m::ldexp(a, static_cast<int>(b));
+    return a * ldexp_factor(b, p);
+  }
+  D2 { da = g * (p.v[0] == C(2) ? b : m::pow(C(2), b)); db = C(0); }
 };
 EW_UN(logaddexp) {
   F2 {
@@ -880,14 +892,19 @@ EW_UN(nextafter) {
   F2 {
     if (p.v[0] == C(0)) return m::nextafter(a, b);
     const bool bf = p.v[0] == C(1);
-    auto bits = [&](C v) -> uint32_t { return bf ? float_to_bf16_bits(static_cast<float>(v)) : float_to_f16_bits(static_cast<float>(v)); };
+    // a and b hold values of the format (a Scalar b was rounded to it by kernel_literal): the
+    // bf16 pattern is the f32 pattern's upper half, no rounding needed
+    auto bits = [&](C v) -> uint32_t {
+      const float f = static_cast<float>(v);
+      return bf ? std::bit_cast<uint32_t>(f) >> 16 : float_to_f16_bits(f);
+    };
     const uint32_t from = bits(a), to = bits(b), sign = 0x8000u, abs_from = from & 0x7FFFu, abs_to = to & 0x7FFFu;
     // one step toward b; from a zero: b's zero, else the smallest subnormal of b's sign
     uint32_t r = (abs_from > abs_to || ((from ^ to) & sign)) ? from - 1u : from + 1u;
     r = abs_from == 0 ? (abs_to == 0 ? to : ((to & sign) | 1u)) : r;
     r = from == to ? from : r;
     const auto h = static_cast<uint16_t>(r);
-    const C y = static_cast<C>(bf ? bf16_bits_to_float(h) : f16_bits_to_float(h));
+    const C y = static_cast<C>(bf ? std::bit_cast<float>(static_cast<uint32_t>(h) << 16) : f16_bits_to_float(h));
     return (a != a || b != b) ? a + b : y;
   }
 };
@@ -897,16 +914,18 @@ EW_UN(heaviside) {
 EW_UN(gcd) {
   F2 { UNUSED_P; return igcd(a, b); }
 };
+// PyTorch: abs(a / g * b) in the arithmetic of the integer type (C's int for i8 / i16 / u8 / i32,
+// int64 for i64), so a product that wraps is wrapped before the abs (lcm(-12, 917260141) on i32 is
+// 1877780196; on i16 lcm(200, 199) = abs(39800) is stored as -25736). p0: 32 or 64.
 EW_UN(lcm) {
   F2 {
-    UNUSED_P;
     const int64_t g = igcd(a, b);
     if (g == 0) return 0;
-    // |a| / g * |b|: the division is exact, so the sign does not matter; in 32 bits when the
-    // magnitudes fit (a 64-bit division is a long software sequence on the GPU)
-    const int64_t ua = iabs(a), ub = iabs(b);
-    if (fits_u32(ua, ub)) return iabs(wmul(static_cast<uint32_t>(ua) / static_cast<uint32_t>(g), ub));
-    return iabs(wmul(a / g, b));
+    // a / g is exact: in 32 bits when both fit (a 64-bit division is a long software sequence)
+    const int64_t q = fits32(a) && fits32(g) ? static_cast<int32_t>(a) / static_cast<int32_t>(g) : a / g;
+    int64_t r = wmul(q, b);
+    if (p.v[0] != 64) r = static_cast<int32_t>(static_cast<uint32_t>(r));  // wrap to 32 bits
+    return iabs(r);
   }
 };
 // PyTorch's lerp: the endpoint-exact two-branch formula.
@@ -1005,12 +1024,13 @@ EW_UN(clamp_tensor) {
   }
 };
 // p0 value
+// PyTorch: a + value * (b * c) and a + value * (b / c), the add contracted into an fma
 EW_UN(addcmul) {
-  F3 { if constexpr (kIsInt<C>) return wadd(a, wmul(wmul(p.v[0], b), c)); else return a + p.v[0] * b * c; }
+  F3 { if constexpr (kIsInt<C>) return wadd(a, wmul(p.v[0], wmul(b, c))); else return m::fma(p.v[0], b * c, a); }
   D3 { (void)a; da = g; db = g * p.v[0] * c; dc = g * p.v[0] * b; }
 };
 EW_UN(addcdiv) {
-  F3 { return a + p.v[0] * b / c; }
+  F3 { if constexpr (kIsInt<C>) return wadd(a, wmul(p.v[0], idiv(b, c))); else return m::fma(p.v[0], b / c, a); }
   D3 { (void)a; da = g; db = g * p.v[0] / c; dc = -g * p.v[0] * b / (c * c); }
 };
 EW_UN(lerp) {

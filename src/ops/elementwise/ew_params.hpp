@@ -32,6 +32,9 @@ inline double round_to_storage(DType t, double v) {
   return v;
 }
 
+// The format code of ew_ops.hpp's round_to_data: 1 bf16, 2 f16, 0 any other dtype (no rounding).
+inline double fmt16(DType t) { return t == DType::bf16 ? 1.0 : (t == DType::f16 ? 2.0 : 0.0); }
+
 // PyTorch's CUDA kernels of these ops read a Python-scalar operand as the tensors' own dtype
 // (their functors take scalar_t, not opmath_t): on bf16 / f16 data the scalar is rounded to that
 // format before the f32 math, so remainder(x, 0.3) on bf16 uses 0.30078125 and x == 0.1 compares
@@ -41,6 +44,10 @@ inline bool scalar_read_as_storage(EwOp op, int k) {
   switch (op) {
     case EwOp::remainder: case EwOp::fmod: case EwOp::pow: case EwOp::copysign: case EwOp::xlogy: case EwOp::xlog1py:
     case EwOp::eq: case EwOp::ne: case EwOp::lt: case EwOp::le: case EwOp::gt: case EwOp::ge: case EwOp::where:
+    case EwOp::atan2: case EwOp::hypot: case EwOp::nextafter: case EwOp::logaddexp: case EwOp::logaddexp2:
+      return true;
+    // PyTorch takes no number here, only a tensor of the data's own dtype: the value rounded to it
+    case EwOp::lerp: case EwOp::lerp_scalar: case EwOp::isclose: case EwOp::heaviside:
       return true;
     case EwOp::div: case EwOp::div_trunc: case EwOp::div_floor: return k == 0;
     default: return false;
@@ -50,6 +57,15 @@ inline bool scalar_read_as_storage(EwOp op, int k) {
 inline bool params_read_as_storage(EwOp op) {
   return op == EwOp::threshold || op == EwOp::hardshrink || op == EwOp::softshrink;
 }
+// ldexp with a Python-float exponent on f32 data: PyTorch forms 2^b in double before the multiply.
+// (f64 data: 2^b is a pow on the GPU; bf16 / f16: 2^b rounded to the data's format. Both in the kernel.)
+inline bool ldexp_scalar_factor(const ElementwiseDescriptor& d) {
+  if (d.num_operands != 2 || !d.operand[1].is_scalar || d.operand[0].is_scalar) return false;
+  if (d.operand[1].value.is_int() || d.operand[1].value.is_bool()) return false;
+  auto c = ew_common_dtype(d);
+  return c.ok() && *c == DType::f32;
+}
+
 // Division by a Python scalar: PyTorch multiplies by the reciprocal (true division: formed in
 // double and rounded to the compute type; rounding_mode='trunc': formed in the compute type).
 // Not for integer math.
@@ -72,6 +88,8 @@ inline double kernel_literal(const ElementwiseDescriptor& d, int k, bool backwar
     return 1.0 / v;
   }
   if (backward && (d.op == EwOp::pow || d.op == EwOp::xlogy || d.op == EwOp::xlog1py)) return v;
+  // ldexp(f32 x, float): PyTorch's x * pow(2.0, b), 2^b a 0-dim f64 formed first (read as f32)
+  if (d.op == EwOp::ldexp && k == 1 && ldexp_scalar_factor(d)) return std::pow(2.0, v);
   return scalar_read_as_storage(d.op, k) ? round_to_storage(*common, v) : v;
 }
 
@@ -103,9 +121,11 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       if (!d.param[0].is_int() || d.param[0].i < 0 || d.param[0].i > 100)
         return error(StatusCode::kInvalidProblem, opn, ": polygamma order n = ", p[0], " must be an integer in [0, 100]");
       break;
-    case EwOp::nextafter:
-      p[0] = result == DType::bf16 ? 1.0 : (result == DType::f16 ? 2.0 : 0.0);
+    case EwOp::nextafter: {  // the step of the common dtype's format (the kernel reads its bits exactly)
+      auto c = ew_common_dtype(d);
+      p[0] = fmt16(c.ok() ? *c : result);
       break;
+    }
     case EwOp::nan_to_num:
       if (std::isnan(p[1])) p[1] = dtype_max(result);
       if (std::isnan(p[2])) p[2] = -dtype_max(result);
@@ -120,13 +140,20 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       }
       break;
     case EwOp::div: case EwOp::div_trunc:
-      p[0] = divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0;  // b holds 1 / divisor
+      p = {divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0, 0, 0, 0};  // p0: b holds 1 / divisor
+      if (d.op == EwOp::div_trunc && !int_math && p[0] == 0)  // p3: trunc of the 16-bit quotient
+        if (auto c = ew_common_dtype(d); c.ok()) p[3] = fmt16(*c);
       break;
-    case EwOp::div_floor:  // b stays the divisor; p0: PyTorch's scalar-divisor form, p3: 16-bit steps
+    case EwOp::div_floor:  // b stays the divisor; p0: PyTorch's scalar-divisor form, p3: the floor kept in 16 bits
       p = {0, 0, 0, 0};
       if (!int_math) {
+        auto c = ew_common_dtype(d);
         p[0] = d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar ? 1.0 : 0.0;
-        if (auto c = ew_common_dtype(d); c.ok()) p[3] = *c == DType::bf16 ? 1.0 : (*c == DType::f16 ? 2.0 : 0.0);
+        if (p[0] != 0) {  // p1: PyTorch's reciprocal of the divisor, formed in the compute type
+          const double v = d.operand[1].value.as_double();
+          p[1] = c.ok() && *c == DType::f64 ? 1.0 / v : static_cast<double>(1.0f / static_cast<float>(v));
+        }
+        if (c.ok()) p[3] = fmt16(*c);
       }
       break;
     case EwOp::isclose:
@@ -137,7 +164,7 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
         p[0] = std::bit_cast<uint32_t>(static_cast<float>(p[0]));
         p[1] = std::bit_cast<uint32_t>(static_cast<float>(p[1]));
       } else if (auto c = ew_common_dtype(d); c.ok()) {
-        p[3] = *c == DType::bf16 ? 1.0 : (*c == DType::f16 ? 2.0 : 0.0);
+        p[3] = fmt16(*c);
       }
       break;
     case EwOp::pow: case EwOp::float_power:
@@ -151,7 +178,27 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
         const DType cd = d.op == EwOp::float_power ? DType::f64 : (c.ok() ? *c : DType::f32);
         const double r = cd == DType::f64 ? e : round_to_storage(cd, static_cast<float>(e));
         p[0] = e == 0 ? 2 : e == 1 ? 1 : e == 0.5 ? 3 : e == -0.5 ? 4 : e == -1 ? 5 : r == 2 ? 6 : r == 3 ? 7 : r == -2 ? 8 : 0;
-        p[1] = cd == DType::bf16 ? 1 : (cd == DType::f16 ? 2 : 0);
+        p[1] = fmt16(cd);
+      }
+      break;
+    case EwOp::lcm:  // the integer width the product wraps to before the abs
+      p = {dtype_size(result) == 8 ? 64.0 : 32.0, 0, 0, 0};
+      break;
+    case EwOp::tanhshrink: case EwOp::softsign:  // composites: the intermediate in the 16-bit format
+      p = {fmt16(result), 0, 0, 0};
+      break;
+    case EwOp::ldexp:  // p0: 1 integer exponent (exact scaling), 2 b holds 2^b (a float Scalar);
+                       // p1: 2^b rounded to the exponent tensor's 16-bit format
+      p = {0, 0, 0, 0};
+      if (!d.operand[1].is_scalar) {
+        p[0] = is_integral(d.operand[1].dtype) || d.operand[1].dtype == DType::boolean ? 1.0 : 0.0;
+        p[1] = fmt16(d.operand[1].dtype);
+      } else if (d.operand[1].value.is_int() || d.operand[1].value.is_bool()) {
+        p[0] = 1.0;
+      } else if (ldexp_scalar_factor(d)) {
+        p[0] = 2.0;
+      } else if (auto c = ew_common_dtype(d); c.ok()) {
+        p[1] = fmt16(*c);  // f64: pow on the GPU; bf16 / f16: pow(2.0, b) rounded to the data's format
       }
       break;
     case EwOp::rrelu: p = {(p[0] + p[1]) / 2.0, 0, 0, 0}; break;
