@@ -57,13 +57,15 @@ inline bool scalar_read_as_storage(EwOp op, int k) {
 inline bool params_read_as_storage(EwOp op) {
   return op == EwOp::threshold || op == EwOp::hardshrink || op == EwOp::softshrink;
 }
-// ldexp with a Python-float exponent on f32 data: PyTorch forms 2^b in double before the multiply.
-// (f64 data: 2^b is a pow on the GPU; bf16 / f16: 2^b rounded to the data's format. Both in the kernel.)
+// ldexp with a Python-float exponent on f32 data: PyTorch forms 2^b in double before the multiply;
+// on f64 data its pow takes the sqrt path for b = 0.5 (sqrt(2), where the GPU's pow is 1 ulp
+// low). Otherwise (f64: a pow on the GPU; bf16 / f16: 2^b rounded to the data's format) the
+// kernel forms 2^b.
 inline bool ldexp_scalar_factor(const ElementwiseDescriptor& d) {
   if (d.num_operands != 2 || !d.operand[1].is_scalar || d.operand[0].is_scalar) return false;
   if (d.operand[1].value.is_int() || d.operand[1].value.is_bool()) return false;
   auto c = ew_common_dtype(d);
-  return c.ok() && *c == DType::f32;
+  return c.ok() && (*c == DType::f32 || (*c == DType::f64 && d.operand[1].value.as_double() == 0.5));
 }
 
 // Division by a Python scalar: PyTorch multiplies by the reciprocal (true division: formed in
