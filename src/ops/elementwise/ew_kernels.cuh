@@ -444,6 +444,12 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
   }
 }
 
+// 2-byte storage takes tile16_kernel (below) unless a unit of compute-heavy ops sets this to 0
+// before including this file (ew_inst_special.cu: the 32 x 32 tile_kernel, 4 inlined ops per thread).
+#ifndef BARACUDA_EW_TILE16
+#define BARACUDA_EW_TILE16 1
+#endif
+
 // Two consecutive 2-byte elements of `base` at element offsets off and off + stride (each only
 // when ok0 / ok1, else 0) as one 32-bit word, low half first: one 4-byte access when the pair is
 // whole, adjacent and aligned.
@@ -573,7 +579,7 @@ __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
 
 template <class A, class T, class TO, int MI>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  if constexpr (sizeof(T) == 2 && std::is_same_v<T, TO> && MI < 0) {
+  if constexpr (BARACUDA_EW_TILE16 && sizeof(T) == 2 && std::is_same_v<T, TO> && MI < 0) {
     const dim3 grid(static_cast<unsigned>((g.rows + 63) / 64), static_cast<unsigned>((g.cols + 63) / 64));
     if (grid.x == 0 || grid.y == 0) return 0;
     return static_cast<int>(launch_kernel(tile16_kernel<A, T>, grid, dim3(256), 0, stream, g));
