@@ -57,12 +57,17 @@ inline bool scalar_read_as_storage(EwOp op, int k) {
 inline bool params_read_as_storage(EwOp op) {
   return op == EwOp::threshold || op == EwOp::hardshrink || op == EwOp::softshrink;
 }
+// A binary op on a tensor and a Python scalar, in that order (x / s, x ** s, ldexp(x, s) ...).
+inline bool tensor_then_scalar(const ElementwiseDescriptor& d) {
+  return d.num_operands == 2 && !d.operand[0].is_scalar && d.operand[1].is_scalar;
+}
+
 // ldexp with a Python-float exponent on f32 data: PyTorch forms 2^b in double before the multiply;
 // on f64 data its pow takes the sqrt path for b = 0.5 (sqrt(2), where the GPU's pow is 1 ulp
 // low). Otherwise (f64: a pow on the GPU; bf16 / f16: 2^b rounded to the data's format) the
 // kernel forms 2^b.
 inline bool ldexp_scalar_factor(const ElementwiseDescriptor& d) {
-  if (d.num_operands != 2 || !d.operand[1].is_scalar || d.operand[0].is_scalar) return false;
+  if (!tensor_then_scalar(d)) return false;
   if (d.operand[1].value.is_int() || d.operand[1].value.is_bool()) return false;
   auto c = ew_common_dtype(d);
   return c.ok() && (*c == DType::f32 || (*c == DType::f64 && d.operand[1].value.as_double() == 0.5));
@@ -72,8 +77,7 @@ inline bool ldexp_scalar_factor(const ElementwiseDescriptor& d) {
 // double and rounded to the compute type; rounding_mode='trunc': formed in the compute type).
 // Not for integer math.
 inline bool divides_by_reciprocal(const ElementwiseDescriptor& d) {
-  return (d.op == EwOp::div || d.op == EwOp::div_trunc) && d.num_operands == 2 && d.operand[1].is_scalar &&
-         !d.operand[0].is_scalar;
+  return (d.op == EwOp::div || d.op == EwOp::div_trunc) && tensor_then_scalar(d);
 }
 
 // The value scalar operand k of d enters the kernel's math with (before the kernel's own
@@ -108,9 +112,10 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
                                                     bool int_math) {
   std::array<double, 4> p{};
   for (int k = 0; k < kEwMaxParams; ++k) p[k] = d.param[k].as_double();
+  const auto common_r = ew_common_dtype(d);  // an op without operands (tests) has none: `result` stands in
+  const DType common = common_r.ok() ? *common_r : result;
   if (params_read_as_storage(d.op))
-    if (auto c = ew_common_dtype(d); c.ok())
-      for (double& v : p) v = round_to_storage(*c, v);
+    for (double& v : p) v = round_to_storage(common, v);
   switch (d.op) {
     case EwOp::round: {
       if (!d.param[0].is_int()) return error(StatusCode::kInvalidProblem, opn, ": round decimals must be an integer");
@@ -123,11 +128,9 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       if (!d.param[0].is_int() || d.param[0].i < 0 || d.param[0].i > 100)
         return error(StatusCode::kInvalidProblem, opn, ": polygamma order n = ", p[0], " must be an integer in [0, 100]");
       break;
-    case EwOp::nextafter: {  // the step of the common dtype's format (the kernel reads its bits exactly)
-      auto c = ew_common_dtype(d);
-      p[0] = fmt16(c.ok() ? *c : result);
+    case EwOp::nextafter:  // the step of the common dtype's format (the kernel reads its bits exactly)
+      p[0] = fmt16(common);
       break;
-    }
     case EwOp::nan_to_num:
       if (std::isnan(p[1])) p[1] = dtype_max(result);
       if (std::isnan(p[2])) p[2] = -dtype_max(result);
@@ -143,19 +146,17 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       break;
     case EwOp::div: case EwOp::div_trunc:
       p = {divides_by_reciprocal(d) && !int_math ? 1.0 : 0.0, 0, 0, 0};  // p0: b holds 1 / divisor
-      if (d.op == EwOp::div_trunc && !int_math && p[0] == 0)  // p3: trunc of the 16-bit quotient
-        if (auto c = ew_common_dtype(d); c.ok()) p[3] = fmt16(*c);
+      if (d.op == EwOp::div_trunc && !int_math && p[0] == 0) p[3] = fmt16(common);  // p3: trunc of the 16-bit quotient
       break;
     case EwOp::div_floor:  // b stays the divisor; p0: PyTorch's scalar-divisor form, p3: the floor kept in 16 bits
       p = {0, 0, 0, 0};
       if (!int_math) {
-        auto c = ew_common_dtype(d);
-        p[0] = d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar ? 1.0 : 0.0;
-        if (p[0] != 0) {  // p1: PyTorch's reciprocal of the divisor, formed in the compute type
+        if (tensor_then_scalar(d)) {  // p1: PyTorch's reciprocal of the divisor, formed in the compute type
           const double v = d.operand[1].value.as_double();
-          p[1] = c.ok() && *c == DType::f64 ? 1.0 / v : static_cast<double>(1.0f / static_cast<float>(v));
+          p[0] = 1.0;
+          p[1] = common == DType::f64 ? 1.0 / v : static_cast<double>(1.0f / static_cast<float>(v));
         }
-        if (c.ok()) p[3] = fmt16(*c);
+        p[3] = fmt16(common);
       }
       break;
     case EwOp::isclose:
@@ -165,8 +166,8 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
         p[3] = p[0] == 0 && p[1] == 0 ? 1.0 : 0.0;  // PyTorch: zero tolerances = equality only
         p[0] = std::bit_cast<uint32_t>(static_cast<float>(p[0]));
         p[1] = std::bit_cast<uint32_t>(static_cast<float>(p[1]));
-      } else if (auto c = ew_common_dtype(d); c.ok()) {
-        p[3] = fmt16(*c);
+      } else {
+        p[3] = fmt16(common);
       }
       break;
     case EwOp::pow: case EwOp::float_power:
@@ -174,10 +175,9 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
       // exponent as given (0, 1, 0.5, -0.5, -1), then on it converted to the data's type (2, 3,
       // -2: exp.to<scalar_t>(), so 2.00000001 is 2 for f32 data too). float_power is pow on f64.
       p = {0, 0, 0, 0};
-      if (!int_math && d.num_operands == 2 && d.operand[1].is_scalar && !d.operand[0].is_scalar) {
+      if (!int_math && tensor_then_scalar(d)) {
         const double e = d.operand[1].value.as_double();
-        auto c = ew_common_dtype(d);
-        const DType cd = d.op == EwOp::float_power ? DType::f64 : (c.ok() ? *c : DType::f32);
+        const DType cd = d.op == EwOp::float_power ? DType::f64 : common;
         const double r = cd == DType::f64 ? e : round_to_storage(cd, static_cast<float>(e));
         p[0] = e == 0 ? 2 : e == 1 ? 1 : e == 0.5 ? 3 : e == -0.5 ? 4 : e == -1 ? 5 : r == 2 ? 6 : r == 3 ? 7 : r == -2 ? 8 : 0;
         p[1] = fmt16(cd);
@@ -199,8 +199,8 @@ inline Result<std::array<double, 4>> kernel_params(std::string_view opn, const E
         p[0] = 1.0;
       } else if (ldexp_scalar_factor(d)) {
         p[0] = 2.0;
-      } else if (auto c = ew_common_dtype(d); c.ok()) {
-        p[1] = fmt16(*c);  // f64: pow on the GPU; bf16 / f16: pow(2.0, b) rounded to the data's format
+      } else {
+        p[1] = fmt16(common);  // f64: pow on the GPU; bf16 / f16: pow(2.0, b) rounded to the data's format
       }
       break;
     case EwOp::rrelu: p = {(p[0] + p[1]) / 2.0, 0, 0, 0}; break;
