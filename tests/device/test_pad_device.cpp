@@ -319,6 +319,35 @@ TEST_F(PadDevice, StagedTilesAndPathAgreement) {
     }
 }
 
+// The flat forward of 1- and 2-byte elements (words of 2 or 4 bytes, unit-stride source
+// columns, one shuffle per word for the row's source offset or its absence): source views off
+// every alignment (offset 1 and 3 elements, odd element counts), rows whose source rows follow
+// each other (only an outer axis padded) and rows that do not, fill rows, every mode's edge
+// columns.
+TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
+  const DType types[] = {DType::bf16, DType::f16, DType::i16, DType::u8, DType::i8, DType::boolean};
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>>> cases = {
+      {{5, 40}, {{0, 0}, {1, 3}}},               // 44 columns
+      {{7, 33}, {{1, 2}, {2, 1}}},               // 36 columns, odd element count
+      {{3, 4, 61}, {{0, 0}, {1, 1}, {3, 0}}},    // 64 columns
+      {{2, 9, 100}, {{0, 0}, {2, 2}, {2, 2}}},   // 104 columns
+      {{2, 9, 100}, {{0, 0}, {2, 1}, {0, 0}}},   // unpadded columns: consecutive source rows
+      {{3, 5, 255}, {{1, 0}, {0, 2}, {0, 1}}},   // 256 columns, odd element count
+      {{4, 32, 256}, {{0, 0}, {1, 1}, {1, 1}}},  // the benchmark's 258-column row
+  };
+  const Layout x_layouts[] = {Layout::kContiguous, Layout::kOffset1, Layout::kOffset3};
+  std::mt19937_64 rng(11);
+  uint64_t seed = 88000;
+  for (DType dt : types)
+    for (PadMode mode : kModes)
+      for (const auto& [shape, pads] : cases)
+        for (Layout lx : x_layouts) {
+          Problem p = make_problem(dt, mode, shape, rng, pads);
+          check_forward(p, lx, Layout::kContiguous, ++seed);
+          if (HasFatalFailure()) return;
+        }
+}
+
 TEST_F(PadDevice, BitwiseRerunsAreIdentical) {
   std::mt19937_64 rng(5);
   for (PadMode mode : kModes) {

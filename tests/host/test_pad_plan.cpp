@@ -353,7 +353,7 @@ alignas(16) float g_geom_buf[64];
 detail::PadGeometry test_geometry(const PadDescriptor& d, std::initializer_list<int64_t> x_shape,
                                   std::initializer_list<int64_t> y_shape, int elem, bool backward) {
   detail::PadGeometry g;
-  const DType dt = elem == 2 ? DType::bf16 : DType::f32;
+  const DType dt = elem == 2 ? DType::bf16 : elem == 1 ? DType::u8 : DType::f32;
   EXPECT_TRUE(detail::pad_build_geometry(backward ? "pad_backward" : "pad", d, TensorRef::make(g_geom_buf, dt, x_shape),
                                          TensorRef::make(g_geom_buf, dt, y_shape), backward, &g, g_geom_buf)
                   .ok());
@@ -403,6 +403,31 @@ TEST(PadGeometry, SegmentBackwardPlanning) {
 // The staged kernels take unit-stride columns with only the last two coalesced axes padded,
 // no cropping; tiles of ~8 KB of dx (whole rows, or 4 KB pieces of long rows), padding staged
 // with the edge tiles only when short, and a shared-memory budget under 48 KB.
+// The forward of bf16 [32, 64, 256, 256] pad 1 (the benchmark's 2-D row, 258 columns) goes to
+// the flat kernel with 4-byte words (258 is even; the staged forward declines it); a y that is
+// only 2-byte aligned takes 2-byte words. Rows of 2048 columns or more go to neither (the row
+// kernel's 16-byte copy); 1-byte rows of 44 columns take 4-byte words.
+TEST(PadGeometry, FlatForwardWordsForShortRows) {
+  auto d = make(DType::bf16, {32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect);
+  detail::PadGeometry g = test_geometry(d, {32, 64, 256, 256}, {32, 64, 258, 258}, 2, /*backward=*/false);
+  detail::pad_plan_staged(&g, 2, g_geom_buf, g_geom_buf, /*backward=*/false);
+  EXPECT_EQ(g.st.tiles, 0);
+  detail::pad_plan_flat(&g, 2, g_geom_buf, /*backward=*/false);
+  EXPECT_EQ(g.flat_epw, 2);
+  EXPECT_EQ(g.flat_words, int64_t{32} * 64 * 258 * 258 / 2);
+  detail::pad_plan_flat(&g, 2, reinterpret_cast<char*>(g_geom_buf) + 2, /*backward=*/false);
+  EXPECT_EQ(g.flat_epw, 1);
+  auto wide = make(DType::bf16, {16, 512, 16384}, {3, 3}, PadMode::kReflect);
+  g = test_geometry(wide, {16, 512, 16384}, {16, 512, 16390}, 2, /*backward=*/false);
+  detail::pad_plan_flat(&g, 2, g_geom_buf, /*backward=*/false);
+  EXPECT_EQ(g.flat_words, 0);
+  auto u8 = make(DType::u8, {64, 40}, {1, 3});
+  g = test_geometry(u8, {64, 40}, {64, 44}, 1, /*backward=*/false);
+  detail::pad_plan_flat(&g, 1, g_geom_buf, /*backward=*/false);
+  EXPECT_EQ(g.flat_epw, 4);
+  EXPECT_EQ(g.flat_words, 64 * 44 / 4);
+}
+
 TEST(PadGeometry, StagedPlanning) {
   float* buf = g_geom_buf;
   auto plan = [](const PadDescriptor& d, std::initializer_list<int64_t> dx_shape, std::initializer_list<int64_t> dy_shape,

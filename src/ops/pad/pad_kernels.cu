@@ -722,8 +722,9 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
   auto* __restrict__ dst = static_cast<decltype(Word::w)*>(g.dst);
   const T fill = static_cast<T>(g.fill);
 
-  // lane i: source offset of row r_first + i, and whether that row exists (constant mode:
-  // not in the padding)
+  // lane i: source offset of row r_first + i, or kNoRow where that row does not exist
+  // (constant mode: in the padding; past r_last): one value, one shuffle per word
+  constexpr int32_t kNoRow = INT32_MIN;  // index32 offsets stay above it by 2^16
   int32_t my_xo = 0;
   bool my_ok = t.r_first + lane <= t.r_last;
   if (my_ok) {
@@ -733,12 +734,17 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
       my_xo += s * static_cast<int32_t>(g.xs[d]);
     });
   }
+  if (!my_ok) my_xo = kNoRow;
   FlatCursor<EPW> cur(g, t, lane);
+  // a word inside its row's source columns: 0 <= i0 <= n - EPW, one unsigned test
+  const uint32_t inner_cols = static_cast<uint32_t>(max(0, col.n - EPW + 1));
 
   // Every word's loads stay inside x, also for the words of a partial last batch past w_end
   // (only their stores are skipped): their cursor walks on through real rows, or through the
-  // lanes past r_last, which are fill rows (my_ok = false).
+  // lanes past r_last, which are fill rows (kNoRow).
   // Unit-stride source columns get their own copy of the loop (constant element offsets).
+  // The bf16 [32, 64, 256, 256] pad 1 forward is issue-bound here (ncu: 0.72 instructions per
+  // scheduler cycle, 74 % of DRAM bandwidth; docs/perf/pad.md): instructions per word count.
   auto walk = [&]<bool kUnit>() {
     const int32_t sx = kUnit ? 1 : xs;
     for (uint32_t wb = t.w0 + lane; wb - lane < t.w_end; wb += 32u * K) {  // warp-uniform trip count
@@ -746,11 +752,11 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int32_t xo = __shfl_sync(0xffffffffu, my_xo, cur.rr & 31);
-        const bool ok = __shfl_sync(0xffffffffu, my_ok, cur.rr & 31);
+        const bool ok = xo != kNoRow;
         const int32_t i0 = cur.c - col.lo;
         // the whole word inside the source row: EPW loads at one offset (most steps take
         // this, warp-uniformly); else each element through the column map, or the fill
-        if (__all_sync(0xffffffffu, ok && i0 >= 0 && i0 + EPW <= col.n)) {
+        if (__all_sync(0xffffffffu, ok && static_cast<uint32_t>(i0) < inner_cols)) {
           const T* p = src + (xo + i0 * sx);
 #pragma unroll
           for (int j = 0; j < EPW; ++j) v[k].e[j] = __ldg(p + j * sx);
@@ -763,9 +769,10 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
         }
         cur.step(g);
       }
+      auto* __restrict__ out = dst + wb;  // one address, immediate offsets per word
 #pragma unroll
       for (int k = 0; k < K; ++k)
-        if (wb + 32u * k < t.w_end) dst[wb + 32u * k] = v[k].w;
+        if (wb + 32u * k < t.w_end) out[32 * k] = v[k].w;
     }
   };
   if (xs == 1)
