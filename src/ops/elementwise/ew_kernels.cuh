@@ -148,18 +148,38 @@ __device__ __forceinline__ void apply_vec(const C (&x)[A::NI][VEC], C (&y)[A::NO
   }
 }
 
-// VEC elements of storage type S at src[c0..] into compute type C: one 16-byte access when the
-// vector is whole, else element by element (missing ones read as 0).
+// VEC elements of storage type S at src[c0..], as stored, in unsigned words (RawVec: what one
+// vector access moves): one access when the vector is whole, else element by element (missing
+// ones read as zero bits) packed into the words. The kernels load every operand of a batch this
+// way before converting any (to_c_vec). Converting right after each load made a 2-byte type's
+// second operand wait for its first: the whole and the partial path met in per-element
+// registers, so the vector load was unpacked at once (PRMT on the loaded register), two memory
+// latencies per thread (H200 SASS / ncu, bf16 binary ops: docs/perf/elementwise.md).
+template <int kBytes> struct RawWordOf { using type = uint4; };
+template <> struct RawWordOf<8> { using type = uint2; };
+template <> struct RawWordOf<4> { using type = uint32_t; };
+template <> struct RawWordOf<2> { using type = uint16_t; };
+template <> struct RawWordOf<1> { using type = uint8_t; };
+template <class S, int VEC>
+using RawVec = typename RawWordOf<static_cast<int>(sizeof(S)) * VEC>::type;
+
+template <int VEC, class S>
+__device__ __forceinline__ RawVec<S, VEC> load_raw(const S* src, uint32_t c0, bool whole, uint32_t cols) {
+  static_assert(sizeof(RawVec<S, VEC>) == sizeof(S) * VEC);
+  if (whole) return *reinterpret_cast<const RawVec<S, VEC>*>(src + c0);
+  Vec<S, VEC> w;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) w.v[e] = c0 + e < cols ? src[c0 + e] : S{};
+  RawVec<S, VEC> r;
+  memcpy(&r, &w, sizeof r);
+  return r;
+}
 template <class C, int VEC, class S>
-__device__ __forceinline__ void load_vec(const S* src, uint32_t c0, bool whole, uint32_t cols, C* x) {
-  if (whole) {
-    const Vec<S, VEC> w = *reinterpret_cast<const Vec<S, VEC>*>(src + c0);
+__device__ __forceinline__ void to_c_vec(const RawVec<S, VEC>& r, C* x) {
+  Vec<S, VEC> w;
+  memcpy(&w, &r, sizeof w);
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) x[e] = to_c<C>(w.v[e]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) x[e] = c0 + e < cols ? to_c<C>(src[c0 + e]) : C(0);
-  }
+  for (int e = 0; e < VEC; ++e) x[e] = to_c<C>(w.v[e]);
 }
 template <int VEC, class S, class C>
 __device__ __forceinline__ void store_vec(S* dst, uint32_t c0, bool whole, uint32_t cols, const C* y, bool sat_fp8) {
@@ -182,7 +202,9 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
   constexpr int NI = A::NI, NO = A::NO;
   const P<C> p = load_params<C>(g.s);
   const uint32_t base = blockIdx.x * (kThreads * UNR) + threadIdx.x;
-  C x[UNR][NI][VEC];
+  // every load of the batch (as stored: load_raw), then the conversions
+  RawVec<T, VEC> raw[UNR][NI];
+  RawVec<bool, VEC> mask_raw[UNR];  // operand MI, when there is one
   uint32_t row[UNR], col[UNR];
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
@@ -197,31 +219,37 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
     const bool full = c0 + VEC <= g.cols;
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
-      if (g.in_kind[i] == kLiteral) {
-        const C s = scalar_of<C>(g.s, kLiteralSlot + i);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[u][i][e] = s;
-        continue;
-      }
+      if (g.in_kind[i] == kLiteral) continue;
       const int64_t roff = static_cast<int64_t>(r) * g.in_rs[i];
-      auto load = [&](const auto* src) {
-        if (g.in_kind[i] == kRowScalar) {
-          const C s = to_c<C>(src[0]);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) x[u][i][e] = s;
-        } else {
-          load_vec<C, VEC>(src, c0, full, g.cols, x[u][i]);
-        }
-      };
-      if (i == MI) load(static_cast<const bool*>(g.in[i]) + roff);
-      else load(static_cast<const T*>(g.in[i]) + roff);
+      // a per-row scalar: its one element, in lane 0 of the vector
+      const bool one = g.in_kind[i] == kRowScalar;
+      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + roff, one ? 0u : c0, !one && full, one ? 1u : g.cols);
+      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + roff, one ? 0u : c0, !one && full, one ? 1u : g.cols);
     }
   }
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
     if (col[u] == 0xffffffffu) continue;
+    C x[NI][VEC];
+#pragma unroll
+    for (int i = 0; i < NI; ++i) {
+      if (g.in_kind[i] == kVector) {
+        if (i == MI) to_c_vec<C, VEC, bool>(mask_raw[u], x[i]);
+        else to_c_vec<C, VEC, T>(raw[u][i], x[i]);
+        continue;
+      }
+      C s = scalar_of<C>(g.s, kLiteralSlot + i);
+      if (g.in_kind[i] == kRowScalar) {  // its element 0
+        C one[VEC];
+        if (i == MI) to_c_vec<C, VEC, bool>(mask_raw[u], one);
+        else to_c_vec<C, VEC, T>(raw[u][i], one);
+        s = one[0];
+      }
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[i][e] = s;
+    }
     C y[NO][VEC];
-    apply_vec<A, VEC>(x[u], y, p);
+    apply_vec<A, VEC>(x, y, p);
     const uint32_t c0 = col[u];
     const bool full = c0 + VEC <= g.cols;
     // output O in its storage type (TO, or what the adapter fixes: frexp's i32 exponent)
@@ -252,21 +280,29 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   const int32_t row = static_cast<int32_t>(blockIdx.y);
   const bool whole = (blockIdx.x + 1u) * kPerBlock <= g.cols;
   const uint32_t c_first = blockIdx.x * kPerBlock + threadIdx.x * VEC;
-  C x[UNR][NI][VEC];
+  // every load of the batch (as stored: load_raw), then the conversions
+  RawVec<T, VEC> raw[UNR][NI];
+  RawVec<bool, VEC> mask_raw[UNR];  // operand MI, when there is one
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
     const uint32_t c0 = c_first + u * (kFlatThreads * VEC);
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
       const int32_t off = row * static_cast<int32_t>(g.in_rs[i]);
-      if (i == MI) load_vec<C, VEC>(static_cast<const bool*>(g.in[i]) + off, c0, whole, g.cols, x[u][i]);
-      else load_vec<C, VEC>(static_cast<const T*>(g.in[i]) + off, c0, whole, g.cols, x[u][i]);
+      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + off, c0, whole, g.cols);
+      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + off, c0, whole, g.cols);
     }
   }
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
+    C x[NI][VEC];
+#pragma unroll
+    for (int i = 0; i < NI; ++i) {
+      if (i == MI) to_c_vec<C, VEC, bool>(mask_raw[u], x[i]);
+      else to_c_vec<C, VEC, T>(raw[u][i], x[i]);
+    }
     C y[NO][VEC];
-    apply_vec<A, VEC>(x[u], y, p);
+    apply_vec<A, VEC>(x, y, p);
     const uint32_t c0 = c_first + u * (kFlatThreads * VEC);
     auto store = [&]<int O>() {
       using TS = typename A::template out_t<O, TO>;
