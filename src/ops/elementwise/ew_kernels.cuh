@@ -534,19 +534,27 @@ __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * TS, c0 = static_cast<int64_t>(blockIdx.y) * TS;
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
   bool staged = false, staged_out = false;
-#pragma unroll
-  for (int i = 0; i < NI; ++i) {
-    if (!g.in_t[i]) continue;
-    staged = true;
+  // A staged operand's accesses: rows r0 + 2·lane, + 1 (a pair along its contiguous rows) of
+  // tile column warp + 8j, for j < 8; f(column in tile, row, column, pair's first / second
+  // element inside the tensor).
+  auto staged_pairs = [&](auto&& f) {
     const int64_t r = r0 + 2 * lane;
 #pragma unroll
     for (int j = 0; j < TS / 8; ++j) {
       const int cl = warp + 8 * j;
-      const int64_t c = c0 + cl;
-      const bool okc = c < g.cols;
-      *reinterpret_cast<uint32_t*>(&sin[i][cl][2 * lane]) =
-          load_pair16(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_rs[i], okc && r < g.rows, okc && r + 1 < g.rows);
+      const int64_t cc = c0 + cl;
+      const bool okc = cc < g.cols;
+      f(cl, r, cc, okc && r < g.rows, okc && r + 1 < g.rows);
     }
+  };
+#pragma unroll
+  for (int i = 0; i < NI; ++i) {
+    if (!g.in_t[i]) continue;
+    staged = true;
+    staged_pairs([&](int cl, int64_t r, int64_t cc, bool ok0, bool ok1) {
+      *reinterpret_cast<uint32_t*>(&sin[i][cl][2 * lane]) =
+          load_pair16(g.in[i], r * g.in_rs[i] + cc * g.in_cs[i], g.in_rs[i], ok0, ok1);
+    });
   }
 #pragma unroll
   for (int o = 0; o < NO; ++o) staged_out |= g.out_on[o] && g.out_t[o];
@@ -601,15 +609,10 @@ __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
 #pragma unroll
   for (int o = 0; o < NO; ++o) {
     if (!g.out_on[o] || !g.out_t[o]) continue;
-    const int64_t r = r0 + 2 * lane;
-#pragma unroll
-    for (int j = 0; j < TS / 8; ++j) {
-      const int cl = warp + 8 * j;
-      const int64_t cc = c0 + cl;
-      const bool okc = cc < g.cols;
-      store_pair16(g.out[o], r * g.out_rs[o] + cc * g.out_cs[o], g.out_rs[o], okc && r < g.rows, okc && r + 1 < g.rows,
+    staged_pairs([&](int cl, int64_t r, int64_t cc, bool ok0, bool ok1) {
+      store_pair16(g.out[o], r * g.out_rs[o] + cc * g.out_cs[o], g.out_rs[o], ok0, ok1,
                    *reinterpret_cast<const uint32_t*>(&sout[o][cl][2 * lane]));
-    }
+    });
   }
 }
 
