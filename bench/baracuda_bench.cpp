@@ -45,8 +45,18 @@ struct Record {
 };
 
 
+bool g_pad_extra = false;  // --pad-extra: more bf16 row lengths, for kernel-selection studies
+
 std::vector<Case> pad_cases() {
   std::vector<Case> cs;
+  if (g_pad_extra) {
+    for (PadMode m : {PadMode::kReflect, PadMode::kConstant}) {
+      cs.push_back({m, DType::bf16, {64, 64, 100, 100}, {1, 1, 1, 1}});  // rows of 102 columns
+      cs.push_back({m, DType::bf16, {16, 16, 512, 512}, {2, 2, 2, 2}});  // 516
+      cs.push_back({m, DType::bf16, {8, 2048, 1000}, {1, 2}});           // 1003
+      cs.push_back({m, DType::bf16, {16, 16384, 64}, {0, 3}});           // 67
+    }
+  }
   const std::vector<int64_t> s1{16, 512, 16384}, s2{32, 64, 256, 256};
   for (DType dt : {DType::bf16, DType::f32}) {
     for (PadMode m : {PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular}) {
@@ -295,9 +305,11 @@ int main(int argc, char** argv) {
     else if (a == "--emb-json" && i + 1 < argc) emb_json_path = argv[++i];
     else if (a == "--parity-dir" && i + 1 < argc) parity_dir = argv[++i];
     else if (a == "--quick") quick = true;
+    else if (a == "--pad-extra") g_pad_extra = true;
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT]\n"
+      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT] [--pad-extra]\n"
+                  "  --pad-extra: pad cases of more bf16 row lengths besides the issue's table\n"
                   "  --family ew-parity (not part of all): writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
       return a == "--help" ? 0 : 2;
     }

@@ -319,12 +319,14 @@ TEST_F(PadDevice, StagedTilesAndPathAgreement) {
     }
 }
 
-// The flat forward of 1- and 2-byte elements (words of 2 or 4 bytes, unit-stride source
-// columns, one shuffle per word for the row's source offset or its absence): source views off
-// every alignment (offset 1 and 3 elements, odd element counts), rows whose source rows follow
-// each other (only an outer axis padded) and rows that do not, fill rows, every mode's edge
-// columns.
-TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
+// The forward of short rows of 1- and 2-byte elements: the flat kernel (1-byte; words of 2 or
+// 4 bytes, one shuffle per word for the row's source offset or its absence) and the band
+// kernel (2-byte; rows staged, the band's image built in shared memory): source views off every
+// alignment (offset 1 and 3 elements, odd element counts), y at a 16-byte boundary and one
+// element past it (band images at every phase), rows whose source rows follow each other (only
+// an outer axis padded) and rows that do not, fill rows, every mode's edge columns, bands of
+// 15 rows ending inside planes.
+TEST_F(PadDevice, ShortRowForwardAnyAlignment) {
   const DType types[] = {DType::bf16, DType::f16, DType::i16, DType::u8, DType::i8, DType::boolean};
   const std::vector<std::pair<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>>> cases = {
       {{5, 40}, {{0, 0}, {1, 3}}},               // 44 columns
@@ -334,6 +336,7 @@ TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
       {{2, 9, 100}, {{0, 0}, {2, 1}, {0, 0}}},   // unpadded columns: consecutive source rows
       {{3, 5, 255}, {{1, 0}, {0, 2}, {0, 1}}},   // 256 columns, odd element count
       {{4, 32, 256}, {{0, 0}, {1, 1}, {1, 1}}},  // the benchmark's 258-column row
+      {{6, 70}, {{1, 1}, {-3, 5}}},              // 72 columns, the left 3 cropped
   };
   const Layout x_layouts[] = {Layout::kContiguous, Layout::kOffset1, Layout::kOffset3};
   std::mt19937_64 rng(11);
@@ -341,11 +344,12 @@ TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
   for (DType dt : types)
     for (PadMode mode : kModes)
       for (const auto& [shape, pads] : cases)
-        for (Layout lx : x_layouts) {
-          Problem p = make_problem(dt, mode, shape, rng, pads);
-          check_forward(p, lx, Layout::kContiguous, ++seed);
-          if (HasFatalFailure()) return;
-        }
+        for (Layout lx : x_layouts)
+          for (Layout ly : {Layout::kContiguous, Layout::kOffset1}) {
+            Problem p = make_problem(dt, mode, shape, rng, pads);
+            check_forward(p, lx, ly, ++seed);
+            if (HasFatalFailure()) return;
+          }
 }
 
 TEST_F(PadDevice, BitwiseRerunsAreIdentical) {
