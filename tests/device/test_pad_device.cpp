@@ -319,14 +319,12 @@ TEST_F(PadDevice, StagedTilesAndPathAgreement) {
     }
 }
 
-// The forward of short rows of 1- and 2-byte elements: the flat kernel (1-byte; words of 2 or
-// 4 bytes, one shuffle per word for the row's source offset or its absence) and the band
-// kernel (2-byte; rows staged, the band's image built in shared memory): source views off every
-// alignment (offset 1 and 3 elements, odd element counts), y at a 16-byte boundary and one
-// element past it (band images at every phase), rows whose source rows follow each other (only
-// an outer axis padded) and rows that do not, fill rows, every mode's edge columns, bands of
-// 15 rows ending inside planes.
-TEST_F(PadDevice, ShortRowForwardAnyAlignment) {
+// The flat forward of short rows of 1- and 2-byte elements (words of 2 or 4 bytes, unit-stride
+// source columns, one shuffle per word for the row's source offset or its absence): source views
+// off every alignment (offset 1 and 3 elements, odd element counts), y at a 16-byte boundary and
+// one element past it, rows whose source rows follow each other (only an outer axis padded) and
+// rows that do not, fill rows, every mode's edge columns, a cropped side.
+TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
   const DType types[] = {DType::bf16, DType::f16, DType::i16, DType::u8, DType::i8, DType::boolean};
   const std::vector<std::pair<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>>> cases = {
       {{5, 40}, {{0, 0}, {1, 3}}},               // 44 columns

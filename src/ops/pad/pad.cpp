@@ -474,44 +474,6 @@ void detail::pad_plan_staged(PadGeometry* g, int elem, const void* dst, const vo
   g->st = s;
 }
 
-void detail::pad_plan_band(PadGeometry* g, int elem, const void* dst, const void* src) {
-  g->st = PadStaged{};
-  const int ca = g->rank - 1;
-  const auto e = static_cast<uintptr_t>(elem);
-  // 2-byte elements: their rows of an odd or non-multiple-of-8 length start at every 16-byte
-  // phase, which the flat kernel can only meet with 4-byte words (bf16 [32, 64, 256, 256]
-  // pad 1: 83.5-85.5 % of copy, issue-bound at about 44 instructions per word).
-  if (elem != 2 || g->xs[ca] != 1) return;
-  if (reinterpret_cast<uintptr_t>(dst) % e != 0 || reinterpret_cast<uintptr_t>(src) % e != 0) return;
-  int64_t numel = 1;  // dense y in the coalesced axis order
-  for (int a = ca; a >= 0; --a) {
-    if (g->ys[a] != numel) return;
-    numel *= g->m[a];
-  }
-  const int64_t W = g->n[ca], Mw = g->m[ca];
-  if (Mw * elem < 64 || Mw * elem > 4096 || W * elem > 4096 || g->rows <= 0) return;
-  PadStaged s;
-  s.band = 1;
-  s.W = static_cast<int32_t>(W);
-  s.Mw = static_cast<int32_t>(Mw);
-  s.lo_w = static_cast<int32_t>(g->lo[ca]);
-  // a staged x row: any 16-byte phase, and the 4 bytes past its end a window's second word reads
-  s.pitch = static_cast<int32_t>((W * elem + 15 + 4 + 15) / 16 * 16);
-  // about 8 KB of y per block (H200, bf16 [32, 64, 256, 256] pad 1: see docs/perf/pad.md)
-  constexpr int64_t kBandBytes = 8192;
-  s.T = static_cast<int32_t>(std::clamp<int64_t>(std::min(kBandBytes / (Mw * elem), kBandBytes / s.pitch), 1,
-                                                 std::min<int64_t>(kStagedMaxRows, g->rows)));
-  s.img = static_cast<int32_t>((kStagedGuard + int64_t{s.T} * s.pitch + 15) / 16 * 16);
-  s.smem = static_cast<int32_t>(s.img + (15 + int64_t{s.T} * Mw * elem + 15) / 16 * 16);
-  if (s.smem > 48 * 1024) return;
-  const int64_t blocks = (g->rows + s.T - 1) / s.T;
-  if (blocks >= (int64_t{1} << 31) || g->rows * Mw >= (int64_t{1} << 31)) return;
-  s.tiles = blocks;
-  s.blk_in = FastDiv(static_cast<uint32_t>(s.pitch / 16));
-  s.mw = FastDiv(static_cast<uint32_t>(Mw));
-  g->st = s;
-}
-
 void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward) {
   g->flat_words = 0;
   const int ca = g->rank - 1;
@@ -651,7 +613,6 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (!i64) {
     const int elem = static_cast<int>(dtype_size(desc_.dtype));
     detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/false);
-    if (g.st.tiles == 0) detail::pad_plan_band(&g, elem, g.dst, g.src);
     if (g.st.tiles == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
   }
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);

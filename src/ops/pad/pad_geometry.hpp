@@ -47,12 +47,6 @@ struct PadStaged {
   FastDiv blk_in;            // 16-byte blocks per staged row (pitch / 16)
   FastDiv blk_out;           // 16-byte blocks a tile row of the destination can touch
   PadColCells rows, cols;    // backward: the preimage-cell rules of H and W
-  // The band forward (pad_plan_band, band = 1): T consecutive rows of a dense y per block, one
-  // contiguous byte range; W / Mw / lo_w the column axis, pitch / blk_in the staged x rows, the
-  // range's image at shared byte img; mw divides by Mw.
-  int32_t band = 0;
-  int32_t img = 0;
-  FastDiv mw;
 };
 
 struct PadGeometry {
@@ -136,11 +130,6 @@ void pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backward);
 // rows of at least 4 chunks, and no column with a cell besides its identity (constant or
 // unpadded column axis); sets its group size, tasks and grid, and the column cell rule.
 void pad_plan_segments(PadGeometry* g, int elem, const void* dx, const void* dy);
-// Decides whether the band forward serves this geometry (call only with 32-bit indices): a
-// dense y of 2-byte elements with rows of 64 to 4096 bytes, unit-stride x columns with rows of
-// at most 4096 bytes, any mode and pads; sets g->st (band = 1, T rows per block, the shared
-// layout). dst / src: y / x.
-void pad_plan_band(PadGeometry* g, int elem, const void* dst, const void* src);
 // Decides whether a staged kernel serves this geometry (call only with 32-bit indices; see
 // PadStaged; dst / src: dx / dy backward, y / x forward) and sets its tiling.
 void pad_plan_staged(PadGeometry* g, int elem, const void* dst, const void* src, bool backward);

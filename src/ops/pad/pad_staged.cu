@@ -290,116 +290,6 @@ __global__ void __launch_bounds__(kStagedThreads, 16) pad_staged_forward_kernel(
                   [&](int32_t y) { return row_so[y - r0]; });
 }
 
-// The band forward: y = pad(x) for a dense y of 2-byte elements with short rows, unit-stride x
-// columns, any mode and pads (pad_plan_band). A block owns s.T consecutive y rows, one
-// contiguous byte range of y, in three phases with a barrier between each:
-//   stage: the whole x row of each y row (none for a constant-mode fill row) into shared memory
-//          at its own 16-byte phase (staged_load);
-//   build: the range's image at y's 16-byte phase, one aligned 4-byte word per step: a word
-//          whose elements all copy x columns of one row is a funnel-shifted window of two
-//          aligned shared words; any other (row ends, padding, fill rows, the range's ends)
-//          goes element by element through the column map;
-//   write: the image as aligned 16-byte stores; only the range's first and last block, cut by
-//          its ends, element by element.
-// Rows of 258 columns start at every 16-byte phase: this keeps every row-end cost in shared
-// memory, off the global stores.
-template <int E>
-__global__ void __launch_bounds__(kStagedThreads) pad_band_forward_kernel(const __grid_constant__ PadGeometry g) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  static_assert(E == 2, "words of 4 bytes hold whole elements; one wrap to the next row per word needs Mw >= 2");
-  using U = typename WordOf<E>::type;
-  constexpr int EPW = 4 / E;
-  constexpr int32_t kNoRow = INT32_MIN;
-  const PadStaged& s = g.st;
-  const int32_t r0 = static_cast<int32_t>(blockIdx.x) * s.T;
-  const int32_t nr = min(s.T, static_cast<int32_t>(g.rows) - r0);
-  const U* __restrict__ x = static_cast<const U*>(g.src);
-
-  // each y row's x row offset (kNoRow: a fill row)
-  __shared__ int32_t row_x[kStagedMaxRows];
-  for (int32_t i = threadIdx.x; i < nr; i += kStagedThreads) {
-    int32_t xo = 0;
-    bool ok = true;
-    for_row_axes<int32_t>(g, r0 + i, false, [&](int d, int32_t o) {
-      const int32_t si = pad_source<int32_t>(g.mode, static_cast<int32_t>(g.n[d]), static_cast<int32_t>(g.lo[d]), o);
-      ok = ok && si >= 0;
-      xo += si * static_cast<int32_t>(g.xs[d]);
-    });
-    row_x[i] = ok ? xo : kNoRow;
-  }
-  __syncthreads();
-  // shared byte offset of x column 0 of the band's row i
-  auto row_smem = [&](int32_t i, int32_t xo) {
-    return kStagedGuard + i * s.pitch + static_cast<int32_t>(reinterpret_cast<uintptr_t>(x + xo) & 15u);
-  };
-  staged_load<E>(g, smem, nr, [&](int32_t k, uintptr_t* g0, uintptr_t* g1, int32_t* s0) {
-    const int32_t xo = row_x[k];
-    if (xo == kNoRow) {
-      *g0 = *g1 = 0;  // nothing to copy
-      *s0 = 0;
-      return;
-    }
-    *g0 = reinterpret_cast<uintptr_t>(x + xo);
-    *g1 = *g0 + static_cast<uintptr_t>(s.W * E);
-    *s0 = row_smem(k, xo);
-  });
-
-  const int32_t Mw = s.Mw, lo = s.lo_w;
-  const int32_t ilo = max(0, lo), ihi = min(Mw, lo + s.W);  // y columns that copy x column c - lo
-  unsigned char* img = smem + s.img;
-  U* const yband = static_cast<U*>(g.dst) + int64_t{r0} * Mw;
-  const auto ph = static_cast<int32_t>(reinterpret_cast<uintptr_t>(yband) & 15u);  // a multiple of E
-  const int32_t ne = nr * Mw;  // the band's elements; element e at image byte ph + e·E
-  const U fill = static_cast<U>(g.fill);
-  auto element = [&](int32_t e) -> U {
-    const auto r = static_cast<int32_t>(s.mw.div(static_cast<uint32_t>(e)));
-    const int32_t xo = row_x[r];
-    const int32_t xc = pad_source<int32_t>(g.mode, s.W, lo, e - r * Mw);
-    if (xo == kNoRow || xc < 0) return fill;
-    return *reinterpret_cast<const U*>(smem + row_smem(r, xo) + xc * E);
-  };
-  const int32_t nw = (ph + ne * E + 3) / 4;
-  for (int32_t q = threadIdx.x; q < nw; q += kStagedThreads) {
-    const int32_t e0 = (4 * q - ph) / E;  // may be negative for q = 0 (exact: ph is a multiple of E)
-    auto* w = reinterpret_cast<uint32_t*>(img + 4 * q);
-    if (e0 >= 0 && e0 + EPW <= ne) {
-      const auto r = static_cast<int32_t>(s.mw.div(static_cast<uint32_t>(e0)));
-      const int32_t c = e0 - r * Mw, xo = row_x[r];
-      if (c >= ilo && c + EPW <= ihi && xo != kNoRow) {
-        const int32_t sb = row_smem(r, xo) + (c - lo) * E;
-        const auto* a = reinterpret_cast<const uint32_t*>(smem + (sb & ~3));
-        *w = fshr(a[0], a[1], static_cast<unsigned>(sb & 3) * 8u);
-        continue;
-      }
-    }
-    U v[EPW];
-#pragma unroll
-    for (int j = 0; j < EPW; ++j) {
-      const int32_t e = e0 + j;
-      v[j] = (e >= 0 && e < ne) ? element(e) : U(0);
-    }
-    uint32_t packed = 0;
-#pragma unroll
-    for (int j = 0; j < EPW; ++j) packed |= static_cast<uint32_t>(v[j]) << (8 * E * j);
-    *w = packed;
-  }
-  __syncthreads();
-
-  auto* const y0 = reinterpret_cast<unsigned char*>(reinterpret_cast<uintptr_t>(yband) & ~uintptr_t{15});
-  const int32_t nbytes = ne * E, nblk = (ph + nbytes + 15) / 16;
-  for (int32_t k = threadIdx.x; k < nblk; k += kStagedThreads) {
-    const int32_t b0 = 16 * k - ph;  // band byte of the block's first byte
-    if (b0 >= 0 && b0 + 16 <= nbytes) {
-      *reinterpret_cast<uint4*>(y0 + 16 * k) = *reinterpret_cast<const uint4*>(img + 16 * k);
-    } else {
-#pragma unroll
-      for (int q = 0; q < 16 / E; ++q)
-        if (b0 + q * E >= 0 && b0 + q * E < nbytes)
-          *reinterpret_cast<U*>(y0 + 16 * k + q * E) = *reinterpret_cast<const U*>(img + 16 * k + q * E);
-    }
-  }
-}
-
 }  // namespace
 
 template <class T>
@@ -414,11 +304,8 @@ template int launch_staged_backward<__nv_bfloat16>(const PadGeometry&, cudaStrea
 
 template <int E>
 int launch_staged_forward(const PadGeometry& g, cudaStream_t s) {
-  void (*k)(PadGeometry) = pad_staged_forward_kernel<E>;
-  if constexpr (E == 2)
-    if (g.st.band) k = pad_band_forward_kernel<E>;
-  return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.st.tiles)), dim3(kStagedThreads),
-                                        static_cast<size_t>(g.st.smem), s, g));
+  return static_cast<int>(launch_kernel(pad_staged_forward_kernel<E>, dim3(static_cast<unsigned>(g.st.tiles)),
+                                        dim3(kStagedThreads), static_cast<size_t>(g.st.smem), s, g));
 }
 template int launch_staged_forward<1>(const PadGeometry&, cudaStream_t);
 template int launch_staged_forward<2>(const PadGeometry&, cudaStream_t);
