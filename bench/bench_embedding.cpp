@@ -190,6 +190,8 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
     for (bool det : {true, false}) {
       PlanPreference pref;
       pref.determinism = det ? Determinism::kRunToRun : Determinism::kAny;
+      // the atomic form asked for by name: kAuto sorts from kSortFromIndices ids (the bag case)
+      bd.backward_algo = ed.backward_algo = det ? EmbeddingBackwardAlgo::kAuto : EmbeddingBackwardAlgo::kScatter;
       std::function<Status()> bwd_run;
       std::string sku;
       size_t wsb = 0;

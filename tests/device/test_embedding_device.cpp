@@ -100,6 +100,7 @@ bool run_embedding(DType dt, DType it, int64_t V, int64_t D, std::vector<int64_t
   if (pad) d.padding_idx = V > 1 ? -2 : 0;  // exercises the negative form
   d.scale_grad_by_freq = scale;
   d.count_invalid = true;
+  if (!sorted) d.backward_algo = EmbeddingBackwardAlgo::kScatter;
   PlanPreference pref;
   pref.determinism = sorted ? Determinism::kRunToRun : Determinism::kAny;
   auto fp = EmbeddingPlan::select(d, pref);
@@ -172,6 +173,7 @@ bool run_bag(const BagCase& c, uint64_t seed) {
   d.include_last_offset = c.include_last, d.per_sample_weights = c.psw, d.per_sample_weights_grad = c.psw;
   if (c.pad) d.padding_idx = 1;
   d.count_invalid = true;
+  if (!c.sorted && c.mode != EmbeddingBagMode::kMax) d.backward_algo = EmbeddingBackwardAlgo::kScatter;
   PlanPreference pref;
   pref.determinism = c.sorted ? Determinism::kRunToRun : Determinism::kAny;
   auto fp = EmbeddingBagPlan::select(d, pref);

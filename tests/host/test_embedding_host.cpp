@@ -166,6 +166,49 @@ TEST(EmbeddingPlanHost, SelectSkuWorkspace) {
   EXPECT_EQ(EmbeddingBagPlan::select(b, hopper())->sku().name(), "embedding_bag.mean.fwd.f32.bespoke.sm90.bags");
 }
 
+// backward_algo: kAuto scatters under kSortFromIndices index occurrences and sorts from there
+// (the [10M, 128] bag benchmark's 2^21 ids sorted faster); kSort / kScatter force a path;
+// scatter is refused with kRunToRun and in max mode.
+TEST(EmbeddingPlanHost, BackwardAlgoChoice) {
+  EmbeddingBagDescriptor b;
+  b.dtype = DType::bf16, b.num_embeddings = 10'000'000, b.embedding_dim = 128, b.num_bags = 65536, b.bag_size = 32;
+  EXPECT_GE(b.indices_count(), kSortFromIndices);
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->sku().variant, "sort");
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->precision_guarantee().determinism, Determinism::kRunToRun);
+  b.num_bags = kSortFromIndices / 32 - 1;
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->sku().variant, "scatter");
+  b.backward_algo = EmbeddingBackwardAlgo::kSort;
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->sku().variant, "sort");
+  b.num_bags = 65536;
+  b.backward_algo = EmbeddingBackwardAlgo::kScatter;
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->sku().variant, "scatter");
+  EXPECT_EQ(EmbeddingBagBackwardPlan::select(b, hopper())->precision_guarantee().determinism, Determinism::kAny);
+  EmbeddingBagDescriptor b_auto = b;
+  b_auto.backward_algo = EmbeddingBackwardAlgo::kAuto;
+  EXPECT_NE(b.hash(), b_auto.hash());
+  EXPECT_FALSE(b == b_auto);
+  PlanPreference det = hopper();
+  det.determinism = Determinism::kRunToRun;
+  expect_error(EmbeddingBagBackwardPlan::select(b, det).status(), StatusCode::kUnsupported,
+               "backward_algo = scatter is not run-to-run deterministic");
+  b.mode = EmbeddingBagMode::kMax;
+  expect_error(EmbeddingBagBackwardPlan::select(b, hopper()).status(), StatusCode::kUnsupported,
+               "not available in max mode");
+  EXPECT_TRUE(EmbeddingBagPlan::select(b, hopper()).ok());  // the forward ignores it
+
+  EmbeddingDescriptor e;
+  e.num_embeddings = 128256, e.embedding_dim = 4096, e.num_indices = 32768;
+  EXPECT_EQ(EmbeddingBackwardPlan::select(e, hopper())->sku().variant, "scatter");
+  e.num_indices = kSortFromIndices;
+  EXPECT_EQ(EmbeddingBackwardPlan::select(e, hopper())->sku().variant, "sort");
+  e.backward_algo = EmbeddingBackwardAlgo::kScatter;
+  EXPECT_EQ(EmbeddingBackwardPlan::select(e, hopper())->sku().variant, "scatter");
+  expect_error(EmbeddingBackwardPlan::select(e, det).status(), StatusCode::kUnsupported, "backward_algo = scatter");
+  e.backward_algo = static_cast<EmbeddingBackwardAlgo>(7);
+  expect_error(EmbeddingBackwardPlan::select(e, hopper()).status(), StatusCode::kInvalidProblem,
+               "backward_algo is not an EmbeddingBackwardAlgo");
+}
+
 TEST(EmbeddingPlanHost, DescriptorErrors) {
   auto emb = [](auto f) {
     EmbeddingDescriptor d;

@@ -40,11 +40,14 @@
 //   synchronizing assertion.
 // Determinism: forward bitwise deterministic (each bag summed in position order).
 //   Backward: two implementations behind one plan.
-//     "sort" (chosen when PlanPreference::determinism is kRunToRun, and always for max mode):
-//       CUB radix sort of (index, position) pairs, then each row is summed in position order —
-//       bitwise run-to-run deterministic.
-//     "scatter" (kAny, sum / mean / embedding): the same pipeline with the sort replaced by an
-//       atomic counting scatter, so a row's terms are added in an order that varies run to run.
+//     "sort": CUB radix sort of (index, position) pairs, then each row is summed in position
+//       order — bitwise run-to-run deterministic.
+//     "scatter" (sum / mean / embedding): the same pipeline with the sort replaced by an atomic
+//       counting scatter, so a row's terms are added in an order that varies run to run.
+//   Which one (descriptor's backward_algo): sort when PlanPreference::determinism is kRunToRun,
+//   for max mode, or when asked (kSort); scatter when asked (kScatter; an error with kRunToRun or
+//   max mode); kAuto picks scatter under kSortFromIndices index occurrences, sort from there
+//   (H200: at 32768 ids scatter was 5-9 % faster, at 2^21 sort 6-9 %; docs/perf/embedding.md).
 //   Both: a row with more than 64 terms is summed as fixed 64-term partials, folded 16 at a time
 //   and added in order (no float atomics anywhere).
 // Workspace: forward none; backward workspace_size() (fixed at select()) holds per-row counts
@@ -66,6 +69,11 @@
 
 namespace baracuda {
 
+// The backward's implementation (see Determinism above).
+enum class EmbeddingBackwardAlgo : uint8_t { kAuto, kSort, kScatter };
+// kAuto's switch from scatter to sort: this many index occurrences (N) or more.
+inline constexpr int64_t kSortFromIndices = int64_t{1} << 18;
+
 struct EmbeddingDescriptor {
   DType dtype = DType::bf16;        // weight, out, dout, dweight
   DType index_dtype = DType::i64;   // i32 or i64
@@ -75,6 +83,7 @@ struct EmbeddingDescriptor {
   std::optional<int64_t> padding_idx;  // in [−V, V) (negative counts from the end); backward only
   bool scale_grad_by_freq = false;     // backward only
   bool count_invalid = false;          // args.invalid_count receives the out-of-range count
+  EmbeddingBackwardAlgo backward_algo = EmbeddingBackwardAlgo::kAuto;  // backward only
 
   bool operator==(const EmbeddingDescriptor&) const = default;
   size_t hash() const;
@@ -114,6 +123,7 @@ struct EmbeddingBagDescriptor {
   bool scale_grad_by_freq = false;    // backward, sum and mean
   bool per_sample_weights_grad = false;  // backward returns d(per_sample_weights)
   bool count_invalid = false;
+  EmbeddingBackwardAlgo backward_algo = EmbeddingBackwardAlgo::kAuto;  // backward only
 
   int64_t indices_count() const { return bag_size > 0 ? num_bags * bag_size : num_indices; }
   bool operator==(const EmbeddingBagDescriptor&) const = default;

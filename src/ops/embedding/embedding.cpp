@@ -220,7 +220,8 @@ std::string_view embedding_bag_mode_name(EmbeddingBagMode m) {
 size_t EmbeddingDescriptor::hash() const {
   Fnv1a f;
   for (int64_t v : {int64_t(dtype), int64_t(index_dtype), num_embeddings, embedding_dim, num_indices,
-                    int64_t(padding_idx.has_value()), padding_idx.value_or(0), int64_t(scale_grad_by_freq), int64_t(count_invalid)})
+                    int64_t(padding_idx.has_value()), padding_idx.value_or(0), int64_t(scale_grad_by_freq), int64_t(count_invalid),
+                    int64_t(backward_algo)})
     f.mix(v);
   return f.value();
 }
@@ -230,7 +231,7 @@ size_t EmbeddingBagDescriptor::hash() const {
   for (int64_t v : {int64_t(dtype), int64_t(index_dtype), num_embeddings, embedding_dim, int64_t(mode), num_bags, bag_size,
                     num_indices, int64_t(include_last_offset), int64_t(per_sample_weights), int64_t(padding_idx.has_value()),
                     padding_idx.value_or(0), int64_t(scale_grad_by_freq), int64_t(per_sample_weights_grad),
-                    int64_t(count_invalid)})
+                    int64_t(count_invalid), int64_t(backward_algo)})
     f.mix(v);
   return f.value();
 }
@@ -238,6 +239,22 @@ size_t EmbeddingBagDescriptor::hash() const {
 // ================================================================ embedding
 
 namespace {
+
+// The backward's implementation: sort (deterministic) or scatter; see embedding.hpp.
+Status pick_backward(std::string_view op, EmbeddingBackwardAlgo algo, const PlanPreference& pref, bool max_mode,
+                     int64_t n, bool* sorted) {
+  const bool must_sort = pref.determinism == Determinism::kRunToRun || max_mode;
+  if (algo == EmbeddingBackwardAlgo::kScatter && max_mode)
+    return error(StatusCode::kUnsupported, op, ": backward_algo = scatter is not available in max mode (it always sorts)");
+  if (algo == EmbeddingBackwardAlgo::kScatter && must_sort)
+    return error(StatusCode::kUnsupported, op,
+                 ": backward_algo = scatter is not run-to-run deterministic (PlanPreference::determinism = kRunToRun)");
+  if (static_cast<int>(algo) > static_cast<int>(EmbeddingBackwardAlgo::kScatter))
+    return error(StatusCode::kInvalidProblem, op, ": backward_algo is not an EmbeddingBackwardAlgo");
+  *sorted = must_sort || algo == EmbeddingBackwardAlgo::kSort ||
+            (algo == EmbeddingBackwardAlgo::kAuto && n >= kSortFromIndices);
+  return {};
+}
 
 Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const PlanPreference& pref, bool backward,
                         KernelSku* sku, bool* sorted) {
@@ -247,7 +264,8 @@ Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const
   if (Status s = check_backend(op, pref); !s.ok()) return s;
   auto arch = resolve_arch(op, pref);
   if (!arch) return arch.status();
-  *sorted = pref.determinism == Determinism::kRunToRun;
+  if (backward)
+    if (Status s = pick_backward(op, d.backward_algo, pref, false, d.num_indices, sorted); !s.ok()) return s;
   fill_sku(sku, "embedding", backward ? Direction::kBackward : Direction::kForward, d.dtype, *arch,
            backward ? (*sorted ? "sort" : "scatter") : "gather");
   return {};
@@ -373,7 +391,10 @@ Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const Pl
   if (Status s = check_backend(op, pref); !s.ok()) return s;
   auto arch = resolve_arch(op, pref);
   if (!arch) return arch.status();
-  *sorted = pref.determinism == Determinism::kRunToRun || d.mode == EmbeddingBagMode::kMax;
+  if (backward)
+    if (Status s = pick_backward(op, d.backward_algo, pref, d.mode == EmbeddingBagMode::kMax, d.indices_count(), sorted);
+        !s.ok())
+      return s;
   fill_sku(sku, cat("embedding_bag.", embedding_bag_mode_name(d.mode)), backward ? Direction::kBackward : Direction::kForward,
            d.dtype, *arch, backward ? (*sorted ? "sort" : "scatter") : "bags");
   return {};
