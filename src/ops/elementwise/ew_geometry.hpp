@@ -110,6 +110,7 @@ struct EwKernels {
   int flat_block = 0;       // elements per block of the flat kernel (rows shorter: rows kernel)
   EwStridedFn strided = nullptr;
   EwTileFn tile = nullptr;  // f32 compute only
+  bool tile_pairs = false;  // the tile kernel moves 2-byte element pairs: try_tile checks their alignment
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes
   DType rows_out1 = DType::c128;  // output 1's storage dtype when it is not rows_out (frexp: i32)
 };

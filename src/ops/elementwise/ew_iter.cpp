@@ -207,6 +207,27 @@ bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwS
     any |= g.out_t[o] != 0;
   }
   if (!any) return false;
+  if (k.tile_pairs) {
+    // 2-byte element pairs along each operand's contiguous axis, 4-byte aligned; an input with
+    // stride 0 there (broadcast) reads one element per pair (kRowScalar)
+    if (g.rows % 2 != 0 || g.cols % 2 != 0) return false;
+    auto unit_stride = [](int64_t rs, int64_t cs, bool staged) { return staged ? rs : cs; };
+    auto pairs_ok = [](const void* data, int64_t unit, int64_t other) {
+      return unit == 1 && other % 2 == 0 && reinterpret_cast<uintptr_t>(data) % 4 == 0;
+    };
+    for (int i = 0; i < it.ni; ++i) {
+      if (g.in_kind[i] == kLiteral) continue;
+      const bool staged = g.in_t[i] != 0;
+      const int64_t unit = unit_stride(g.in_rs[i], g.in_cs[i], staged);
+      if (unit == 0) g.in_kind[i] = kRowScalar;
+      else if (!pairs_ok(g.in[i], unit, staged ? g.in_cs[i] : g.in_rs[i])) return false;
+    }
+    for (int o = 0; o < it.no; ++o) {
+      if (!g.out_on[o]) continue;
+      const bool staged = g.out_t[o] != 0;
+      if (!pairs_ok(g.out[o], unit_stride(g.out_rs[o], g.out_cs[o], staged), staged ? g.out_cs[o] : g.out_rs[o])) return false;
+    }
+  }
   *st = cuda_status(static_cast<cudaError_t>(k.tile(g, stream)), op);
   return true;
 }

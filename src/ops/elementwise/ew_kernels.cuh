@@ -407,6 +407,20 @@ int launch_strided(const EwStrided& g, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------- tiled 2-D path
+// Element (r, c) of a tile operand with element strides rs, cs and element size `size`: every
+// access of a thread is its first one plus a multiple of one 64-bit step (the tile kernels form
+// the thread's pointer once, then step it; per-access 64-bit index products and bounds compares
+// tripled the 2-byte tile kernel's instructions, H200 ncu: 449 M against 143 M for the same tile
+// scheme in a bare kernel).
+__device__ __forceinline__ const char* tile_at(const void* base, int64_t r, int64_t c, int64_t rs, int64_t cs, int size) {
+  return static_cast<const char*>(base) + (r * rs + c * cs) * size;
+}
+// Rows (cols) of the tensor from a tile's first one, clamped to the tile: in-tile bounds checks
+// are 32-bit compares with constants.
+__device__ __forceinline__ int tile_left(int64_t n, int64_t first, int ts) {
+  return static_cast<int>(n - first < ts ? n - first : ts);
+}
+
 // TS x TS tiles (TS = 32), 256 threads: thread (tx, ty) covers column tx and rows ty,
 // ty + 256/TS, ... Row-fastest inputs are staged through shared memory (coalesced along rows),
 // row-fastest outputs likewise on the way out. Typed like the rows kernel (storage T, results
@@ -421,49 +435,63 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
   // consecutive blocks walk down the rows (the staged operands' contiguous runs)
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * TS, c0 = static_cast<int64_t>(blockIdx.y) * TS;
   const int tx = threadIdx.x % TS, ty = threadIdx.x / TS;
-  auto load = [&](int i, int64_t off) -> C {
-    if (i == MI) return to_c<C>(static_cast<const bool*>(g.in[i])[off]);
-    return to_c<C>(static_cast<const T*>(g.in[i])[off]);
+  // staged accesses: row r0 + tx of columns c0 + ty + STEP·j; direct: row r0 + ty + STEP·j, column c0 + tx
+  const int rows_left = tile_left(g.rows, r0, TS), cols_left = tile_left(g.cols, c0, TS);
+  const bool st_row = tx < rows_left, dir_col = tx < cols_left;
+  auto load = [&](int i, const char* a) -> C {
+    if (i == MI) return to_c<C>(*reinterpret_cast<const bool*>(a));
+    return to_c<C>(*reinterpret_cast<const T*>(a));
   };
   bool staged = false, staged_out = false;
 #pragma unroll
   for (int i = 0; i < NI; ++i) {
     if (!g.in_t[i]) continue;
     staged = true;
+    const int sz = i == MI ? 1 : static_cast<int>(sizeof(T));
+    const char* a = tile_at(g.in[i], r0 + tx, c0 + ty, g.in_rs[i], g.in_cs[i], sz);
+    const int64_t step = STEP * g.in_cs[i] * sz;
+    C v[PER];  // every load in flight before the first shared-memory store
 #pragma unroll
-    for (int j = 0; j < PER; ++j) {
-      const int cl = ty + STEP * j;
-      const int64_t r = r0 + tx, c = c0 + cl;
-      sin[i][cl][tx] = (r < g.rows && c < g.cols) ? load(i, r * g.in_rs[i] + c * g.in_cs[i]) : C(0);
-    }
+    for (int j = 0; j < PER; ++j, a += step) v[j] = (st_row && ty + STEP * j < cols_left) ? load(i, a) : C(0);
+#pragma unroll
+    for (int j = 0; j < PER; ++j) sin[i][ty + STEP * j][tx] = v[j];
   }
 #pragma unroll
   for (int o = 0; o < NO; ++o) staged_out |= g.out_on[o] && g.out_t[o];
   if (staged) __syncthreads();
   C x[PER][NI];
 #pragma unroll
-  for (int j = 0; j < PER; ++j) {  // all direct loads first: PER x NI in flight
-    const int rl = ty + STEP * j;
-    const int64_t r = r0 + rl, c = c0 + tx;
-    const bool in_range = r < g.rows && c < g.cols;
+  for (int i = 0; i < NI; ++i) {  // all direct loads first: PER x NI in flight
+    if (g.in_kind[i] == kLiteral) {
 #pragma unroll
-    for (int i = 0; i < NI; ++i) {
-      if (g.in_kind[i] == kLiteral) x[j][i] = scalar_of<C>(g.s, kLiteralSlot + i);
-      else if (g.in_t[i]) x[j][i] = sin[i][tx][rl];
-      else x[j][i] = in_range ? load(i, r * g.in_rs[i] + c * g.in_cs[i]) : C(0);
+      for (int j = 0; j < PER; ++j) x[j][i] = scalar_of<C>(g.s, kLiteralSlot + i);
+      continue;
     }
+    if (g.in_t[i]) {
+#pragma unroll
+      for (int j = 0; j < PER; ++j) x[j][i] = sin[i][tx][ty + STEP * j];
+      continue;
+    }
+    const int sz = i == MI ? 1 : static_cast<int>(sizeof(T));
+    const char* a = tile_at(g.in[i], r0 + ty, c0 + tx, g.in_rs[i], g.in_cs[i], sz);
+    const int64_t step = STEP * g.in_rs[i] * sz;
+#pragma unroll
+    for (int j = 0; j < PER; ++j, a += step) x[j][i] = (dir_col && ty + STEP * j < rows_left) ? load(i, a) : C(0);
   }
 #pragma unroll
   for (int j = 0; j < PER; ++j) {
     const int rl = ty + STEP * j;
-    const int64_t r = r0 + rl, c = c0 + tx;
     C y[NO];
     A::apply(x[j], y, p);
 #pragma unroll
     for (int o = 0; o < NO; ++o) {
       if (!g.out_on[o]) continue;
-      if (g.out_t[o]) sout[o][tx][rl] = y[o];
-      else if (r < g.rows && c < g.cols) static_cast<TO*>(g.out[o])[r * g.out_rs[o] + c * g.out_cs[o]] = from_c<TO>(y[o], g.sat_fp8 != 0);
+      if (g.out_t[o]) {
+        sout[o][tx][rl] = y[o];
+      } else if (dir_col && rl < rows_left) {
+        TO* a = const_cast<TO*>(reinterpret_cast<const TO*>(tile_at(g.out[o], r0 + rl, c0 + tx, g.out_rs[o], g.out_cs[o], sizeof(TO))));
+        *a = from_c<TO>(y[o], g.sat_fp8 != 0);
+      }
     }
   }
   if (!staged_out) return;
@@ -471,11 +499,12 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
 #pragma unroll
   for (int o = 0; o < NO; ++o) {
     if (!g.out_on[o] || !g.out_t[o]) continue;
+    const char* a = tile_at(g.out[o], r0 + tx, c0 + ty, g.out_rs[o], g.out_cs[o], sizeof(TO));
+    const int64_t step = STEP * g.out_cs[o] * static_cast<int64_t>(sizeof(TO));
 #pragma unroll
-    for (int j = 0; j < PER; ++j) {
+    for (int j = 0; j < PER; ++j, a += step) {
       const int cl = ty + STEP * j;
-      const int64_t r = r0 + tx, c = c0 + cl;
-      if (r < g.rows && c < g.cols) static_cast<TO*>(g.out[o])[r * g.out_rs[o] + c * g.out_cs[o]] = from_c<TO>(sout[o][cl][tx], g.sat_fp8 != 0);
+      if (st_row && cl < cols_left) *const_cast<TO*>(reinterpret_cast<const TO*>(a)) = from_c<TO>(sout[o][cl][tx], g.sat_fp8 != 0);
     }
   }
 }
@@ -485,122 +514,136 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
 #ifndef BARACUDA_EW_TILE16
 #define BARACUDA_EW_TILE16 1
 #endif
+template <class T, class TO, int MI>
+inline constexpr bool kTile16 = BARACUDA_EW_TILE16 && sizeof(T) == 2 && std::is_same_v<T, TO> && MI < 0;
 
-// Two consecutive 2-byte elements of `base` at element offsets off and off + stride (each only
-// when ok0 / ok1, else 0) as one 32-bit word, low half first: one 4-byte access when the pair is
-// whole, adjacent and aligned.
-__device__ __forceinline__ uint32_t load_pair16(const void* base, int64_t off, int64_t stride, bool ok0, bool ok1) {
-  const uint16_t* b = static_cast<const uint16_t*>(base);
-  if (ok0 && ok1 && stride == 1 && (reinterpret_cast<uintptr_t>(b + off) & 3u) == 0)
-    return *reinterpret_cast<const uint32_t*>(b + off);
-  const uint32_t lo = ok0 ? b[off] : 0u, hi = ok1 ? b[off + stride] : 0u;
-  return lo | hi << 16;
+// The element pair at p as one 4-byte word (zero bits when !ok), and one element broadcast to
+// both halves (an operand with stride 0 along the paired axis: kRowScalar).
+__device__ __forceinline__ uint32_t load_pair16(const char* p, bool ok) {
+  return ok ? *reinterpret_cast<const uint32_t*>(p) : 0u;
 }
-__device__ __forceinline__ void store_pair16(void* base, int64_t off, int64_t stride, bool ok0, bool ok1, uint32_t w) {
-  uint16_t* b = static_cast<uint16_t*>(base);
-  if (ok0 && ok1 && stride == 1 && (reinterpret_cast<uintptr_t>(b + off) & 3u) == 0) {
-    *reinterpret_cast<uint32_t*>(b + off) = w;
-    return;
+__device__ __forceinline__ uint32_t load_dup16(const char* p, bool ok) {
+  const uint32_t h = ok ? *reinterpret_cast<const uint16_t*>(p) : 0u;
+  return h | h << 16;
+}
+// The two halves of a pair word as compute values, and back (T: __half or __nv_bfloat16).
+template <class T>
+__device__ __forceinline__ float2 unpack_pair(uint32_t w) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  else return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+template <class T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  uint32_t w;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    memcpy(&w, &v, 4);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    memcpy(&w, &v, 4);
   }
-  if (ok0) b[off] = static_cast<uint16_t>(w);
-  if (ok1) b[off + stride] = static_cast<uint16_t>(w >> 16);
-}
-template <class T>
-__device__ __forceinline__ uint16_t bits16(T v) {
-  static_assert(sizeof(T) == 2);
-  uint16_t u;
-  memcpy(&u, &v, 2);
-  return u;
-}
-template <class T>
-__device__ __forceinline__ T from_bits16(uint16_t u) {
-  T v;
-  memcpy(&v, &u, 2);
-  return v;
+  return w;
 }
 
 // The tile path for 2-byte storage without a mask operand: 64 x 64 tiles, every access an
 // element pair (4 bytes) along the operand's contiguous axis — staged operands pair rows, the
-// others pair columns. The 32 x 32 tile kernel moved one 2-byte element per access and four per
-// thread per block: bf16 with a transposed operand ran at 30-35 % of copy (f32 70-77 %).
+// others pair columns. The host (try_tile, EwKernels::tile_pairs) routes here only even rows and
+// cols and operands whose pairs are 4-byte aligned (unit stride along the paired axis, an even
+// stride along the other, a 4-byte aligned base) or inputs broadcast along it (stride 0,
+// kRowScalar: one element per pair); other layouts take the strided kernel. The 32 x 32 tile kernel moved one 2-byte element per
+// access: bf16 with a transposed operand ran at 30-35 % of copy (f32 70-77 %).
 // Thread (lane, warp) computes rows warp + 8j (j < 8) at columns 2·lane, 2·lane + 1.
 template <class A, class T>
 __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
   using C = compute_t<T>;
-  constexpr int TS = 64, NI = A::NI, NO = A::NO, RS = TS + 2;  // RS: halves per staged column (+1 word pad)
+  constexpr int TS = 64, NI = A::NI, NO = A::NO, RS = TS + 2, J = TS / 8;  // RS: halves per staged column (+1 word pad)
   __shared__ __align__(4) uint16_t sin[NI][TS][RS];   // [input][col in tile][row in tile]
   __shared__ __align__(4) uint16_t sout[NO][TS][RS];  // [output][col in tile][row in tile]
   const P<C> p = load_params<C>(g.s);
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * TS, c0 = static_cast<int64_t>(blockIdx.y) * TS;
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  // staged accesses: rows r0 + 2·lane, + 1 of columns c0 + warp + 8j; direct accesses: row
+  // r0 + warp + 8j, columns c0 + 2·lane, + 1
+  const int64_t sr = r0 + 2 * lane, dc = c0 + 2 * lane;
+  const int rows_left = tile_left(g.rows, r0, TS), cols_left = tile_left(g.cols, c0, TS);
+  const bool sr_ok = 2 * lane < rows_left, dc_ok = 2 * lane < cols_left;  // rows and cols are even: pairs are whole or absent
   bool staged = false, staged_out = false;
-  // A staged operand's accesses: rows r0 + 2·lane, + 1 (a pair along its contiguous rows) of
-  // tile column warp + 8j, for j < 8; f(column in tile, row, column, pair's first / second
-  // element inside the tensor).
-  auto staged_pairs = [&](auto&& f) {
-    const int64_t r = r0 + 2 * lane;
-#pragma unroll
-    for (int j = 0; j < TS / 8; ++j) {
-      const int cl = warp + 8 * j;
-      const int64_t cc = c0 + cl;
-      const bool okc = cc < g.cols;
-      f(cl, r, cc, okc && r < g.rows, okc && r + 1 < g.rows);
-    }
-  };
 #pragma unroll
   for (int i = 0; i < NI; ++i) {
     if (!g.in_t[i]) continue;
     staged = true;
-    staged_pairs([&](int cl, int64_t r, int64_t cc, bool ok0, bool ok1) {
-      *reinterpret_cast<uint32_t*>(&sin[i][cl][2 * lane]) =
-          load_pair16(g.in[i], r * g.in_rs[i] + cc * g.in_cs[i], g.in_rs[i], ok0, ok1);
-    });
+    const char* a = tile_at(g.in[i], sr, c0 + warp, g.in_rs[i], g.in_cs[i], 2);
+    const int64_t step = 16 * g.in_cs[i];  // 8 columns of 2 bytes
+    // every load in flight before the first shared-memory store (a store after each load left
+    // one load in flight per thread)
+    uint32_t w[J];
+    if (g.in_kind[i] == kRowScalar) {
+#pragma unroll
+      for (int j = 0; j < J; ++j, a += step) w[j] = load_dup16(a, sr_ok && warp + 8 * j < cols_left);
+    } else {
+#pragma unroll
+      for (int j = 0; j < J; ++j, a += step) w[j] = load_pair16(a, sr_ok && warp + 8 * j < cols_left);
+    }
+#pragma unroll
+    for (int j = 0; j < J; ++j) *reinterpret_cast<uint32_t*>(&sin[i][warp + 8 * j][2 * lane]) = w[j];
   }
 #pragma unroll
   for (int o = 0; o < NO; ++o) staged_out |= g.out_on[o] && g.out_t[o];
   if (staged) __syncthreads();
-  const int64_t c = c0 + 2 * lane;
-  const bool okc0 = c < g.cols, okc1 = c + 1 < g.cols;
-  uint32_t x[TS / 8][NI];
+  uint32_t x[J][NI];
 #pragma unroll
-  for (int j = 0; j < TS / 8; ++j) {  // all direct loads first
-    const int rl = warp + 8 * j;
-    const int64_t r = r0 + rl;
-    const bool okr = r < g.rows;
+  for (int i = 0; i < NI; ++i) {  // all direct loads first
+    if (g.in_kind[i] == kLiteral) continue;
+    if (g.in_t[i]) {
 #pragma unroll
-    for (int i = 0; i < NI; ++i) {
-      if (g.in_kind[i] == kLiteral) x[j][i] = 0;
-      else if (g.in_t[i]) x[j][i] = uint32_t{sin[i][2 * lane][rl]} | uint32_t{sin[i][2 * lane + 1][rl]} << 16;
-      else x[j][i] = load_pair16(g.in[i], r * g.in_rs[i] + c * g.in_cs[i], g.in_cs[i], okr && okc0, okr && okc1);
+      for (int j = 0; j < J; ++j) x[j][i] = uint32_t{sin[i][2 * lane][warp + 8 * j]} | uint32_t{sin[i][2 * lane + 1][warp + 8 * j]} << 16;
+      continue;
+    }
+    const char* a = tile_at(g.in[i], r0 + warp, dc, g.in_rs[i], g.in_cs[i], 2);
+    const int64_t step = 16 * g.in_rs[i];  // 8 rows
+    if (g.in_kind[i] == kRowScalar) {
+#pragma unroll
+      for (int j = 0; j < J; ++j, a += step) x[j][i] = load_dup16(a, dc_ok && warp + 8 * j < rows_left);
+    } else {
+#pragma unroll
+      for (int j = 0; j < J; ++j, a += step) x[j][i] = load_pair16(a, dc_ok && warp + 8 * j < rows_left);
     }
   }
+  const char* dir_out[NO];
+  int64_t dir_step[NO];
 #pragma unroll
-  for (int j = 0; j < TS / 8; ++j) {
+  for (int o = 0; o < NO; ++o) {
+    dir_out[o] = tile_at(g.out[o], r0 + warp, dc, g.out_rs[o], g.out_cs[o], 2);
+    dir_step[o] = 16 * g.out_rs[o];
+  }
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
     const int rl = warp + 8 * j;
-    const int64_t r = r0 + rl;
-    const bool okr = r < g.rows;
-    uint32_t yw[NO];
-#pragma unroll
-    for (int o = 0; o < NO; ++o) yw[o] = 0;
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
+    const bool okr = rl < rows_left;
+    float lo[NO], hi[NO];
+    {
       C in[NI], out[NO];
 #pragma unroll
-      for (int i = 0; i < NI; ++i)
-        in[i] = g.in_kind[i] == kLiteral ? scalar_of<C>(g.s, kLiteralSlot + i)
-                                         : to_c<C>(from_bits16<T>(static_cast<uint16_t>(x[j][i] >> (16 * e))));
+      for (int i = 0; i < NI; ++i) in[i] = g.in_kind[i] == kLiteral ? scalar_of<C>(g.s, kLiteralSlot + i) : unpack_pair<T>(x[j][i]).x;
       A::apply(in, out, p);
 #pragma unroll
-      for (int o = 0; o < NO; ++o) yw[o] |= uint32_t{bits16(from_c<T>(out[o], g.sat_fp8 != 0))} << (16 * e);
+      for (int o = 0; o < NO; ++o) lo[o] = out[o];
+#pragma unroll
+      for (int i = 0; i < NI; ++i) in[i] = g.in_kind[i] == kLiteral ? scalar_of<C>(g.s, kLiteralSlot + i) : unpack_pair<T>(x[j][i]).y;
+      A::apply(in, out, p);
+#pragma unroll
+      for (int o = 0; o < NO; ++o) hi[o] = out[o];
     }
 #pragma unroll
     for (int o = 0; o < NO; ++o) {
       if (!g.out_on[o]) continue;
+      const uint32_t w = pack_pair<T>(lo[o], hi[o]);
       if (g.out_t[o]) {
-        sout[o][2 * lane][rl] = static_cast<uint16_t>(yw[o]);
-        sout[o][2 * lane + 1][rl] = static_cast<uint16_t>(yw[o] >> 16);
+        sout[o][2 * lane][rl] = static_cast<uint16_t>(w);
+        sout[o][2 * lane + 1][rl] = static_cast<uint16_t>(w >> 16);
       } else {
-        store_pair16(g.out[o], r * g.out_rs[o] + c * g.out_cs[o], g.out_cs[o], okr && okc0, okr && okc1, yw[o]);
+        if (okr && dc_ok) *reinterpret_cast<uint32_t*>(const_cast<char*>(dir_out[o])) = w;
+        dir_out[o] += dir_step[o];
       }
     }
   }
@@ -609,16 +652,17 @@ __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
 #pragma unroll
   for (int o = 0; o < NO; ++o) {
     if (!g.out_on[o] || !g.out_t[o]) continue;
-    staged_pairs([&](int cl, int64_t r, int64_t cc, bool ok0, bool ok1) {
-      store_pair16(g.out[o], r * g.out_rs[o] + cc * g.out_cs[o], g.out_rs[o], ok0, ok1,
-                   *reinterpret_cast<const uint32_t*>(&sout[o][cl][2 * lane]));
-    });
+    const char* a = tile_at(g.out[o], sr, c0 + warp, g.out_rs[o], g.out_cs[o], 2);
+    const int64_t step = 16 * g.out_cs[o];
+#pragma unroll
+    for (int j = 0; j < J; ++j, a += step)
+      if (sr_ok && warp + 8 * j < cols_left) *reinterpret_cast<uint32_t*>(const_cast<char*>(a)) = *reinterpret_cast<const uint32_t*>(&sout[o][warp + 8 * j][2 * lane]);
   }
 }
 
 template <class A, class T, class TO, int MI>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  if constexpr (BARACUDA_EW_TILE16 && sizeof(T) == 2 && std::is_same_v<T, TO> && MI < 0) {
+  if constexpr (kTile16<T, TO, MI>) {
     const dim3 grid(static_cast<unsigned>((g.rows + 63) / 64), static_cast<unsigned>((g.cols + 63) / 64));
     if (grid.x == 0 || grid.y == 0) return 0;
     return static_cast<int>(launch_kernel(tile16_kernel<A, T>, grid, dim3(256), 0, stream, g));
@@ -632,6 +676,13 @@ int launch_tile(const EwTile& g, cudaStream_t stream) {
 // The tile kernel for the 16/32-bit float storage types (others run the strided kernel).
 template <class T>
 inline constexpr bool kTileType = std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+template <class A, class T, class TO, int MI>
+void set_tile(EwKernels& k) {
+  if constexpr (kTileType<T>) {
+    k.tile = &launch_tile<A, T, TO, MI>;
+    k.tile_pairs = kTile16<T, TO, MI>;
+  }
+}
 
 // ---------------------------------------------------------------- per-op kernel lookup
 // Calls f.template operator()<T>() for the storage type of t among the enabled families
@@ -670,7 +721,7 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
       if (ri == ro && K != EwKind::kFloatPower)
         dispatch_storage<true, false>(ri, [&]<class T>() {
           set_rows<A, T, T, MI>(k);
-          if constexpr (kTileType<T>) k.tile = &launch_tile<A, T, T, MI>;
+          set_tile<A, T, T, MI>(k);
         });
       if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
@@ -705,7 +756,7 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
       if (ri == ro)
         dispatch_storage<fl, in>(ri, [&]<class T>() {
           set_rows<A, T, T, MI>(k);
-          if constexpr (kTileType<T>) k.tile = &launch_tile<A, T, T, MI>;
+          set_tile<A, T, T, MI>(k);
         });
     }
     if constexpr (fl) {
