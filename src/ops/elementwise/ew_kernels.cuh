@@ -312,20 +312,23 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   }
 }
 
-template <class T, class TO, int NI>
+// Keyed by the adapter A: its op's kHeavy (ew_ops.hpp heavy_op) picks the flat kernel's depth.
+template <class A, class T, class TO>
 struct RowsShape {
+  static constexpr int NI = A::NI;
   static constexpr int kBytes = sizeof(T) > sizeof(TO) ? sizeof(T) : sizeof(TO);
   static constexpr int VEC = 16 / kBytes > 0 ? 16 / kBytes : 1;
   // vectors per thread: the flat kernel (the contiguous case) keeps two loads in flight for
-  // unary ops; the rows kernel (strided rows, literal and per-row operands) one, which halves
-  // its code (build time) where it is not the hot path.
-  static constexpr int FLAT_UNR = NI >= 2 ? 1 : 2;
+  // unary ops (one for heavy ones: half the inlined copies of the op); the rows kernel (strided
+  // rows, literal and per-row operands) one, which halves its code (build time) where it is not
+  // the hot path.
+  static constexpr int FLAT_UNR = NI >= 2 || A::kHeavy ? 1 : 2;
   static constexpr int ROWS_UNR = 1;
 };
 
 template <class A, class T, class TO, int MI>
 int launch_rows(const EwRows& g, cudaStream_t stream) {
-  using S = RowsShape<T, TO, A::NI>;
+  using S = RowsShape<A, T, TO>;
   const uint32_t per_block = kThreads * S::ROWS_UNR;
   const uint32_t blocks = (g.total + per_block - 1) / per_block;
   if (blocks == 0) return 0;
@@ -334,7 +337,7 @@ int launch_rows(const EwRows& g, cudaStream_t stream) {
 
 template <class A, class T, class TO, int MI>
 int launch_flat(const EwRows& g, cudaStream_t stream) {
-  using S = RowsShape<T, TO, A::NI>;
+  using S = RowsShape<A, T, TO>;
   const uint32_t per_block = kFlatThreads * S::FLAT_UNR * S::VEC;
   const uint32_t blocks = static_cast<uint32_t>((static_cast<uint64_t>(g.cols) + per_block - 1) / per_block);
   if (blocks == 0 || g.flat_rows == 0) return 0;
@@ -347,8 +350,8 @@ template <class A, class T, class TO, int MI>
 void set_rows(EwKernels& k) {
   k.rows = &launch_rows<A, T, TO, MI>;
   k.flat = &launch_flat<A, T, TO, MI>;
-  k.rows_vec = RowsShape<T, TO, A::NI>::VEC;
-  k.flat_block = kFlatThreads * RowsShape<T, TO, A::NI>::FLAT_UNR * k.rows_vec;
+  k.rows_vec = RowsShape<A, T, TO>::VEC;
+  k.flat_block = kFlatThreads * RowsShape<A, T, TO>::FLAT_UNR * k.rows_vec;
 }
 
 // ---------------------------------------------------------------- strided path
@@ -514,7 +517,8 @@ __global__ void __launch_bounds__(256) tile_kernel(const EwTile g) {
 #ifndef BARACUDA_EW_TILE16
 #define BARACUDA_EW_TILE16 1
 #endif
-template <class T, class TO, int MI>
+// Keyed by A (one unit's op): the unit's BARACUDA_EW_TILE16 never gives one specialization two values.
+template <class A, class T, class TO, int MI>
 inline constexpr bool kTile16 = BARACUDA_EW_TILE16 && sizeof(T) == 2 && std::is_same_v<T, TO> && MI < 0;
 
 // The element pair at p as one 4-byte word (zero bits when !ok), and one element broadcast to
@@ -662,7 +666,7 @@ __global__ void __launch_bounds__(256) tile16_kernel(const EwTile g) {
 
 template <class A, class T, class TO, int MI>
 int launch_tile(const EwTile& g, cudaStream_t stream) {
-  if constexpr (kTile16<T, TO, MI>) {
+  if constexpr (kTile16<A, T, TO, MI>) {
     const dim3 grid(static_cast<unsigned>((g.rows + 63) / 64), static_cast<unsigned>((g.cols + 63) / 64));
     if (grid.x == 0 || grid.y == 0) return 0;
     return static_cast<int>(launch_kernel(tile16_kernel<A, T>, grid, dim3(256), 0, stream, g));
@@ -680,7 +684,7 @@ template <class A, class T, class TO, int MI>
 void set_tile(EwKernels& k) {
   if constexpr (kTileType<T>) {
     k.tile = &launch_tile<A, T, TO, MI>;
-    k.tile_pairs = kTile16<T, TO, MI>;
+    k.tile_pairs = kTile16<A, T, TO, MI>;
   }
 }
 
