@@ -3,7 +3,7 @@
 // Round-to-nearest-even, NaN kept quiet, overflow to ±inf: the same results as the CUDA
 // intrinsics __float2half_rn / __float2bfloat16_rn and PyTorch's c10::Half / c10::BFloat16.
 // constexpr and header-only, without CUDA headers: host code and the float64 reference use
-// them, and so does device code (nvcc --expt-relaxed-constexpr; the elementwise nextafter).
+// them (device code takes the hardware conversions, which give the same results).
 #pragma once
 
 #include <bit>
