@@ -243,21 +243,23 @@ namespace {
 // The backward's implementation: sort (deterministic) or scatter; see embedding.hpp.
 Status pick_backward(std::string_view op, EmbeddingBackwardAlgo algo, const PlanPreference& pref, bool max_mode,
                      int64_t n, bool* sorted) {
+  if (static_cast<int>(algo) > static_cast<int>(EmbeddingBackwardAlgo::kScatter))
+    return error(StatusCode::kInvalidProblem, op, ": backward_algo is not an EmbeddingBackwardAlgo");
   const bool must_sort = pref.determinism == Determinism::kRunToRun || max_mode;
   if (algo == EmbeddingBackwardAlgo::kScatter && max_mode)
     return error(StatusCode::kUnsupported, op, ": backward_algo = scatter is not available in max mode (it always sorts)");
   if (algo == EmbeddingBackwardAlgo::kScatter && must_sort)
     return error(StatusCode::kUnsupported, op,
                  ": backward_algo = scatter is not run-to-run deterministic (PlanPreference::determinism = kRunToRun)");
-  if (static_cast<int>(algo) > static_cast<int>(EmbeddingBackwardAlgo::kScatter))
-    return error(StatusCode::kInvalidProblem, op, ": backward_algo is not an EmbeddingBackwardAlgo");
   *sorted = must_sort || algo == EmbeddingBackwardAlgo::kSort ||
             (algo == EmbeddingBackwardAlgo::kAuto && n >= kSortFromIndices);
   return {};
 }
 
-Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const PlanPreference& pref, bool backward,
-                        KernelSku* sku, bool* sorted) {
+// sorted: the backward's form (sort or scatter) is returned there; nullptr selects the forward.
+Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const PlanPreference& pref, KernelSku* sku,
+                        bool* sorted) {
+  const bool backward = sorted != nullptr;
   const Common c{d.dtype, d.index_dtype, d.num_embeddings, d.embedding_dim, d.padding_idx};
   if (d.num_indices < 0) return error(StatusCode::kInvalidProblem, op, ": num_indices = ", d.num_indices, " must be >= 0");
   if (Status s = check_common(op, c, backward, d.num_indices); !s.ok()) return s;
@@ -275,8 +277,7 @@ Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const
 
 Result<EmbeddingPlan> EmbeddingPlan::select(const EmbeddingDescriptor& d, const PlanPreference& pref) {
   EmbeddingPlan plan;
-  bool sorted = true;
-  if (Status s = select_embedding(kEmb, d, pref, false, &plan.sku_, &sorted); !s.ok()) return s;
+  if (Status s = select_embedding(kEmb, d, pref, &plan.sku_, nullptr); !s.ok()) return s;
   plan.desc_ = d;
   return plan;
 }
@@ -319,7 +320,7 @@ Status EmbeddingPlan::run(cudaStream_t stream, Workspace, const EmbeddingArgs& a
 
 Result<EmbeddingBackwardPlan> EmbeddingBackwardPlan::select(const EmbeddingBackwardDescriptor& d, const PlanPreference& pref) {
   EmbeddingBackwardPlan plan;
-  if (Status s = select_embedding(kEmbBwd, d, pref, true, &plan.sku_, &plan.sorted_); !s.ok()) return s;
+  if (Status s = select_embedding(kEmbBwd, d, pref, &plan.sku_, &plan.sorted_); !s.ok()) return s;
   plan.desc_ = d;
   plan.workspace_ = bwd_layout(d.num_indices, d.num_embeddings, 0, d.embedding_dim, d.dtype, false, false).total;
   if (Status s = check_workspace_budget(kEmbBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
@@ -371,8 +372,10 @@ Status EmbeddingBackwardPlan::run(cudaStream_t stream, Workspace ws, const Embed
 
 namespace {
 
-Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const PlanPreference& pref, bool backward,
-                  KernelSku* sku, bool* sorted) {
+// sorted: as select_embedding's.
+Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const PlanPreference& pref, KernelSku* sku,
+                  bool* sorted) {
+  const bool backward = sorted != nullptr;
   auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
   if (static_cast<int>(d.mode) > static_cast<int>(EmbeddingBagMode::kMax)) return bad("mode is not an EmbeddingBagMode");
   if (d.num_bags < 0) return bad("num_bags = ", d.num_bags, " must be >= 0");
@@ -439,8 +442,7 @@ detail::EmbParams bag_params(const EmbeddingBagDescriptor& d, const TensorRef& i
 
 Result<EmbeddingBagPlan> EmbeddingBagPlan::select(const EmbeddingBagDescriptor& d, const PlanPreference& pref) {
   EmbeddingBagPlan plan;
-  bool sorted = true;
-  if (Status s = select_bag(kBag, d, pref, false, &plan.sku_, &sorted); !s.ok()) return s;
+  if (Status s = select_bag(kBag, d, pref, &plan.sku_, nullptr); !s.ok()) return s;
   plan.desc_ = d;
   return plan;
 }
@@ -480,7 +482,7 @@ Status EmbeddingBagPlan::run(cudaStream_t stream, Workspace, const EmbeddingBagA
 Result<EmbeddingBagBackwardPlan> EmbeddingBagBackwardPlan::select(const EmbeddingBagBackwardDescriptor& d,
                                                                   const PlanPreference& pref) {
   EmbeddingBagBackwardPlan plan;
-  if (Status s = select_bag(kBagBwd, d, pref, true, &plan.sku_, &plan.sorted_); !s.ok()) return s;
+  if (Status s = select_bag(kBagBwd, d, pref, &plan.sku_, &plan.sorted_); !s.ok()) return s;
   plan.desc_ = d;
   plan.workspace_ = bwd_layout(d.indices_count(), d.num_embeddings, d.num_bags, d.embedding_dim, d.dtype, d.bag_size == 0,
                                d.mode == EmbeddingBagMode::kMean)
