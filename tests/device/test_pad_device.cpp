@@ -350,6 +350,42 @@ TEST_F(PadDevice, FlatForwardShortRowsAnyAlignment) {
           }
 }
 
+// The pairs forward (2-byte rows of 2-8 segments of 32 words + at most 4): odd and even low
+// pads, a cropped low side (the row's first word then comes from its own columns), padding
+// cells across 20 lanes of the first segment and 8 of the last, fill rows from padded outer
+// axes, row counts that leave a warp's last task part-full, tails of 0-4 words. The misaligned
+// x / y layouts and the padding that reaches a middle segment take the flat kernel (same
+// answers required); which kernel a geometry gets is checked on the host
+// (PadGeometry.PairsForwardAdmitsAlignedTwoByteRowsOfTwoToEightSegments).
+TEST_F(PadDevice, PairsForwardRows) {
+  const DType types[] = {DType::bf16, DType::f16, DType::i16};
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>>> cases = {
+      {{4, 33, 256}, {{0, 0}, {1, 1}, {1, 1}}},           // 258: 4 segments + 1, shift 1, 140 rows
+      {{3, 5, 128}, {{0, 0}, {2, 2}, {0, 0}}},            // 128: 2 segments, unpadded columns
+      {{2, 7, 512}, {{0, 0}, {1, 2}, {3, 5}}},            // 520: 8 segments + 4, shift 1
+      {{5, 254}, {{1, 1}, {-1, 3}}},                      // 256 with the first column cropped
+      {{5, 318}, {{0, 3}, {2, 4}}},                       // 324: 5 segments + 2, shift 0
+      {{2, 3, 4, 190}, {{0, 0}, {1, 1}, {2, 0}, {1, 1}}}, // 192: 3 segments, two padded row axes
+      {{3, 200}, {{1, 0}, {40, 16}}},                     // 256: cells in 20 lanes of segment 0
+      {{3, 200}, {{0, 1}, {70, 58}}},                     // cells into segment 1: flat
+  };
+  const std::pair<Layout, Layout> layouts[] = {{Layout::kContiguous, Layout::kContiguous},
+                                               {Layout::kOffset1, Layout::kContiguous},
+                                               {Layout::kContiguous, Layout::kOffset1},
+                                               {Layout::kPaddedRows, Layout::kContiguous}};
+  std::mt19937_64 rng(12);
+  uint64_t seed = 89000;
+  for (DType dt : types)
+    for (PadMode mode : kModes)
+      for (const auto& [shape, pads] : cases)
+        for (const auto& [lx, ly] : layouts) {
+          Problem p = make_problem(dt, mode, shape, rng, pads);
+          if (!PadPlan::select(p.d).ok()) continue;  // reflect: a pad as long as its axis
+          check_forward(p, lx, ly, ++seed);
+          if (HasFatalFailure()) return;
+        }
+}
+
 TEST_F(PadDevice, BitwiseRerunsAreIdentical) {
   std::mt19937_64 rng(5);
   for (PadMode mode : kModes) {

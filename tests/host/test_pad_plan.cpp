@@ -317,6 +317,52 @@ TEST(PadGeometry, FlatBackwardRefusesRowsWithMoreThanFourPreimageRows) {
   EXPECT_GT(g.flat_words, 0);
 }
 
+// The pairs forward takes 2-byte rows of 2 to 8 segments of 32 words plus at most 4 words, with
+// aligned x rows and y, padding cells only in the first and last segment; anything else is left
+// to the flat kernel.
+TEST(PadGeometry, PairsForwardAdmitsAlignedTwoByteRowsOfTwoToEightSegments) {
+  alignas(16) static uint16_t buf[64];
+  detail::PadGeometry g;
+  auto plan = [&](std::vector<int64_t> in, std::vector<int64_t> pads, PadMode mode, int x_off = 0, int y_off = 0,
+                  std::vector<int64_t> x_strides = {}) {
+    const auto d = *PadDescriptor::torch_style(DType::bf16, in, pads, mode);
+    std::vector<int64_t> out(in.size());
+    for (size_t a = 0; a < in.size(); ++a) out[a] = d.out_dim(static_cast<int>(a));
+    auto x = TensorRef::make(buf + x_off, DType::bf16, std::span<const int64_t>(in), std::span<const int64_t>(x_strides));
+    auto y = TensorMut::make(buf + y_off, DType::bf16, std::span<const int64_t>(out));
+    EXPECT_TRUE(detail::pad_build_geometry("pad", d, x, y, false, &g, y.data).ok());
+    detail::pad_plan_pairs(&g, y.data, x.data);
+    return g.pr;
+  };
+  // the benchmark's rows: 258 elements = 4 segments + 1 word, odd low pad
+  detail::PadPairs pr = plan({32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect);
+  EXPECT_EQ(pr.nseg, 4);
+  EXPECT_EQ(pr.words, 129);
+  EXPECT_EQ(pr.shift, 1);
+  EXPECT_EQ(pr.rw, 4);
+  EXPECT_EQ(pr.rows, 2048 * 258);
+  EXPECT_EQ(pr.blocks, 2048 * 258 / 32);
+  // 8 segments + 2 words, even low pad: 2 rows per warp
+  pr = plan({16, 16, 512, 512}, {2, 2, 2, 2}, PadMode::kConstant);
+  EXPECT_EQ(pr.nseg, 8);
+  EXPECT_EQ(pr.shift, 0);
+  EXPECT_EQ(pr.rw, 2);
+  // a cropped low side (shift 1, the row's first word from its own columns)
+  pr = plan({3, 254}, {-1, 3}, PadMode::kConstant);
+  EXPECT_EQ(pr.nseg, 4);
+  EXPECT_EQ(pr.shift, 1);
+  // refused: y or x off 4-byte alignment, rows of one segment, a tail of 27 words, an odd x row
+  // stride, padding reaching the second segment
+  EXPECT_EQ(plan({32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect, 0, 1).blocks, 0);
+  EXPECT_EQ(plan({32, 64, 256, 256}, {1, 1, 1, 1}, PadMode::kReflect, 1, 0).blocks, 0);
+  EXPECT_EQ(plan({4, 100}, {1, 1}, PadMode::kReflect).blocks, 0);
+  EXPECT_EQ(plan({4, 300}, {4, 6}, PadMode::kReflect).blocks, 0);
+  EXPECT_EQ(plan({4, 255}, {1, 2}, PadMode::kReflect).blocks, 0);
+  EXPECT_EQ(plan({4, 256}, {1, 1}, PadMode::kReflect, 0, 0, {257, 1}).blocks, 0);
+  EXPECT_EQ(plan({3, 200}, {70, 58}, PadMode::kReflect).blocks, 0);
+  EXPECT_GT(plan({3, 200}, {40, 16}, PadMode::kReflect).blocks, 0);  // cells in lanes 0-19 of segment 0
+}
+
 // pad_single_interval is the columns whose only cell is the identity (checked against the cell
 // rule for every mode, n <= 7, pads from cropping to maximal): exactly, but for reflect's two
 // end columns, which it may leave out. Repro: reflect with no padding once excluded columns 0

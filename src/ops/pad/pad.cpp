@@ -531,6 +531,40 @@ void detail::pad_plan_flat(PadGeometry* g, int elem, const void* dst, bool backw
   if (backward) g->col_cells = pad_col_cells(static_cast<PadMode>(g->mode), g->n[ca], g->m[ca], g->lo[ca]);
 }
 
+void detail::pad_plan_pairs(PadGeometry* g, const void* dst, const void* src) {
+  g->pr = PadPairs{};
+  const int ca = g->rank - 1;
+  // dense y, 4-byte aligned
+  int64_t numel = 1;
+  for (int a = ca; a >= 0; --a) {
+    if (g->ys[a] != numel) return;
+    numel *= g->m[a];
+  }
+  if (numel <= 0 || reinterpret_cast<uintptr_t>(dst) % 4 != 0) return;
+  const int64_t Wy = g->m[ca];
+  if (Wy % 2 != 0) return;
+  const int64_t words = Wy / 2, nseg = words / 32, tail = words % 32;
+  if (nseg < 2 || nseg > kPairsMaxSeg || tail > kPairsMaxTail) return;
+  // x: unit-stride columns, every row 4-byte aligned, offsets that only grow
+  if (g->xs[ca] != 1 || reinterpret_cast<uintptr_t>(src) % 4 != 0) return;
+  for (int a = 0; a < ca; ++a)
+    if (g->xs[a] < 0 || g->xs[a] % 2 != 0) return;
+  const int32_t W = static_cast<int32_t>(g->n[ca]), lo = static_cast<int32_t>(g->lo[ca]);
+  const int shift = static_cast<int>(((lo % 2) + 2) % 2);
+  // the middle segments are plain copies: padding cells only in the first and last segment
+  for (int32_t j = 32; j < 32 * (nseg - 1); ++j)
+    if (!pad_pairs_plain(j, lo, W, shift)) return;
+  const int64_t rows = numel / Wy;
+  const int rw = pad_pairs_rows_per_warp(static_cast<int>(nseg));
+  const int64_t rows_per_block = int64_t{rw} * (kPadThreads / 32);
+  g->pr.blocks = (rows + rows_per_block - 1) / rows_per_block;
+  g->pr.rows = static_cast<int32_t>(rows);
+  g->pr.words = static_cast<int32_t>(words);
+  g->pr.nseg = static_cast<int>(nseg);
+  g->pr.shift = shift;
+  g->pr.rw = rw;
+}
+
 std::string_view pad_mode_name(PadMode m) {
   switch (m) {
     case PadMode::kConstant: return "constant";
@@ -613,7 +647,8 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (!i64) {
     const int elem = static_cast<int>(dtype_size(desc_.dtype));
     detail::pad_plan_staged(&g, elem, g.dst, g.src, /*backward=*/false);
-    if (g.st.tiles == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
+    if (g.st.tiles == 0 && elem == 2) detail::pad_plan_pairs(&g, g.dst, g.src);
+    if (g.st.tiles == 0 && g.pr.blocks == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
   }
   return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
 }

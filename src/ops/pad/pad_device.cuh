@@ -1,4 +1,4 @@
-// Device helpers the pad kernels share (pad_kernels.cu, pad_staged.cu).
+// Device helpers the pad kernels share (pad_kernels.cu, pad_staged.cu, pad_pairs.cu).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,42 @@ __device__ __forceinline__ void for_row_axes(const PadGeometry& g, Idx r, bool d
       }
     }
   }
+}
+
+// The source coordinate of padded coordinate o along one axis with no branch on the mode: the
+// unpadded coordinate i = o - lo itself inside [0, n), else a·i + b of the side it falls on
+// (constant: -1, the fill; reflect: -i and 2(n-1) - i; replicate: 0 and n-1; circular: i + n
+// and i - n). Same values as pad_source.
+struct AxisMap {
+  int32_t n, lo, al, bl, ah, bh;
+  __device__ __forceinline__ int32_t operator()(int32_t o) const {
+    const int32_t i = o - lo;
+    const bool low = i < 0;
+    const int32_t side = (low ? al : ah) * i + (low ? bl : bh);  // both computed: no branch
+    return static_cast<uint32_t>(i) < static_cast<uint32_t>(n) ? i : side;
+  }
+};
+__device__ __forceinline__ AxisMap axis_map(int mode, int32_t n, int32_t lo) {
+  switch (mode) {
+    case kConstant: return {n, lo, 0, -1, 0, -1};
+    case kReflect: return {n, lo, -1, 0, -1, 2 * (n - 1)};
+    case kReplicate: return {n, lo, 0, 0, 0, n - 1};
+    default: return {n, lo, 1, n, 1, -n};  // circular
+  }
+}
+
+// The x offset of the forward's destination row r (32-bit indices), or kNoRow where the row
+// has no source (constant mode: a padding row).
+constexpr int32_t kNoRow = INT32_MIN;  // index32 offsets stay above it by 2^16
+__device__ __forceinline__ int32_t fwd_row_source(const PadGeometry& g, int32_t r) {
+  int32_t xo = 0;
+  bool ok = true;
+  for_row_axes<int32_t>(g, r, false, [&](int d, int32_t o) {
+    const int32_t s = axis_map(g.mode, static_cast<int32_t>(g.n[d]), static_cast<int32_t>(g.lo[d]))(o);
+    ok = ok && s >= 0;
+    xo += s * static_cast<int32_t>(g.xs[d]);
+  });
+  return ok ? xo : kNoRow;
 }
 
 // The unsigned word of one element of kBytes bytes (the forward moves raw bits).

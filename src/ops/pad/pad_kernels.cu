@@ -15,6 +15,7 @@
 #include "core/launch.cuh"
 #include "ops/pad/pad_device.cuh"
 #include "ops/pad/pad_geometry.hpp"
+#include "ops/pad/pad_pairs.cuh"
 #include "ops/pad/pad_staged.cuh"
 
 namespace baracuda::detail {
@@ -687,28 +688,6 @@ struct FlatCursor {
   }
 };
 
-// The source coordinate of padded coordinate o along one axis with no branch on the mode: the
-// unpadded coordinate i = o - lo itself inside [0, n), else a·i + b of the side it falls on
-// (constant: -1, the fill; reflect: -i and 2(n-1) - i; replicate: 0 and n-1; circular: i + n
-// and i - n). Same values as pad_source.
-struct AxisMap {
-  int32_t n, lo, al, bl, ah, bh;
-  __device__ __forceinline__ int32_t operator()(int32_t o) const {
-    const int32_t i = o - lo;
-    const bool low = i < 0;
-    const int32_t side = (low ? al : ah) * i + (low ? bl : bh);  // both computed: no branch
-    return static_cast<uint32_t>(i) < static_cast<uint32_t>(n) ? i : side;
-  }
-};
-__device__ __forceinline__ AxisMap axis_map(int mode, int32_t n, int32_t lo) {
-  switch (mode) {
-    case kConstant: return {n, lo, 0, -1, 0, -1};
-    case kReflect: return {n, lo, -1, 0, -1, 2 * (n - 1)};
-    case kReplicate: return {n, lo, 0, 0, 0, n - 1};
-    default: return {n, lo, 1, n, 1, -n};  // circular
-  }
-}
-
 template <class T, int EPW>
 __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __grid_constant__ PadGeometry g) {
   constexpr int K = kFlatWordsPerLane;
@@ -724,17 +703,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_flat_forward_kernel(const __g
 
   // lane i: source offset of row r_first + i, or kNoRow where that row does not exist
   // (constant mode: in the padding; past r_last): one value, one shuffle per word
-  constexpr int32_t kNoRow = INT32_MIN;  // index32 offsets stay above it by 2^16
-  int32_t my_xo = 0;
-  bool my_ok = t.r_first + lane <= t.r_last;
-  if (my_ok) {
-    for_row_axes<int32_t>(g, static_cast<int32_t>(t.r_first + lane), false, [&](int d, int32_t o) {
-      const int32_t s = axis_map(g.mode, static_cast<int32_t>(g.n[d]), static_cast<int32_t>(g.lo[d]))(o);
-      my_ok = my_ok && s >= 0;
-      my_xo += s * static_cast<int32_t>(g.xs[d]);
-    });
-  }
-  if (!my_ok) my_xo = kNoRow;
+  const int32_t my_xo = t.r_first + lane <= t.r_last ? fwd_row_source(g, static_cast<int32_t>(t.r_first + lane)) : kNoRow;
   FlatCursor<EPW> cur(g, t, lane);
   // a word inside its row's source columns: 0 <= i0 <= n - EPW, one unsigned test
   const uint32_t inner_cols = static_cast<uint32_t>(max(0, col.n - EPW + 1));
@@ -1080,6 +1049,8 @@ template <class T, class Idx>
 int launch_forward(const PadGeometry& g, cudaStream_t s) {
   if constexpr (sizeof(Idx) == 4) {
     if (g.st.tiles > 0) return launch_staged_forward<static_cast<int>(sizeof(T))>(g, s);
+    if constexpr (sizeof(T) == 2)
+      if (g.pr.blocks > 0) return launch_pairs_forward(g, s);
     if (g.flat_words > 0) {
       void (*k)(PadGeometry) = nullptr;
       auto pick = [&]<int EPW>() {
