@@ -341,7 +341,8 @@ TEST(PadGeometry, PairsForwardAdmitsAlignedTwoByteRowsOfTwoToEightSegments) {
   EXPECT_EQ(pr.shift, 1);
   EXPECT_EQ(pr.rw, 4);
   EXPECT_EQ(pr.rows, 2048 * 258);
-  EXPECT_EQ(pr.blocks, 2048 * 258 / 32);
+  EXPECT_EQ(pr.tasks, 2048 * 258 / 4);
+  EXPECT_EQ(pr.blocks, 2048 * 258 / 4 / 8);
   // 8 segments + 2 words, even low pad: 2 rows per warp
   pr = plan({16, 16, 512, 512}, {2, 2, 2, 2}, PadMode::kConstant);
   EXPECT_EQ(pr.nseg, 8);

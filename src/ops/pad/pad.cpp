@@ -556,8 +556,10 @@ void detail::pad_plan_pairs(PadGeometry* g, const void* dst, const void* src) {
     if (!pad_pairs_plain(j, lo, W, shift)) return;
   const int64_t rows = numel / Wy;
   const int rw = pad_pairs_rows_per_warp(static_cast<int>(nseg));
-  const int64_t rows_per_block = int64_t{rw} * (kPadThreads / 32);
-  g->pr.blocks = (rows + rows_per_block - 1) / rows_per_block;
+  const int64_t tasks = (rows + rw - 1) / rw;
+  const int64_t tasks_per_block = kPadThreads / 32;
+  g->pr.blocks = (tasks + tasks_per_block - 1) / tasks_per_block;
+  g->pr.tasks = static_cast<int32_t>(tasks);
   g->pr.rows = static_cast<int32_t>(rows);
   g->pr.words = static_cast<int32_t>(words);
   g->pr.nseg = static_cast<int>(nseg);

@@ -59,6 +59,7 @@ struct PadPairs {
   int64_t blocks = 0;  // grid size; 0 = not used
   int32_t rows = 0;    // y rows (product of y's row extents)
   int32_t words = 0;   // 4-byte words per y row
+  int32_t tasks = 0;   // tasks of rw rows, one per warp
   int nseg = 0, shift = 0, rw = 0;
 };
 

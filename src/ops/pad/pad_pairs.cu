@@ -28,17 +28,33 @@
 namespace baracuda::detail {
 namespace {
 
+// fwd_row_source for up to two row axes (rank <= 3, the usual 1-D and 2-D pads) without the
+// general loop over kMaxRank axes.
+__device__ __forceinline__ int32_t pairs_row_source(const PadGeometry& g, int32_t r) {
+  if (g.rank > 3) return fwd_row_source(g, r);
+  auto src = [&](int d, int32_t o) { return axis_map(g.mode, static_cast<int32_t>(g.n[d]), static_cast<int32_t>(g.lo[d]))(o); };
+  int32_t p = 0, h = r, sp = 0;
+  if (g.rank == 3) {
+    p = static_cast<int32_t>(g.row_div[1].div(static_cast<uint32_t>(r)));
+    h = r - p * static_cast<int32_t>(g.row_div[1].d);
+    sp = src(0, p);
+  }
+  const int32_t sh = src(g.rank - 2, h);
+  const int32_t xo = (g.rank == 3 ? sp * static_cast<int32_t>(g.xs[0]) : 0) + sh * static_cast<int32_t>(g.xs[g.rank - 2]);
+  return sp >= 0 && sh >= 0 ? xo : kNoRow;
+}
+
 template <int NSEG, int SHIFT, int RW>
 __global__ void __launch_bounds__(kPadThreads) pad_pairs_forward_kernel(const __grid_constant__ PadGeometry g) {
   const PadPairs& pr = g.pr;
   const int lane = threadIdx.x & 31;
   const int32_t r0 = (blockIdx.x * (kPadThreads / 32) + (threadIdx.x >> 5)) * RW;
   if (r0 >= pr.rows) return;  // uniform per warp
+  const int nrows = min(RW, pr.rows - r0);
+  const int32_t my_xo = lane < nrows ? pairs_row_source(g, r0 + lane) : kNoRow;
   const int ca = g.rank - 1;
   const int32_t W = static_cast<int32_t>(g.n[ca]), lo = static_cast<int32_t>(g.lo[ca]);
   const AxisMap col = axis_map(g.mode, W, lo);
-  const int nrows = min(RW, pr.rows - r0);
-  const int32_t my_xo = lane < nrows ? fwd_row_source(g, r0 + lane) : kNoRow;
   const uint16_t* __restrict__ x = static_cast<const uint16_t*>(g.src);
   uint32_t* __restrict__ y = static_cast<uint32_t*>(g.dst);
   const uint32_t fill = static_cast<uint32_t>(g.fill & 0xffffu);
@@ -52,8 +68,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_pairs_forward_kernel(const __
 #pragma unroll
   for (int s = 0; s < NSEG; ++s) {
     const int32_t j = 32 * s + lane;
-    const bool plain = pad_pairs_plain(j, lo, W, SHIFT);
-    if (!plain) edge |= 1u << s;
+    if (!pad_pairs_plain(j, lo, W, SHIFT)) edge |= 1u << s;
     const int32_t b = 2 * j - lo + SHIFT;
     px[s] = reinterpret_cast<uint64_t>(x + (b >= 0 && b + 1 < W ? b : 0));
     asm("mov.b64 %0, %0;" : "+l"(px[s]));
@@ -64,35 +79,36 @@ __global__ void __launch_bounds__(kPadThreads) pad_pairs_forward_kernel(const __
   auto element = [&](uint32_t xo, int32_t c) -> uint32_t { return c >= 0 ? x[xo + c] : fill; };
 
   uint32_t* __restrict__ out = y + int64_t{r0} * pr.words + lane;
-  uint32_t w[RW][NSEG];
-  int32_t xo[RW];
-  uint32_t xl[RW];
+  // all word loads of the task, then per row the shuffles, the edge words and the stores
+  uint32_t w[RW][NSEG], xl[RW];
+  bool fill_row[RW];
 #pragma unroll
   for (int u = 0; u < RW; ++u) {
-    xo[u] = __shfl_sync(0xffffffffu, my_xo, u);
-    xl[u] = xo[u] == kNoRow ? 0u : static_cast<uint32_t>(xo[u]);  // a padding row loads row 0, then takes the fill
+    const int32_t xo = __shfl_sync(0xffffffffu, my_xo, u);
+    fill_row[u] = xo == kNoRow;
+    xl[u] = fill_row[u] ? 0u : static_cast<uint32_t>(xo);  // a padding row reads row 0, then takes the fill
 #pragma unroll
     for (int s = 0; s < NSEG; ++s) w[u][s] = __ldg(reinterpret_cast<const uint32_t*>(px[s] + uint64_t{xl[u]} * 2));
   }
 #pragma unroll
   for (int u = 0; u < RW; ++u) {
-    const bool fill_row = xo[u] == kNoRow;
+    uint32_t v[NSEG];
 #pragma unroll
     for (int s = 0; s < NSEG; ++s) {
-      uint32_t v = w[u][s];
-      if constexpr (SHIFT) {
+      v[s] = w[u][s];
+      if constexpr (SHIFT) {  // w, not v: lane 31 hands on its unshifted word of segment s - 1
         const uint32_t give = lane == 31 && s > 0 ? w[u][s - 1] : w[u][s];
-        v = __byte_perm(__shfl_sync(0xffffffffu, give, (lane + 31) & 31), v, 0x5432);
+        v[s] = __byte_perm(__shfl_sync(0xffffffffu, give, (lane + 31) & 31), v[s], 0x5432);
       }
       if ((s == 0 || s == NSEG - 1) && (edge >> s & 1u)) {
         const int32_t c0 = s == 0 ? c00 : c10, c1 = s == 0 ? c01 : c11;
-        v = (element(xl[u], c0) & 0xffffu) | element(xl[u], c1) << 16;
+        v[s] = (element(xl[u], c0) & 0xffffu) | element(xl[u], c1) << 16;
       }
-      w[u][s] = fill_row ? fill_word : v;
+      v[s] = fill_row[u] ? fill_word : v[s];
     }
     if (u < nrows) {
 #pragma unroll
-      for (int s = 0; s < NSEG; ++s) out[int64_t{u} * pr.words + 32 * s] = w[u][s];
+      for (int s = 0; s < NSEG; ++s) out[int64_t{u} * pr.words + 32 * s] = v[s];
     }
   }
   // the tail words, one lane per row
