@@ -13,10 +13,10 @@
 // words (at most kPairsMaxTail) go one lane per row at the end.
 //
 // Why this shape (H200, bf16 [32, 64, 256, 256] pad 1, docs/perf/pad.md): the flat kernel
-// (two 2-byte loads per word and a per-word row cursor) reached 83.5-85.5 % of copy. Here:
-// 90.2-90.7 % with 4 rows per warp, all 16 words of a task in flight per lane; tasks of 8,
-// 16 or 32 rows fell to 81 %, 61 % and 52 % (each warp's long walk spreads the concurrent
-// accesses over more DRAM pages), 2 rows to 80-83 %.
+// (two 2-byte loads per word and a per-word row cursor) reached 83.5-85.5 % of copy; this
+// kernel 88.5-90.4 %. Tasks longer than 4 rows lost (a bare version with two 2-byte loads per
+// word: 8, 16, 32 rows per warp 76, 61, 52 % against 84 % at 4): a warp's long walk spreads
+// the concurrent DRAM accesses. So did a persistent loop over tasks (80-82 %, 64 registers).
 #include <utility>
 
 #include "core/cuda_types.cuh"
