@@ -362,6 +362,11 @@ TEST(PadGeometry, PairsForwardAdmitsAlignedTwoByteRowsOfTwoToEightSegments) {
   EXPECT_EQ(plan({4, 256}, {1, 1}, PadMode::kReflect, 0, 0, {257, 1}).blocks, 0);
   EXPECT_EQ(plan({3, 200}, {70, 58}, PadMode::kReflect).blocks, 0);
   EXPECT_GT(plan({3, 200}, {40, 16}, PadMode::kReflect).blocks, 0);  // cells in lanes 0-19 of segment 0
+  // repro: rows of one source column (two segments: no middle one to check) once passed, and
+  // every lane's 4-byte word load would have left x; an empty x (all fill rows) is refused too
+  EXPECT_EQ(plan({3, 1}, {100, 27}, PadMode::kConstant).blocks, 0);
+  EXPECT_EQ(plan({0, 256}, {1, 1, 2, 2}, PadMode::kConstant).blocks, 0);
+  EXPECT_GT(plan({3, 2}, {100, 26}, PadMode::kConstant).blocks, 0);
 }
 
 // pad_single_interval is the columns whose only cell is the identity (checked against the cell

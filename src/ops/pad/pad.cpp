@@ -545,10 +545,12 @@ void detail::pad_plan_pairs(PadGeometry* g, const void* dst, const void* src) {
   if (Wy % 2 != 0) return;
   const int64_t words = Wy / 2, nseg = words / 32, tail = words % 32;
   if (nseg < 2 || nseg > kPairsMaxSeg || tail > kPairsMaxTail) return;
-  // x: unit-stride columns, every row 4-byte aligned, offsets that only grow
-  if (g->xs[ca] != 1 || reinterpret_cast<uintptr_t>(src) % 4 != 0) return;
+  // x: unit-stride columns, every row 4-byte aligned, offsets that only grow; not empty and
+  // rows of at least 2 columns, since every lane loads a 4-byte word (a dummy at column 0 for
+  // the words it redoes) also in constant mode's padding rows (from row 0)
+  if (g->xs[ca] != 1 || g->n[ca] < 2 || reinterpret_cast<uintptr_t>(src) % 4 != 0) return;
   for (int a = 0; a < ca; ++a)
-    if (g->xs[a] < 0 || g->xs[a] % 2 != 0) return;
+    if (g->xs[a] < 0 || g->xs[a] % 2 != 0 || g->n[a] < 1) return;
   const int32_t W = static_cast<int32_t>(g->n[ca]), lo = static_cast<int32_t>(g->lo[ca]);
   const int shift = static_cast<int>(((lo % 2) + 2) % 2);
   // the middle segments are plain copies: padding cells only in the first and last segment
