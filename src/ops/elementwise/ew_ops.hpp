@@ -238,6 +238,7 @@ EW_UN(frac) {
 };
 // frexp's mantissa (x = m 2^e, |m| in [0.5, 1)); dm/dx = 2^-e. FrexpBoth gives m and e at once.
 EW_UN(frexp) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 { UNUSED_P; int e; return m::frexp(x, &e); }
   D1 { UNUSED_P; int e; m::frexp(x, &e); return g * m::ldexp(C(1), -e); }
 };
@@ -250,6 +251,7 @@ EW_UN(exp2) {
   D1 { UNUSED_P; return g * m::exp2(x) * C(0.69314718055994530942); }
 };
 EW_UN(expm1) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 { UNUSED_P; return m::expm1(x); }
   D1 { UNUSED_P; return g * (m::expm1(x) + C(1)); }
 };
@@ -441,6 +443,7 @@ EW_UN(erfc) {
   D1 { UNUSED_P; return -g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
 EW_UN(erfinv) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 { UNUSED_P; return m::erfinv(x); }
   D1 { UNUSED_P; const C y = m::erfinv(x); return g * C(0.88622692545275801365) * m::exp(y * y); }
 };
@@ -523,6 +526,7 @@ EW_UN(log_ndtr) {
   D1 { const C y = f(x, p); return g / (C(2.50662827463100050242) * m::exp(y + x * x / C(2))); }
 };
 EW_UN(entr) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 {
     UNUSED_P;
     if (x != x) return x;
@@ -533,6 +537,7 @@ EW_UN(entr) {
   D1 { UNUSED_P; return g * -(C(1) + m::log(x)); }
 };
 EW_UN(xlogy) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log(b); }
   D2 {
     UNUSED_P;
@@ -541,6 +546,7 @@ EW_UN(xlogy) {
   }
 };
 EW_UN(xlog1py) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log1p(b); }
   D2 {
     UNUSED_P;
@@ -572,10 +578,12 @@ EW_UN(elu) {
 struct op_selu : op_elu {};
 struct op_celu : op_elu {};
 EW_UN(gelu) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 { UNUSED_P; return gelu_erf(x); }
   D1 { UNUSED_P; return g * gelu_erf_d(x); }
 };
 EW_UN(gelu_tanh) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F1 { UNUSED_P; return gelu_tanh_f(x); }
   D1 { UNUSED_P; return g * gelu_tanh_d(x); }
 };
@@ -848,6 +856,7 @@ EW_UN(logaddexp) {
   }
 };
 EW_UN(logaddexp2) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F2 {
     UNUSED_P;
     if (m::isinf(a) && a == b) return a;
@@ -909,6 +918,7 @@ template <class U> EW_HD U ulp_step_toward(U from, U to, U sign, U step) {
   return from == to ? from : r;
 }
 EW_UN(nextafter) {
+  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
   F2 {
     if constexpr (std::is_same_v<C, double>)
       if (p.v[0] == C(0)) return m::nextafter(a, b);  // f64 data
@@ -1091,15 +1101,22 @@ template <class Op> inline constexpr bool heavy_op<Op, std::void_t<decltype(Op::
 // sinc bwd 795 -> 752, ldexp fwd 784 -> 742. Two vectors for every multi-input f32 adapter lost
 // up to 29 % on long special functions (igamma / igammac / zeta fwd, i0e / i1e bwd) and 7 % on
 // div_floor.
+// kDeep16 is the same for 2-byte types (16 elements per thread), with its own set of ops: two
+// vectors for every multi-input bf16 adapter, same run against one: gelu bwd 0.90, xlogy /
+// xlog1py fwd 0.91, frexp bwd 0.92, logaddexp2 / nextafter fwd 0.935, entr bwd 0.94, expm1 /
+// gelu_tanh / erfinv bwd 0.95 (the ratio of times); but pow / remainder / ldexp fwd and bwd,
+// mish / sinc bwd 1.05-1.13 and zeta / igammac fwd 2.4 / 1.7.
 template <class Op, class = void> inline constexpr bool deep_op = false;
 template <class Op> inline constexpr bool deep_op<Op, std::void_t<decltype(Op::kDeep)>> = Op::kDeep;
+template <class Op, class = void> inline constexpr bool deep16_op = false;
+template <class Op> inline constexpr bool deep16_op<Op, std::void_t<decltype(Op::kDeep16)>> = Op::kDeep16;
 
 // Uniform adapters: the engine calls apply(in[], out[], p) with NI inputs and NO outputs.
 // Forward: in = operands, out = {result}. Backward: in = {g, operands...}, out = {d operand...}.
 template <class Op, int Arity>
 struct Fwd {
   static constexpr int NI = Arity, NO = 1;
-  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>;
+  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>, kDeep16 = deep16_op<Op>;
   template <int O, class TO> using out_t = TO;  // storage type of output O (rows kernel)
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
@@ -1112,7 +1129,7 @@ struct Fwd {
 // whatever the mantissa's storage type.
 struct FrexpBoth {
   static constexpr int NI = 1, NO = 2;
-  static constexpr bool kHeavy = false, kDeep = false;
+  static constexpr bool kHeavy = false, kDeep = false, kDeep16 = false;
   template <int O, class TO> using out_t = std::conditional_t<O == 1, int32_t, TO>;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>&) {
@@ -1124,7 +1141,7 @@ struct FrexpBoth {
 template <class Op, int Arity>
 struct Bwd {
   static constexpr int NI = Arity + 1, NO = Arity;
-  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>;
+  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>, kDeep16 = deep16_op<Op>;
   template <int O, class TO> using out_t = TO;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
