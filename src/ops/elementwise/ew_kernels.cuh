@@ -312,8 +312,7 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   }
 }
 
-// Keyed by the adapter A: its op's kHeavy / kDeep / kDeep16 (ew_ops.hpp heavy_op, deep_op) pick
-// the flat kernel's depth.
+// Keyed by the adapter A: its op's FlatDepth (ew_ops.hpp) picks the flat kernel's depth.
 template <class A, class T, class TO>
 struct RowsShape {
   static constexpr int NI = A::NI;
@@ -321,10 +320,11 @@ struct RowsShape {
   static constexpr int VEC = 16 / kBytes > 0 ? 16 / kBytes : 1;
   // vectors per thread: the flat kernel (the contiguous case) keeps two loads in flight for
   // unary ops (one for heavy ones: half the inlined copies of the op), one for several inputs
-  // but two for deep ops (kDeep: 4- and 8-byte elements, kDeep16: 2-byte); the rows kernel (strided
+  // but two for deep ops (deep: 4- and 8-byte elements, deep16: 2-byte); the rows kernel (strided
   // rows, literal and per-row operands) one, which halves its code (build time) where it is not
   // the hot path.
-  static constexpr int FLAT_UNR = A::kHeavy ? 1 : NI == 1 || (VEC >= 8 ? A::kDeep16 : A::kDeep) ? 2 : 1;
+  static constexpr FlatDepth D = A::kDepth;
+  static constexpr int FLAT_UNR = D.heavy ? 1 : NI == 1 || (VEC >= 8 ? D.deep16 : D.deep) ? 2 : 1;
   static constexpr int ROWS_UNR = 1;
 };
 

@@ -186,6 +186,24 @@ EW_HD int64_t igcd(int64_t a, int64_t b) {
   return a;
 }
 
+// How many vectors per thread the flat kernel takes for an op (op struct: static constexpr
+// FlatDepth kDepth{...}; RowsShape::FLAT_UNR). The default: two for one input, one for several.
+//   heavy: one always. The scalar function is long enough that inlining it 8 (f32) / 16 (bf16)
+//     times per thread costs more than a second vector in flight gains. H200, 2^28 elements:
+//     lgamma f32 848 -> 743 µs, bf16 881 -> 799 µs; digamma, polygamma 2-10 % faster. The same for
+//     every op of the special group lost 6-18 % on memory-bound ones (sigmoid, erf, i0, ndtr).
+//   deep / deep16: two also for several inputs (binary forward, every backward), in 4- and 8-byte
+//     types / in 2-byte types: the op's work outweighs the per-thread set-up. H200, 2^28
+//     elements, against one vector, same run: f32 pow fwd 945 -> 875 µs, mish bwd 841 -> 761,
+//     sinc bwd 795 -> 752, ldexp fwd 784 -> 742; bf16 (ratio of times) gelu bwd 0.90, xlogy /
+//     xlog1py fwd 0.91, frexp bwd 0.92, logaddexp2 / nextafter fwd 0.935, entr bwd 0.94, expm1 /
+//     gelu_tanh / erfinv bwd 0.95. Two for every multi-input adapter lost up to 29 % (f32) and
+//     140 % (bf16) on long special functions (igamma, igammac, zeta, i0e / i1e bwd), 5-13 % on
+//     div_floor, remainder and, in bf16, pow / ldexp / mish / sinc: the two sets differ.
+struct FlatDepth {
+  bool heavy = false, deep = false, deep16 = false;
+};
+
 #define EW_UN(name) struct op_##name
 #define F1 template <class C> EW_HD static C f(C x, const P<C>& p)
 #define D1 template <class C> EW_HD static C df(C x, C g, const P<C>& p)
@@ -238,7 +256,7 @@ EW_UN(frac) {
 };
 // frexp's mantissa (x = m 2^e, |m| in [0.5, 1)); dm/dx = 2^-e. FrexpBoth gives m and e at once.
 EW_UN(frexp) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 { UNUSED_P; int e; return m::frexp(x, &e); }
   D1 { UNUSED_P; int e; m::frexp(x, &e); return g * m::ldexp(C(1), -e); }
 };
@@ -251,7 +269,7 @@ EW_UN(exp2) {
   D1 { UNUSED_P; return g * m::exp2(x) * C(0.69314718055994530942); }
 };
 EW_UN(expm1) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 { UNUSED_P; return m::expm1(x); }
   D1 { UNUSED_P; return g * (m::expm1(x) + C(1)); }
 };
@@ -340,7 +358,7 @@ EW_UN(atanh) {
   D1 { UNUSED_P; return g / (C(1) - m::mul_rn(x, x)); }
 };
 EW_UN(sinc) {
-  static constexpr bool kDeep = true;  // two vectors per thread in f32: see deep_op
+  static constexpr FlatDepth kDepth{.deep = true};
   F1 {
     UNUSED_P;
     if (x == C(0)) return C(1);
@@ -443,17 +461,17 @@ EW_UN(erfc) {
   D1 { UNUSED_P; return -g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
 EW_UN(erfinv) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 { UNUSED_P; return m::erfinv(x); }
   D1 { UNUSED_P; const C y = m::erfinv(x); return g * C(0.88622692545275801365) * m::exp(y * y); }
 };
 EW_UN(lgamma) {
-  static constexpr bool kHeavy = true;  // long series / recurrences: see heavy_op
+  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
   F1 { UNUSED_P; return m::lgamma(x); }
   D1 { UNUSED_P; return g * m::digamma(x); }
 };
 EW_UN(digamma) {
-  static constexpr bool kHeavy = true;  // long series / recurrences: see heavy_op
+  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
   F1 { UNUSED_P; return m::digamma(x); }
   D1 { UNUSED_P; return g * m::trigamma(x); }
 };
@@ -501,7 +519,7 @@ EW_UN(igammac) {
 };
 // p0 = n
 EW_UN(polygamma) {
-  static constexpr bool kHeavy = true;  // long series / recurrences: see heavy_op
+  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
   F1 { return m::polygamma(static_cast<int>(p.v[0]), x); }
   D1 { return g * m::polygamma(static_cast<int>(p.v[0]) + 1, x); }
 };
@@ -526,7 +544,7 @@ EW_UN(log_ndtr) {
   D1 { const C y = f(x, p); return g / (C(2.50662827463100050242) * m::exp(y + x * x / C(2))); }
 };
 EW_UN(entr) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 {
     UNUSED_P;
     if (x != x) return x;
@@ -537,7 +555,7 @@ EW_UN(entr) {
   D1 { UNUSED_P; return g * -(C(1) + m::log(x)); }
 };
 EW_UN(xlogy) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log(b); }
   D2 {
     UNUSED_P;
@@ -546,7 +564,7 @@ EW_UN(xlogy) {
   }
 };
 EW_UN(xlog1py) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log1p(b); }
   D2 {
     UNUSED_P;
@@ -578,12 +596,12 @@ EW_UN(elu) {
 struct op_selu : op_elu {};
 struct op_celu : op_elu {};
 EW_UN(gelu) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 { UNUSED_P; return gelu_erf(x); }
   D1 { UNUSED_P; return g * gelu_erf_d(x); }
 };
 EW_UN(gelu_tanh) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F1 { UNUSED_P; return gelu_tanh_f(x); }
   D1 { UNUSED_P; return g * gelu_tanh_d(x); }
 };
@@ -592,7 +610,7 @@ EW_UN(silu) {
   D1 { UNUSED_P; return g * silu_d(x); }
 };
 EW_UN(mish) {
-  static constexpr bool kDeep = true;  // two vectors per thread in f32: see deep_op
+  static constexpr FlatDepth kDepth{.deep = true};
   F1 { UNUSED_P; return x * m::tanh(m::log1p(m::exp(x))); }
   D1 {
     UNUSED_P;
@@ -774,7 +792,7 @@ EW_UN(fmod) {
 // 7 a * a * a with the square rounded to the data's format (p1: 1 bf16, 2 f16, 0 none);
 // 8 1 / (a * a) divided in double, the square rounded likewise. The derivative is pow's.
 EW_UN(pow) {
-  static constexpr bool kDeep = true;  // two vectors per thread in f32: see deep_op
+  static constexpr FlatDepth kDepth{.deep = true};
   F2 {
     if constexpr (kIsInt<C>) {
       UNUSED_P;
@@ -802,7 +820,7 @@ EW_UN(pow) {
 };
 // pow's function, but computed in f64: not measured with two vectors per thread, so it keeps one
 struct op_float_power : op_pow {
-  static constexpr bool kDeep = false;
+  static constexpr FlatDepth kDepth{};
 };
 EW_UN(atan2) {
   F2 { UNUSED_P; return m::atan2(a, b); }
@@ -838,7 +856,7 @@ template <class C> EW_HD C ldexp_factor(C b, const P<C>& p) {
   return p.v[0] == C(2) ? b : round_to_data(m::pow(C(2), b), p.v[1]);
 }
 EW_UN(ldexp) {
-  static constexpr bool kDeep = true;  // two vectors per thread in f32: see deep_op
+  static constexpr FlatDepth kDepth{.deep = true};
   F2 {
     if (p.v[0] == C(1) && m::fabs(b) < C(2147483648.0)) return m::ldexp(a, static_cast<int>(b));
     return a * ldexp_factor(b, p);
@@ -859,7 +877,7 @@ EW_UN(logaddexp) {
   }
 };
 EW_UN(logaddexp2) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F2 {
     UNUSED_P;
     if (m::isinf(a) && a == b) return a;
@@ -921,7 +939,7 @@ template <class U> EW_HD U ulp_step_toward(U from, U to, U sign, U step) {
   return from == to ? from : r;
 }
 EW_UN(nextafter) {
-  static constexpr bool kDeep16 = true;  // two vectors per thread in bf16 / f16: see deep16_op
+  static constexpr FlatDepth kDepth{.deep16 = true};
   F2 {
     if constexpr (std::is_same_v<C, double>)
       if (p.v[0] == C(0)) return m::nextafter(a, b);  // f64 data
@@ -1090,36 +1108,16 @@ EW_UN(fma) {
 #undef D3
 #undef UNUSED_P
 
-// An op whose scalar function is long enough that inlining it 8 (f32) / 16 (bf16) times per
-// thread costs more than a second vector in flight gains (op struct: kHeavy = true). The flat
-// kernel then keeps one vector per thread for it (RowsShape::FLAT_UNR). H200, 2^28 elements:
-// lgamma f32 848 -> 743 µs, bf16 881 -> 799 µs; digamma, polygamma 2-10 % faster. The same for
-// every op of the special group lost 6-18 % on memory-bound ones (sigmoid, erf, i0, ndtr).
-template <class Op, class = void> inline constexpr bool heavy_op = false;
-template <class Op> inline constexpr bool heavy_op<Op, std::void_t<decltype(Op::kHeavy)>> = Op::kHeavy;
-// The other way: an op whose adapter has several inputs (binary forward, unary backward) but
-// whose per-element work outweighs the flat kernel's per-thread set-up (op struct: kDeep =
-// true) keeps two vectors per thread in f32 / f64 (one is the rule for several inputs). H200,
-// 2^28 f32 elements, against one vector, same run: pow fwd 945 -> 875 µs, mish bwd 841 -> 761,
-// sinc bwd 795 -> 752, ldexp fwd 784 -> 742. Two vectors for every multi-input f32 adapter lost
-// up to 29 % on long special functions (igamma / igammac / zeta fwd, i0e / i1e bwd) and 7 % on
-// div_floor.
-// kDeep16 is the same for 2-byte types (16 elements per thread), with its own set of ops: two
-// vectors for every multi-input bf16 adapter, same run against one: gelu bwd 0.90, xlogy /
-// xlog1py fwd 0.91, frexp bwd 0.92, logaddexp2 / nextafter fwd 0.935, entr bwd 0.94, expm1 /
-// gelu_tanh / erfinv bwd 0.95 (the ratio of times); but pow / remainder / ldexp fwd and bwd,
-// mish / sinc bwd 1.05-1.13 and zeta / igammac fwd 2.4 / 1.7.
-template <class Op, class = void> inline constexpr bool deep_op = false;
-template <class Op> inline constexpr bool deep_op<Op, std::void_t<decltype(Op::kDeep)>> = Op::kDeep;
-template <class Op, class = void> inline constexpr bool deep16_op = false;
-template <class Op> inline constexpr bool deep16_op<Op, std::void_t<decltype(Op::kDeep16)>> = Op::kDeep16;
+// flat_depth<Op>: the op's FlatDepth (Op::kDepth), or the default.
+template <class Op, class = void> inline constexpr FlatDepth flat_depth{};
+template <class Op> inline constexpr FlatDepth flat_depth<Op, std::void_t<decltype(Op::kDepth)>> = Op::kDepth;
 
 // Uniform adapters: the engine calls apply(in[], out[], p) with NI inputs and NO outputs.
 // Forward: in = operands, out = {result}. Backward: in = {g, operands...}, out = {d operand...}.
 template <class Op, int Arity>
 struct Fwd {
   static constexpr int NI = Arity, NO = 1;
-  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>, kDeep16 = deep16_op<Op>;
+  static constexpr FlatDepth kDepth = flat_depth<Op>;
   template <int O, class TO> using out_t = TO;  // storage type of output O (rows kernel)
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
@@ -1132,7 +1130,7 @@ struct Fwd {
 // whatever the mantissa's storage type.
 struct FrexpBoth {
   static constexpr int NI = 1, NO = 2;
-  static constexpr bool kHeavy = false, kDeep = false, kDeep16 = false;
+  static constexpr FlatDepth kDepth{};
   template <int O, class TO> using out_t = std::conditional_t<O == 1, int32_t, TO>;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>&) {
@@ -1144,7 +1142,7 @@ struct FrexpBoth {
 template <class Op, int Arity>
 struct Bwd {
   static constexpr int NI = Arity + 1, NO = Arity;
-  static constexpr bool kHeavy = heavy_op<Op>, kDeep = deep_op<Op>, kDeep16 = deep16_op<Op>;
+  static constexpr FlatDepth kDepth = flat_depth<Op>;
   template <int O, class TO> using out_t = TO;
   template <class C>
   EW_HD static void apply(const C* in, C* out, const P<C>& p) {
