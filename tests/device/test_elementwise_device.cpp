@@ -849,6 +849,107 @@ TEST(ElementwiseDevice, EveryDerivativeEveryFloatDtype) {
   print_stats("bwd", "gradient elements");
 }
 
+// One broadcast operand whose gradient the elementwise pass sums itself (ew::plan_bcast, pinned
+// by the host test ElementwiseBcast.*): a [N] operand (row mode: column sums over 67 or 111
+// rows in blocks of 32, the last part-full, two column blocks, the second part-full) and a
+// [M, 1] one (col mode: the same blocks, one shared sum per row and thread), every differentiable operand of every op
+// with two or three operands, f32 / f16 / bf16 (the fused kernels) and f64 (two-pass form).
+// Rows of 1095 elements are not 16-byte aligned: those take the two-pass form. The compute-
+// bound group (zeta, igamma, xlogy ...) keeps the two-pass form and is checked alike.
+TEST(ElementwiseDevice, BroadcastGradientSummedInThePass) {
+  BARACUDA_REQUIRE_GPU();
+  uint64_t seed = 90000;
+  for (int o = 0; o < kNumEwOps; ++o) {
+    const EwOp op = static_cast<EwOp>(o);
+    const unsigned gm = ew_op_grad_mask(op);
+    const int ar = ew_op_arity(op);
+    if (gm == 0 || ar < 2) continue;
+    for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+      const auto ps = params_for(op, dt);
+      for (int k = 0; k < ar; ++k) {
+        if (!(gm >> k & 1u)) continue;
+        const std::vector<std::vector<int64_t>> full = {{67, 1096}, {67, 1096}, {3, 37, 1096}, {3, 37, 1096}, {67, 1095}};
+        const std::vector<std::vector<int64_t>> red = {{1096}, {67, 1}, {1, 1, 1096}, {3, 37, 1}, {1095}};
+        for (size_t c = 0; c < full.size(); ++c) {
+          if (dt == DType::f64 && c != 0) continue;
+          std::vector<OperandSpec> specs;
+          for (int j = 0; j < ar; ++j) specs.push_back(T(operand_dtype(op, j, dt), j == k ? red[c] : full[c]));
+          bwd_case(op, specs, seed++, ps);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+  // 1250 blocks of rows in either mode
+  for (DType dt : {DType::f32, DType::bf16}) {
+    bwd_case(EwOp::mul, {T(dt, {40000, 1096}), T(dt, {1096})}, seed++, {});
+    bwd_case(EwOp::prelu, {T(dt, {40000, 1096}), T(dt, {40000, 1})}, seed++, {});
+    bwd_case(EwOp::mul, {T(dt, {1}), T(dt, {4096, 257})}, seed++, {});  // one element: one sum over all
+    if (HasFailure()) return;
+  }
+  print_stats("bwd", "gradient elements");
+}
+
+// The fused broadcast backward: bitwise equal over reruns and under graph replay.
+TEST(ElementwiseDevice, BroadcastGradientDeterministicAndGraphCapturable) {
+  BARACUDA_REQUIRE_GPU();
+  for (const std::vector<int64_t>& bshape : {std::vector<int64_t>{2048}, std::vector<int64_t>{300, 1}}) {
+    auto d = ElementwiseDescriptor::make(EwOp::mul, {EwOperand::tensor(DType::bf16, {300, 2048}), EwOperand::tensor(DType::bf16, bshape)});
+    auto plan = ElementwiseBackwardPlan::select(d);
+    ASSERT_TRUE(plan.ok());
+    std::mt19937_64 rng(11);
+    StridedBuffer g(DType::bf16, {300, 2048}, Layout::kContiguous), a(DType::bf16, {300, 2048}, Layout::kContiguous),
+        b(DType::bf16, bshape, Layout::kContiguous), ga(DType::bf16, {300, 2048}, Layout::kContiguous), gb(DType::bf16, bshape, Layout::kContiguous);
+    for (StridedBuffer* t : {&g, &a, &b}) {
+      fill_random(*t, rng, false);
+      t->upload();
+    }
+    void* ws = nullptr;
+    ASSERT_EQ(cudaMalloc(&ws, plan->workspace_size()), cudaSuccess);
+    ElementwiseBackwardArgs args;
+    args.grad_out = g.ref();
+    args.in[0] = a.ref();
+    args.in[1] = b.ref();
+    args.grad_in[0] = ga.mut();
+    args.grad_in[1] = gb.mut();
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+    auto bits = [&]() {
+      gb.download();
+      ga.download();
+      std::vector<uint64_t> v;
+      for (int64_t f = 0; f < gb.numel(); ++f) v.push_back(gb.get_bits(f));
+      for (int64_t f = 0; f < ga.numel(); ++f) v.push_back(ga.get_bits(f));
+      return v;
+    };
+    ASSERT_TRUE(plan->run(s, Workspace{ws, plan->workspace_size()}, args).ok());
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const std::vector<uint64_t> first = bits();
+    for (int rep = 0; rep < 5; ++rep) {
+      gb.fill_storage(0xFF);
+      gb.upload();
+      ASSERT_TRUE(plan->run(s, Workspace{ws, plan->workspace_size()}, args).ok());
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      ASSERT_EQ(bits(), first) << "rerun " << rep << " differs, b " << shape_str(bshape);
+    }
+    cudaGraph_t graph;
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    ASSERT_TRUE(plan->run(s, Workspace{ws, plan->workspace_size()}, args).ok());
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    gb.fill_storage(0xFF);
+    gb.upload();
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_EQ(bits(), first) << "graph replay differs, b " << shape_str(bshape);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+    cudaFree(ws);
+  }
+}
+
 // ------------------------------------------------------------------ reduce-to-shape
 TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
   BARACUDA_REQUIRE_GPU();

@@ -14,6 +14,7 @@
 #include "core/validate.hpp"
 #include "elementwise_ref.hpp"
 #include "host/host_test_util.hpp"
+#include "ops/elementwise/ew_iter.hpp"
 #include "ops/elementwise/ew_math.hpp"
 #include "ops/elementwise/ew_params.hpp"
 
@@ -874,6 +875,103 @@ TEST(ReduceToShapeHost, Validation) {
                StatusCode::kInvalidProblem, "must be 1 or in_shape");
   expect_error(ReduceToShapePlan::select(ReduceToShapeDescriptor::make(ReduceOp::kSum, DType::f32, in, DType::i32, ok_out), host_pref()).status(),
                StatusCode::kUnsupported, "cannot reduce into");
+}
+
+// ------------------------------------------------------------------ fused broadcast backward
+// Which geometries the fused broadcast backward (ew::plan_bcast) takes and how it splits them.
+// A mul backward: inputs g, a, b; outputs d a (0) and d b (1, the reduced one).
+namespace bcast_test {
+int fake_launch(const ew::EwBcast&, cudaStream_t) { return 0; }
+alignas(256) char storage[1 << 12];
+
+// shape `out`, a full-size and contiguous, b (and its gradient) with strides `bs` aligned to it
+ew::Iter mul_bwd(std::vector<int64_t> out, std::vector<int64_t> bs, DType dt = DType::bf16) {
+  ew::Iter it;
+  it.rank = static_cast<int>(out.size());
+  it.ni = 3;
+  it.no = 2;
+  std::copy(out.begin(), out.end(), it.size);
+  int64_t st = 1;
+  for (int d = it.rank - 1; d >= 0; --d) {
+    for (ew::IterOperand* o : {&it.in[0], &it.in[1], &it.out[0]}) o->stride[d] = st;
+    it.in[2].stride[d] = it.out[1].stride[d] = bs[d];
+    st *= out[d];
+  }
+  for (ew::IterOperand* o : {&it.in[0], &it.in[1], &it.in[2], &it.out[0], &it.out[1]}) {
+    o->data = storage;
+    o->dtype = dt;
+  }
+  it.out_on[0] = it.out_on[1] = true;
+  return it;
+}
+ew::EwKernels kernels(DType dt = DType::bf16) {
+  ew::EwKernels k;
+  k.bcast = &fake_launch;
+  k.rows_in = k.rows_out = dt;
+  k.bcast_vec = static_cast<int>(16 / dtype_size(dt));
+  return k;
+}
+}  // namespace bcast_test
+
+TEST(ElementwiseBcast, TakesOneRowOrColumnBroadcastOperandOfATwoDimensionalProblem) {
+  using namespace bcast_test;
+  ew::EwBcast g;
+  // bias-like [1, N]: row mode; blocks of 32 rows
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({16384, 16384}, {0, 1}), 1, kernels(), &g));
+  EXPECT_EQ(g.col_mode, 0);
+  EXPECT_EQ(g.rows, 16384u);
+  EXPECT_EQ(g.cols, 16384u);
+  EXPECT_EQ(g.grid_x, 16u);  // 128 threads x 8 bf16 per block
+  EXPECT_EQ(g.rows_per_block, 32u);
+  EXPECT_EQ(g.grid_y, 512u);
+  EXPECT_EQ(g.red, 1);
+  EXPECT_EQ(ew::bcast_part_bytes(g, DType::f32), size_t{512} * 16384 * 4);
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({16384, 16384}, {0, 1}, DType::f32), 1, kernels(DType::f32), &g));
+  EXPECT_EQ(g.grid_x, 32u);
+  EXPECT_EQ(g.rows_per_block, 32u);
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({67, 1096}, {0, 1}), 1, kernels(), &g));
+  EXPECT_EQ(g.rows_per_block, 32u);
+  EXPECT_EQ(g.grid_y, 3u);
+  EXPECT_EQ(g.grid_x, 2u);
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({5, 1096}, {0, 1}), 1, kernels(), &g));
+  EXPECT_EQ(g.rows_per_block, 5u);
+  // more than 65535 x 32 rows: row mode takes more rows per block
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({65535 * 32 + 1, 512}, {0, 1}), 1, kernels(), &g));
+  EXPECT_EQ(g.rows_per_block, 33u);
+  EXPECT_LE(g.grid_y, 65535u);
+  // [B, S, H] with [H] coalesces to [B·S, H]
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({3, 37, 1096}, {0, 0, 1}), 1, kernels(), &g));
+  EXPECT_EQ(g.rows, 111u);
+  EXPECT_EQ(g.col_mode, 0);
+  // [M, 1] and [B, S, 1]: col mode, 32 rows per block, partials [rows, grid_x]
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({3, 37, 1096}, {37, 1, 0}), 1, kernels(), &g));
+  EXPECT_EQ(g.col_mode, 1);
+  EXPECT_EQ(g.rows, 111u);
+  EXPECT_EQ(g.rows_per_block, 32u);
+  EXPECT_EQ(g.grid_y, 4u);
+  EXPECT_EQ(ew::bcast_part_bytes(g, DType::f32), size_t{111} * 2 * 4);
+  // one element: a single col-mode row over everything
+  ASSERT_TRUE(ew::plan_bcast(mul_bwd({4096, 257}, {0, 0}), 1, kernels(), &g));
+  EXPECT_EQ(g.col_mode, 1);
+  EXPECT_EQ(g.rows, 1u);
+  EXPECT_EQ(g.cols, 4096u * 257u);
+  // refused: a 3-D pattern ([B, 1, H]), rows narrower than half a block (511 bf16 < 512), rows
+  // not 16-byte aligned, a strided reduced gradient, an operand that is not broadcast, a
+  // reduced output that is not wanted, no kernel
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4, 5, 1096}, {1096, 0, 1}), 1, kernels(), &g));
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4096, 511}, {0, 1}), 1, kernels(), &g));
+  EXPECT_TRUE(ew::plan_bcast(mul_bwd({4096, 512}, {0, 1}), 1, kernels(), &g));
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4096, 1095}, {0, 1}), 1, kernels(), &g));
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4096, 1096}, {0, 2}), 1, kernels(), &g));
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4096, 1096}, {1096, 1}), 1, kernels(), &g));
+  ew::Iter off = mul_bwd({4096, 1096}, {0, 1});
+  off.out_on[1] = false;
+  EXPECT_FALSE(ew::plan_bcast(off, 1, kernels(), &g));
+  ew::EwKernels none = kernels();
+  none.bcast = nullptr;
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({4096, 1096}, {0, 1}), 1, none, &g));
+  // more than 65535 col-mode row blocks
+  EXPECT_FALSE(ew::plan_bcast(mul_bwd({65536 * 32 + 1, 512}, {1, 0}), 1, kernels(), &g));
 }
 
 }  // namespace

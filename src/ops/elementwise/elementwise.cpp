@@ -847,6 +847,20 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
       aligned_strides(a.grad_in[k], it.rank, it.size, it.out[k].stride);
     }
   }
+  // One broadcast operand of a non-linear op: its gradient summed inside the elementwise pass
+  // when the layout allows (ew::try_bcast), the partials where its full-size gradient would go.
+  int fused = -1, n_reduced = 0;
+  for (int k = 0; k < desc_.num_operands; ++k)
+    if (it.out_on[k] && r_->reduce[k]) fused = k, ++n_reduced;
+  if (n_reduced == 1) {
+    ew::Iter f = it;
+    f.out[fused].data = a.grad_in[fused].data;
+    aligned_strides(a.grad_in[fused], f.rank, f.size, f.out[fused].stride);
+    Status st;
+    size_t full = dtype_size(desc_.operand[fused].dtype);  // the bytes select() set aside for it
+    for (int d = 0; d < it.rank; ++d) full *= static_cast<size_t>(it.size[d]);
+    if (ew::try_bcast(kBwd, f, fused, r_->r.k, r_->r.s, const_cast<void*>(it.out[fused].data), full, stream, &st)) return st;
+  }
   bool any_out = false;
   for (int k = 0; k < it.no; ++k) any_out |= it.out_on[k];
   if (any_out)

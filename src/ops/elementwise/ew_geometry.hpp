@@ -94,7 +94,34 @@ struct EwTile {
   EwScalars s;
 };
 
+// The backward of an op with one broadcast operand (output `red`), its gradient summed inside
+// the same pass (bcast_bwd_kernel): the problem coalesces to [rows, cols] and that operand is
+// [1, cols] (row mode: a sum over rows, a bias) or [rows, 1] (col mode: a sum along each row).
+// Blocks of kBcastThreads threads cover kBcastThreads x VEC columns and rows_per_block rows;
+// each writes one partial per reduced element (row mode [grid.y, cols], col mode [rows, grid.x],
+// in the compute type), and a second kernel sums the partials of each element in a fixed order
+// into `grad`. Operands as in EwRows (vectors along cols, or one value per row), 64-bit offsets.
+inline constexpr int kBcastThreads = 128;
+inline constexpr int kBcastColRows = 32;  // col mode: rows per block (one shared sum per row and thread)
+struct EwBcast {
+  uint32_t rows = 0, cols = 0;
+  uint32_t rows_per_block = 0;
+  uint32_t grid_x = 0, grid_y = 0;
+  uint8_t col_mode = 0;
+  uint8_t red = 0;
+  void* part = nullptr;  // partial sums, compute type
+  void* grad = nullptr;  // the reduced gradient: cols (row mode) or rows (col mode) contiguous elements
+  const void* in[kMaxIn] = {};
+  int64_t in_rs[kMaxIn] = {};
+  uint8_t in_kind[kMaxIn] = {};
+  void* out[kMaxOut] = {};
+  int64_t out_rs[kMaxOut] = {};
+  uint8_t out_on[kMaxOut] = {};
+  EwScalars s;
+};
+
 using EwRowsFn = int (*)(const EwRows&, cudaStream_t);
+using EwBcastFn = int (*)(const EwBcast&, cudaStream_t);
 using EwTileFn = int (*)(const EwTile&, cudaStream_t);
 using EwStridedFn = int (*)(const EwStrided&, cudaStream_t);
 
@@ -111,6 +138,8 @@ struct EwKernels {
   EwStridedFn strided = nullptr;
   EwTileFn tile = nullptr;  // f32 compute only
   bool tile_pairs = false;  // the tile kernel moves 2-byte element pairs: try_tile checks their alignment
+  EwBcastFn bcast = nullptr;  // backward, f32 / f16 / bf16 storage: one broadcast operand's gradient summed in the pass
+  int bcast_vec = 0;          // its elements per thread (kBcastThreads x bcast_vec columns per block)
   DType rows_in = DType::c128, rows_out = DType::c128;  // the storage dtypes the rows kernel takes
   DType rows_out1 = DType::c128;  // output 1's storage dtype when it is not rows_out (frexp: i32)
 };

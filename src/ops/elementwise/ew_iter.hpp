@@ -32,4 +32,15 @@ struct Iter {
 Status run_iter(std::string_view op, const Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8,
                 cudaStream_t stream);
 
+// The backward with one broadcast operand whose gradient (output `red`, its view's strides 0 on
+// the broadcast axes) is summed in the same pass (EwBcast): plan_bcast fills g when the problem
+// coalesces, in its own axis order, to [rows, cols] with that gradient [1, cols] or [rows, 1]
+// (or one element) and contiguous, the other operands as the rows path takes them, and rows at
+// least half a block wide. try_bcast runs it with `part_bytes` of partials at `part`; false:
+// the caller takes the two-pass form.
+bool plan_bcast(const Iter& it, int red, const EwKernels& k, EwBcast* g);
+size_t bcast_part_bytes(const EwBcast& g, DType compute);
+bool try_bcast(std::string_view op, const Iter& it, int red, const EwKernels& k, const EwScalars& s, void* part,
+               size_t part_bytes, cudaStream_t stream, Status* st);
+
 }  // namespace baracuda::ew

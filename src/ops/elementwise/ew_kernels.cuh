@@ -356,6 +356,184 @@ void set_rows(EwKernels& k) {
   k.flat_block = kFlatThreads * RowsShape<A, T, TO>::FLAT_UNR * k.rows_vec;
 }
 
+// ---------------------------------------------------------------- broadcast backward
+// One broadcast operand's gradient summed in the elementwise pass (EwBcast, ew_geometry.hpp).
+// Thread t of block (bx, by) owns columns c0 = (bx·kBcastThreads + t)·VEC .. + VEC and walks
+// rows by·R .. by·R + R - 1 (R = rows_per_block), UNR rows per step, each access addressed
+// from the kernel parameters (row × row stride + column, 64-bit). Each step stores the other gradients as the flat
+// kernel does; the reduced one is rounded to the storage type first (the value PyTorch's
+// autograd sums) and added to VEC column sums (row mode) or summed over the thread's VEC columns
+// into a shared slot per (row, thread) (col mode), which the block then adds up per row in a
+// fixed order: 4 slots per lane, then a shuffle tree. Partials, then bcast_finish_kernel: the
+// result depends only on the shape (bitwise deterministic). Without it the full-size gradient
+// went through the workspace and ReduceToShapePlan: two more full-size passes (54-59 % of copy
+// on mul / prelu with a [n] or [m, 1] operand, H200).
+template <class A, class T, int MI, int VEC, int UNR, int MINB>
+__global__ void __launch_bounds__(kBcastThreads, MINB) bcast_bwd_kernel(const EwBcast g) {
+  using C = compute_t<T>;
+  constexpr int NI = A::NI, NO = A::NO;
+  extern __shared__ __align__(16) unsigned char bcast_smem[];
+  C* rsum = reinterpret_cast<C*>(bcast_smem);  // col mode: [kBcastColRows][kBcastThreads]
+  const P<C> p = load_params<C>(g.s);
+  const uint32_t c0 = (blockIdx.x * kBcastThreads + threadIdx.x) * VEC;
+  const bool live = c0 < g.cols, whole = c0 + VEC <= g.cols;
+  const uint32_t r_first = blockIdx.y * g.rows_per_block;
+  const uint32_t nr = min(g.rows - r_first, g.rows_per_block);
+  C acc[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) acc[e] = C(0);
+  for (uint32_t r = 0; r < nr; r += UNR) {
+    RawVec<T, VEC> raw[UNR][NI];
+    RawVec<bool, VEC> mask_raw[UNR];
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      if (r + u >= nr || !live) continue;
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        if (g.in_kind[i] == kLiteral) continue;
+        const bool one = g.in_kind[i] == kRowScalar;
+        const int64_t es = i == MI ? 1 : static_cast<int64_t>(sizeof(T));
+        const char* a = static_cast<const char*>(g.in[i]) + (static_cast<int64_t>(r_first + r + u) * g.in_rs[i] + (g.in_kind[i] == kVector ? c0 : 0)) * es;
+        if (i == MI) mask_raw[u] = load_raw<VEC>(reinterpret_cast<const bool*>(a), 0u, !one && whole, one ? 1u : g.cols - c0);
+        else raw[u][i] = load_raw<VEC>(reinterpret_cast<const T*>(a), 0u, !one && whole, one ? 1u : g.cols - c0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      if (r + u >= nr) continue;
+      C x[NI][VEC];
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        C v[VEC];
+        if (g.in_kind[i] == kLiteral) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) v[e] = scalar_of<C>(g.s, kLiteralSlot + i);
+        } else if (!live) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) v[e] = C(0);
+        } else if (i == MI) {
+          to_c_vec<C, VEC, bool>(mask_raw[u], v);
+        } else {
+          to_c_vec<C, VEC, T>(raw[u][i], v);
+        }
+        if (g.in_kind[i] == kRowScalar) {
+#pragma unroll
+          for (int e = 1; e < VEC; ++e) v[e] = v[0];
+        }
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[i][e] = v[e];
+      }
+      C y[NO][VEC];
+      apply_vec<A, VEC>(x, y, p);
+#pragma unroll
+      for (int o = 0; o < NO; ++o) {
+        if (!g.out_on[o]) continue;
+        if (o != g.red) {
+          if (live) store_vec<VEC>(static_cast<T*>(g.out[o]) + static_cast<int64_t>(r_first + r + u) * g.out_rs[o] + c0, 0u, whole, g.cols - c0, y[o], false);
+          continue;
+        }
+        C v[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v[e] = live && c0 + e < g.cols ? to_c<C>(from_c<T>(y[o][e], false)) : C(0);
+        if (g.col_mode) {
+          C sum = v[0];
+#pragma unroll
+          for (int e = 1; e < VEC; ++e) sum += v[e];
+          rsum[(r + u) * kBcastThreads + threadIdx.x] = sum;
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) acc[e] += v[e];
+        }
+      }
+    }
+  }
+  C* part = static_cast<C*>(g.part);
+  if (!g.col_mode) {
+    if (live) {
+      C* dst = part + static_cast<size_t>(blockIdx.y) * g.cols + c0;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (c0 + e < g.cols) dst[e] = acc[e];
+    }
+    return;
+  }
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  for (uint32_t rl = warp; rl < nr; rl += kBcastThreads / 32) {
+    const C* row = rsum + rl * kBcastThreads;
+    C sum = row[lane];
+#pragma unroll
+    for (int j = 1; j < kBcastThreads / 32; ++j) sum += row[lane + 32 * j];
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    if (lane == 0) part[static_cast<size_t>(r_first + rl) * gridDim.x + blockIdx.x] = sum;
+  }
+}
+
+
+// grad[l] = the sum of n_part partials part[l·ls + k·ks], k = 0, 1, ... (a fixed order: 8
+// interleaved strands of k, then the strands in order), rounded to the gradient's type.
+template <class TO, class C>
+__global__ void __launch_bounds__(256) bcast_finish_kernel(const C* part, uint32_t n_out, uint32_t n_part, uint32_t ls, uint32_t ks,
+                                                           TO* grad) {
+  __shared__ C strand[8][32];
+  const uint32_t tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const uint32_t l = blockIdx.x * 32 + tx;
+  C sum = C(0);
+  if (l < n_out)
+    for (uint32_t k = ty; k < n_part; k += 8) sum += part[static_cast<size_t>(l) * ls + static_cast<size_t>(k) * ks];
+  strand[ty][tx] = sum;
+  __syncthreads();
+  if (ty != 0 || l >= n_out) return;
+  C total = strand[0][tx];
+#pragma unroll
+  for (int j = 1; j < 8; ++j) total += strand[j][tx];
+  grad[l] = from_c<TO>(total, false);
+}
+
+// Per storage type (H200, mul / where backward on [16384, 16384] with a [n] or [m, 1] operand,
+// a bare benchmark of the variants): 2-byte types 8 elements per thread, one row per step, at
+// most 64 registers (MINB 8: at 85 registers 59 % of copy, at 56 registers 77-78 %); with a bool
+// mask (where) 4 elements and two rows per step (8 elements took 2.15x as long); 4-byte types 4
+// elements and two rows per step (98-100 %; one row per step 95-96 %). Per-operand pointers stepped per row held ~20
+// registers more than addressing each access from the kernel parameters.
+template <class T, int MI>
+struct BcastShape {
+  static constexpr bool kTwoByte = sizeof(T) == 2, kMask = MI >= 0;
+  static constexpr int VEC = kTwoByte && !kMask ? 8 : 4;
+  static constexpr int UNR = kTwoByte && !kMask ? 1 : 2;
+  static constexpr int MINB = kTwoByte && !kMask ? 8 : 1;
+};
+
+template <class A, class T, int MI>
+int launch_bcast(const EwBcast& g, cudaStream_t stream) {
+  using S = BcastShape<T, MI>;
+  using C = compute_t<T>;
+  if (g.grid_x == 0 || g.grid_y == 0) return 0;
+  const size_t smem = g.col_mode ? sizeof(C) * kBcastColRows * kBcastThreads : 0;
+  cudaError_t e = launch_kernel(bcast_bwd_kernel<A, T, MI, S::VEC, S::UNR, S::MINB>, dim3(g.grid_x, g.grid_y), dim3(kBcastThreads), smem,
+                                stream, g);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const uint32_t n_out = g.col_mode ? g.rows : g.cols, n_part = g.col_mode ? g.grid_x : g.grid_y;
+  const uint32_t ls = g.col_mode ? g.grid_x : 1u, ks = g.col_mode ? 1u : g.cols;
+  return static_cast<int>(launch_kernel(bcast_finish_kernel<T, C>, dim3((n_out + 31) / 32), dim3(256), 0, stream,
+                                        static_cast<const C*>(g.part), n_out, n_part, ls, ks, static_cast<T*>(g.grad)));
+}
+
+// A unit of compute-heavy ops sets this to 0 before including this file (ew_inst_special.cu):
+// their broadcast backward keeps the two-pass form, which spares that unit (the build's longest)
+// one more kernel per op and dtype.
+#ifndef BARACUDA_EW_BCAST
+#define BARACUDA_EW_BCAST 1
+#endif
+template <class A, class T, int MI, int Ar>
+void set_bcast(EwKernels& k) {
+  if constexpr (BARACUDA_EW_BCAST && Ar >= 2 && (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)) {
+    k.bcast = &launch_bcast<A, T, MI>;
+    k.bcast_vec = BcastShape<T, MI>::VEC;
+  }
+}
+
 // ---------------------------------------------------------------- strided path
 template <class A, class C, int UNR>
 __global__ void __launch_bounds__(kThreads) strided_kernel(const EwStrided g) {
@@ -728,6 +906,7 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
         dispatch_storage<true, false>(ri, [&]<class T>() {
           set_rows<A, T, T, MI>(k);
           set_tile<A, T, T, MI>(k);
+          set_bcast<A, T, MI, Ar>(k);
         });
       if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
