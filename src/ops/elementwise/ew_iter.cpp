@@ -72,11 +72,47 @@ void coalesce(Iter& it, bool order = true) {
   }
 }
 
+// A vec-element access of an operand with this base and row stride is aligned on every row.
+bool vector_aligned(const void* p, int64_t row_stride, size_t esize, int64_t vec, int64_t rows) {
+  const uint64_t vbytes = static_cast<uint64_t>(vec) * esize;
+  if (reinterpret_cast<uintptr_t>(p) % vbytes != 0) return false;
+  return rows == 1 || (static_cast<uint64_t>(std::llabs(row_stride)) * esize) % vbytes == 0;
+}
+
 const void* advance(const void* p, int64_t elems, size_t esize) {
   return p ? static_cast<const char*>(p) + elems * static_cast<int64_t>(esize) : p;
 }
 
 // ---------------------------------------------------------------- rows path
+// The inputs of a [rows, cols] problem (rank <= 2 after coalescing) as the vector kernels (rows,
+// flat, bcast) take them: literal; a vector along cols (unit stride, vec·esize-aligned base and
+// row stride); or one value per row (stride 0 along cols, or cols == 1). Storage dtype `storage`
+// (bool for the mask operand). False if some input fits none.
+template <class G>
+bool vector_inputs(const Iter& it, DType storage, int64_t vec, int64_t rows, int64_t cols, G* g) {
+  const int last = it.rank - 1;
+  for (int i = 0; i < it.ni; ++i) {
+    const IterOperand& o = it.in[i];
+    g->in[i] = o.data;
+    if (o.literal) {
+      g->in_kind[i] = kLiteral;
+      continue;
+    }
+    if (o.dtype != (i == it.mask_operand ? DType::boolean : storage)) return false;
+    const int64_t inner = it.rank == 0 ? 1 : o.stride[last];
+    g->in_rs[i] = it.rank == 2 ? o.stride[0] : 0;
+    if (inner == 0 || cols == 1) {
+      g->in_kind[i] = kRowScalar;
+    } else if (inner == 1) {
+      g->in_kind[i] = kVector;
+      if (!vector_aligned(o.data, g->in_rs[i], dtype_size(o.dtype), vec, rows)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8, cudaStream_t stream,
               Status* st) {
   if (!k.rows || it.rank > 2) return false;
@@ -88,30 +124,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   EwRows g;
   g.s = s;
   g.sat_fp8 = sat_fp8;
-  auto aligned = [&](const void* p, int64_t row_stride, size_t esize) {
-    const uint64_t vbytes = static_cast<uint64_t>(vec) * esize;
-    if (reinterpret_cast<uintptr_t>(p) % vbytes != 0) return false;
-    return rows == 1 || (static_cast<uint64_t>(std::llabs(row_stride)) * esize) % vbytes == 0;
-  };
-  for (int i = 0; i < it.ni; ++i) {
-    const IterOperand& o = it.in[i];
-    g.in[i] = o.data;
-    if (o.literal) {
-      g.in_kind[i] = kLiteral;
-      continue;
-    }
-    if (o.dtype != (i == it.mask_operand ? DType::boolean : k.rows_in)) return false;
-    const int64_t inner = it.rank == 0 ? 1 : o.stride[last];
-    g.in_rs[i] = it.rank == 2 ? o.stride[0] : 0;
-    if (inner == 0 || cols == 1) {
-      g.in_kind[i] = kRowScalar;
-    } else if (inner == 1) {
-      g.in_kind[i] = kVector;
-      if (!aligned(o.data, g.in_rs[i], dtype_size(o.dtype))) return false;
-    } else {
-      return false;
-    }
-  }
+  if (!vector_inputs(it, k.rows_in, vec, rows, cols, &g)) return false;
   for (int o = 0; o < it.no; ++o) {
     g.out_on[o] = it.out_on[o];
     if (!it.out_on[o]) continue;
@@ -121,7 +134,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
     if (inner != 1 && cols != 1) return false;
     g.out[o] = const_cast<void*>(x.data);
     g.out_rs[o] = it.rank == 2 ? x.stride[0] : 0;
-    if (!aligned(x.data, g.out_rs[o], dtype_size(x.dtype))) return false;
+    if (!vector_aligned(x.data, g.out_rs[o], dtype_size(x.dtype), vec, rows)) return false;
   }
   // One launch of fn with every operand advanced by elems(its row stride) elements.
   auto launch = [&](EwRowsFn fn, EwRows c, auto&& elems) {
@@ -354,28 +367,8 @@ bool plan_bcast(const Iter& in_it, int red, const EwKernels& k, EwBcast* out) {
   const int64_t vec = k.bcast_vec, width = kBcastThreads * vec;
   // rows much narrower than a block leave most threads idle: the two-pass form serves them
   if (vec <= 0 || cols * 2 < width || cols > kLimit32 || rows > UINT32_MAX) return false;
-  auto aligned = [&](const void* p, int64_t row_stride, size_t esize) {
-    const uint64_t vbytes = static_cast<uint64_t>(vec) * esize;
-    return reinterpret_cast<uintptr_t>(p) % vbytes == 0 && (static_cast<uint64_t>(std::llabs(row_stride)) * esize) % vbytes == 0;
-  };
+  if (!vector_inputs(it, k.rows_in, vec, rows, cols, &g)) return false;
   const int last = it.rank - 1;
-  for (int i = 0; i < it.ni; ++i) {
-    const IterOperand& o = it.in[i];
-    g.in[i] = o.data;
-    if (o.literal) {
-      g.in_kind[i] = kLiteral;
-      continue;
-    }
-    if (o.dtype != (i == it.mask_operand ? DType::boolean : k.rows_in)) return false;
-    g.in_rs[i] = it.rank == 2 ? o.stride[0] : 0;
-    if (o.stride[last] == 0) {
-      g.in_kind[i] = kRowScalar;
-    } else if (o.stride[last] == 1 && aligned(o.data, g.in_rs[i], dtype_size(o.dtype))) {
-      g.in_kind[i] = kVector;
-    } else {
-      return false;
-    }
-  }
   for (int o = 0; o < it.no; ++o) {
     g.out_on[o] = it.out_on[o];
     if (!it.out_on[o]) continue;
@@ -387,7 +380,7 @@ bool plan_bcast(const Iter& in_it, int red, const EwKernels& k, EwBcast* out) {
     }
     g.out[o] = const_cast<void*>(x.data);
     g.out_rs[o] = it.rank == 2 ? x.stride[0] : 0;
-    if (x.stride[last] != 1 || !aligned(x.data, g.out_rs[o], dtype_size(x.dtype))) return false;
+    if (x.stride[last] != 1 || !vector_aligned(x.data, g.out_rs[o], dtype_size(x.dtype), vec, rows)) return false;
   }
   // kBcastColRows rows per block (col mode: its shared sums; row mode: measured as fast as 16 and
   // 64 on the H200, 128 was 7 % slower), more in row mode when the grid would pass 65535 rows
