@@ -1,8 +1,11 @@
 // Elementwise family benchmark: every op forward (and backward where differentiable) on 2^28
 // contiguous elements in bf16 and f32 (integer-only ops in i32), plus broadcast and strided
 // cases and SwiGLU on [32768, 2 x 14336]; bytes = each operand read once + each result
-// written once, against the copy ceiling measured in the same run. --ew-json FILE writes
-// records for bench/torch_elementwise_side_by_side.py.
+// written once, against the copy ceiling measured in the same run (backward: grad_out, the
+// operands its derivative reads, the gradients it writes). Backward: a gradient that is
+// grad_out itself (ElementwiseBackwardPlan::grad_is_grad_out) is passed aliasing grad_out, as a
+// framework passes PyTorch's pass-through gradients on; when every gradient is, nothing runs and
+// the record has 0 bytes. --ew-json FILE writes records for bench/torch_elementwise_side_by_side.py.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -200,16 +203,26 @@ struct Runner {
       auto bwd = ElementwiseBackwardPlan::select(d);
       if (bwd) {
         ElementwiseBackwardArgs b;
-        b.grad_out = a.out.as_ref();
+        // a unary op on a transposed x: PyTorch's result keeps x's layout, so its autograd's g
+        // and grad_x have it too (one permuted-contiguous pass); ours gets the same layouts
+        const std::vector<int64_t> keep = ar == 1 ? strides[0] : std::vector<int64_t>{};
+        b.grad_out = keep.empty() ? a.out.as_ref() : TensorRef::make(y.p, out_dt, out_shape, keep);
         fill_device(y.p, out_dt, on, 7);
         std::vector<DeviceBuffer*> grads;
         double gbytes = static_cast<double>(on) * dtype_size(out_dt);
+        bool written = false;
         for (int k = 0; k < ar; ++k) {
           b.in[k] = a.in[k];
-          gbytes += static_cast<double>(numel_of(shapes[k])) * dtype_size(a.in[k].dtype);  // operand read
+          if (bwd->operands_read() >> k & 1u)  // operand read by the derivative
+            gbytes += static_cast<double>(numel_of(shapes[k])) * dtype_size(a.in[k].dtype);
           if (!(ew_op_grad_mask(op) >> k & 1u) || !is_floating(a.in[k].dtype)) continue;
+          if (bwd->grad_is_grad_out(k)) {  // grad_out itself, as PyTorch's autograd passes it on
+            b.grad_in[k] = a.out;
+            continue;
+          }
+          written = true;
           grads.push_back(new DeviceBuffer(static_cast<size_t>(numel_of(shapes[k])) * dtype_size(a.in[k].dtype)));
-          b.grad_in[k] = TensorMut::make(grads.back()->p, a.in[k].dtype, shapes[k]);
+          b.grad_in[k] = TensorMut::make(grads.back()->p, a.in[k].dtype, shapes[k], keep);
           gbytes += static_cast<double>(numel_of(shapes[k])) * dtype_size(a.in[k].dtype);  // gradient written
         }
         DeviceBuffer ws(bwd->workspace_size());
@@ -217,7 +230,7 @@ struct Runner {
         rb.verified = true;  // gradients: verified by the device suite (ElementwiseDevice.EveryDerivative*)
         rb.direction = "bwd";
         rb.sku = bwd->sku().name();
-        rb.bytes = gbytes;
+        rb.bytes = written ? gbytes : 0.0;  // 0: every gradient is grad_out, no pass at all
         rb.us = median_us([&] { (void)bwd->run(nullptr, {ws.p, bwd->workspace_size()}, b); }, warm, reps);
         BENCH_CUDA_OK(cudaDeviceSynchronize());
         finish(rb);

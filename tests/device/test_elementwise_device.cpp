@@ -950,6 +950,103 @@ TEST(ElementwiseDevice, BroadcastGradientDeterministicAndGraphCapturable) {
   }
 }
 
+// Gradients that are grad_out itself (ElementwiseBackwardPlan::grad_is_grad_out: add, sub, rsub,
+// frac, a same-dtype cast, the added term of addcmul / addcdiv / fma), passed aliasing grad_out as
+// a framework passes PyTorch's pass-through gradients on: run() writes nothing for them, so
+// grad_out stays bitwise as it was, and that equals what a separate buffer receives; the other
+// gradients are bitwise those of a run into separate buffers; and a problem whose gradients all
+// pass through records no kernel under stream capture (add, frac, the cast). The second run
+// leaves the operands outside operands_read() empty, as a framework that did not save them.
+TEST(ElementwiseDevice, GradientsThatAreGradOutLeftInPlace) {
+  BARACUDA_REQUIRE_GPU();
+  std::mt19937_64 rng(23);
+  const std::vector<int64_t> shp{41, 77};
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  int cases = 0, empty_graphs = 0;
+  for (int o = 0; o < kNumEwOps; ++o) {
+    const EwOp op = static_cast<EwOp>(o);
+    const unsigned gm = ew_op_grad_mask(op);
+    const int ar = ew_op_arity(op);
+    if (gm == 0) continue;
+    for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64})
+    for (const std::vector<Scalar>& ps : {params_for(op, dt), std::vector<Scalar>{1.0}}) {
+      const bool has_alpha = op == EwOp::add || op == EwOp::sub || op == EwOp::rsub;
+      if (!has_alpha && ps.size() == 1 && ps[0].as_double() == 1.0) continue;  // alpha 0.5 and 1 only
+      std::vector<OperandSpec> specs;
+      for (int k = 0; k < ar; ++k) specs.push_back(T(operand_dtype(op, k, dt), shp));
+      const ElementwiseDescriptor d = describe(op, specs, ps, op == EwOp::to ? std::optional<DType>(dt) : std::nullopt);
+      auto plan = ElementwiseBackwardPlan::select(d);
+      ASSERT_TRUE(plan.ok()) << ew_op_name(op) << ": " << plan.status().to_string();
+      unsigned pass = 0;
+      for (int k = 0; k < ar; ++k) pass |= plan->grad_is_grad_out(k) ? 1u << k : 0u;
+      if (pass == 0) continue;
+      ++cases;
+      std::vector<StridedBuffer> in(ar), sep(ar), own(ar);
+      StridedBuffer g(dt, shp, Layout::kContiguous);
+      fill_random(g, rng, false);
+      g.upload();
+      ElementwiseBackwardArgs a, b;
+      a.grad_out = b.grad_out = g.ref();
+      for (int k = 0; k < ar; ++k) {
+        in[k] = StridedBuffer(specs[k].dtype, shp, Layout::kContiguous);
+        fill_random(in[k], rng, false);
+        in[k].upload();
+        a.in[k] = in[k].ref();
+        if (plan->operands_read() >> k & 1u) b.in[k] = in[k].ref();  // the others left empty
+        if (!(gm >> k & 1u)) continue;
+        for (StridedBuffer* t : {&sep[k], &own[k]}) {
+          *t = StridedBuffer(specs[k].dtype, shp, Layout::kContiguous);
+          t->fill_storage(0xFF);
+          t->upload();
+        }
+        a.grad_in[k] = sep[k].mut();
+        b.grad_in[k] = pass >> k & 1u ? g.mut() : own[k].mut();
+      }
+      ASSERT_EQ(plan->workspace_size(), 0u);
+      ASSERT_TRUE(plan->run(s, {}, a).ok());
+      cudaGraph_t graph;
+      ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+      const Status st = plan->run(s, {}, b);
+      ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+      ASSERT_TRUE(st.ok()) << ew_op_name(op) << ": " << st.to_string();
+      size_t nodes = 0;
+      ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+      if (pass == (gm & ((1u << ar) - 1))) {
+        EXPECT_EQ(nodes, 0u) << ew_op_name(op) << " " << dtype_name(dt) << ": every gradient is grad_out, yet kernels were recorded";
+        empty_graphs += nodes == 0;
+      } else {
+        EXPECT_GT(nodes, 0u) << ew_op_name(op) << " " << dtype_name(dt);
+      }
+      cudaGraphExec_t exec;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      std::vector<uint64_t> g_before(g.numel());
+      for (int64_t f = 0; f < g.numel(); ++f) g_before[f] = g.get_bits(f);
+      g.download();
+      for (int k = 0; k < ar; ++k) {
+        if (!(gm >> k & 1u)) continue;
+        sep[k].download();
+        StridedBuffer& got = pass >> k & 1u ? g : own[k];
+        if (!(pass >> k & 1u)) got.download();
+        for (int64_t f = 0; f < g.numel(); ++f) {
+          if (pass >> k & 1u) ASSERT_EQ(g.get_bits(f), g_before[f]) << ew_op_name(op) << " " << dtype_name(dt) << ": grad_out changed at " << f;
+          ASSERT_EQ(got.get_bits(f), sep[k].get_bits(f)) << ew_op_name(op) << " " << dtype_name(dt) << " d/dx" << k << " at " << f;
+        }
+      }
+    }
+  }
+  cudaStreamDestroy(s);
+  // add, sub, rsub with alpha 0.5 and 1, frac, to, addcmul, addcdiv, fma in 4 dtypes; add with
+  // alpha 1, frac and to record nothing
+  EXPECT_EQ(cases, 44);
+  EXPECT_EQ(empty_graphs, 12);
+  std::printf("[ pass-through ] %d op x dtype cases, %d with no kernel recorded\n", cases, empty_graphs);
+}
+
 // ------------------------------------------------------------------ reduce-to-shape
 TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
   BARACUDA_REQUIRE_GPU();
@@ -965,6 +1062,15 @@ TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
       {{0, 4}, {4}, Layout::kContiguous},                // empty reduction -> identity
       {{3, 4}, {3, 4}, Layout::kStep2},                  // nothing reduced
       {{}, {}, Layout::kContiguous},
+      // column mode with 16 bytes of adjacent outputs per thread (col_vec_kernel) ...
+      {{300, 2048}, {2048}, Layout::kContiguous},
+      {{4000, 64}, {64}, Layout::kContiguous},            // few outputs: many splits
+      {{37, 1, 48}, {1, 48}, Layout::kContiguous},         // 37 rows: a 4-row step and a tail
+      // ... and the same shapes on the one-element-per-thread kernel: rows not 16-byte aligned,
+      // a strided kept axis (the splits are those of the vector form)
+      {{300, 2048}, {2048}, Layout::kOffset1},
+      {{300, 2048}, {2048}, Layout::kPaddedRows},
+      {{300, 2048}, {2048}, Layout::kStep2},
   };
   uint64_t seed = 90000;
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin})
@@ -1029,7 +1135,7 @@ TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
         }
         g_stats["reduce"].cases++;
       }
-  std::printf("[reduce_to_shape] %lld cases (4 ops x 4 dtypes x 10 shapes), 3 bitwise reruns each\n",
+  std::printf("[reduce_to_shape] %lld cases (4 ops x 4 dtypes x 16 shapes), 3 bitwise reruns each\n",
               static_cast<long long>(g_stats["reduce"].cases));
 }
 

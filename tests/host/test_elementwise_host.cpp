@@ -828,6 +828,88 @@ TEST(EwValidation, ArgsOverlapAndShapes) {
   expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "overlapping");
 }
 
+// Which gradients are grad_out itself (PyTorch's autograd passes them through), and the
+// aliasing that lets run() skip them: both of add's gradients may alias grad_out (and so each
+// other); a gradient that must be written may not overlap another.
+TEST(EwValidation, GradientsThatAreGradOut) {
+  const auto f32 = [](std::initializer_list<int64_t> s) { return EwOperand::tensor(DType::f32, s); };
+  const auto bf = [](std::initializer_list<int64_t> s) { return EwOperand::tensor(DType::bf16, s); };
+  struct Case {
+    ElementwiseDescriptor d;
+    unsigned want;  // bit k: grad_is_grad_out(k)
+  };
+  ElementwiseDescriptor to_same = ElementwiseDescriptor::make(EwOp::to, {f32({4, 8})}), to_bf16 = to_same;
+  to_same.out_dtype = DType::f32;
+  to_bf16.out_dtype = DType::bf16;
+  ElementwiseDescriptor add_one_grad = ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), f32({4, 8})});
+  add_one_grad.needs_grad = 0x1;  // a property of the op, not of which gradients are asked for
+  const Case cases[] = {
+      {ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), f32({4, 8})}), 0x3},
+      {ElementwiseDescriptor::make(EwOp::add, {bf({4, 8}), bf({4, 8})}), 0x3},
+      {ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), f32({4, 8})}, {2.0}), 0x1},       // alpha 2: b's is 2 g
+      {ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), f32({8})}), 0x1},                 // b broadcast: a sum
+      {ElementwiseDescriptor::make(EwOp::add, {bf({4, 8}), f32({4, 8})}), 0x2},               // g is f32, a bf16
+      {ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), EwOperand::scalar(3.0)}), 0x1},  // a scalar has none
+      {ElementwiseDescriptor::make(EwOp::sub, {f32({4, 8}), f32({4, 8})}), 0x1},
+      {ElementwiseDescriptor::make(EwOp::rsub, {f32({4, 8}), f32({4, 8})}), 0x2},
+      {ElementwiseDescriptor::make(EwOp::frac, {bf({4, 8})}), 0x1},
+      {to_same, 0x1},
+      {to_bf16, 0x0},
+      {ElementwiseDescriptor::make(EwOp::addcmul, {f32({4, 8}), f32({4, 8}), f32({4, 8})}), 0x1},
+      {ElementwiseDescriptor::make(EwOp::addcdiv, {f32({4, 8}), f32({4, 8}), f32({4, 8})}, {0.5}), 0x1},
+      {ElementwiseDescriptor::make(EwOp::fma, {f32({4, 8}), f32({4, 8}), f32({4, 8})}), 0x4},
+      {ElementwiseDescriptor::make(EwOp::mul, {f32({4, 8}), f32({4, 8})}), 0x0},
+      {ElementwiseDescriptor::make(EwOp::neg, {f32({4, 8})}), 0x0},
+      {add_one_grad, 0x3},
+  };
+  for (const Case& c : cases) {
+    auto plan = ElementwiseBackwardPlan::select(c.d, host_pref());
+    ASSERT_TRUE(plan.ok()) << ew_op_name(c.d.op) << ": " << plan.status().to_string();
+    for (int k = -1; k <= kEwMaxOperands; ++k)
+      EXPECT_EQ(plan->grad_is_grad_out(k), k >= 0 && k < kEwMaxOperands && (c.want >> k & 1u)) << ew_op_name(c.d.op) << " operand " << k;
+  }
+  alignas(16) static float buf[4 * 32];
+  auto add = ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::add, {f32({4, 8}), f32({4, 8})}), host_pref());
+  ASSERT_TRUE(add.ok());
+  ElementwiseBackwardArgs a;
+  a.grad_out = TensorRef::make(buf, DType::f32, {4, 8});
+  a.in[0] = TensorRef::make(buf + 32, DType::f32, {4, 8});
+  a.in[1] = TensorRef::make(buf + 64, DType::f32, {4, 8});
+  a.grad_in[0] = TensorMut::make(buf, DType::f32, {4, 8});
+  a.grad_in[1] = TensorMut::make(buf, DType::f32, {4, 8});
+  EXPECT_TRUE(add->can_implement(a).ok()) << add->can_implement(a).to_string();
+  a.grad_in[1] = TensorMut::make(buf, DType::f32, {4, 8}, {1, 4});  // same bytes, other strides: written
+  expect_error(add->can_implement(a), StatusCode::kInvalidProblem, "overlaps");
+  auto mul = ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::mul, {f32({4, 8}), f32({4, 8})}), host_pref());
+  ASSERT_TRUE(mul.ok());
+  a.grad_in[1] = TensorMut::make(buf, DType::f32, {4, 8});  // mul's gradients are written: may not share
+  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "overlaps grad_in[0]");
+
+  // operands the derivative reads; the others may be left empty
+  EXPECT_EQ(add->operands_read(), 0u);
+  EXPECT_EQ(mul->operands_read(), 3u);
+  const std::pair<ElementwiseDescriptor, unsigned> reads[] = {
+      {ElementwiseDescriptor::make(EwOp::where, {EwOperand::tensor(DType::boolean, {4, 8}), f32({4, 8}), f32({4, 8})}), 1u},
+      {ElementwiseDescriptor::make(EwOp::addcmul, {f32({4, 8}), f32({4, 8}), f32({4, 8})}), 6u},
+      {ElementwiseDescriptor::make(EwOp::fma, {f32({4, 8}), f32({4, 8}), f32({4, 8})}), 3u},
+      {ElementwiseDescriptor::make(EwOp::mul, {f32({4, 8}), EwOperand::scalar(2.0)}), 1u},  // a scalar is no view
+      {ElementwiseDescriptor::make(EwOp::floor, {f32({4, 8})}), 0u},
+      {ElementwiseDescriptor::make(EwOp::exp, {f32({4, 8})}), 1u},
+  };
+  for (const auto& [d, want] : reads) {
+    auto plan = ElementwiseBackwardPlan::select(d, host_pref());
+    ASSERT_TRUE(plan.ok()) << ew_op_name(d.op);
+    EXPECT_EQ(plan->operands_read(), want) << ew_op_name(d.op);
+  }
+  a.grad_in[1] = TensorMut::make(buf + 96, DType::f32, {4, 8});
+  a.in[0] = a.in[1] = TensorRef{};  // add reads neither
+  EXPECT_TRUE(add->can_implement(a).ok()) << add->can_implement(a).to_string();
+  a.grad_in[0] = TensorMut::make(buf + 32, DType::f32, {4, 8});
+  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "in[0] shape");  // mul reads both
+  a.in[0] = TensorRef::make(buf + 64, DType::f32, {4, 7});  // given, so checked, read or not
+  expect_error(add->can_implement(a), StatusCode::kInvalidProblem, "shape");
+}
+
 TEST(EwValidation, FrexpPlan) {
   const auto x = EwOperand::tensor(DType::bf16, {4, 8});
   auto plan = FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {x}), host_pref());

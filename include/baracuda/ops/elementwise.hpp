@@ -36,7 +36,8 @@
 //   reduction's workspace (workspace_size()).
 // Aliasing: out may alias an input exactly (same data, same strides): in-place. Any other
 //   overlap between out and an input is an error. Backward: grad_in_k may alias grad_out
-//   exactly when operand k is not broadcast.
+//   exactly when operand k is not broadcast; when its gradient is grad_out itself
+//   (grad_is_grad_out(k)), that alias costs nothing: run() writes nothing for it.
 #pragma once
 
 #include <cstddef>
@@ -129,7 +130,8 @@ struct ElementwiseArgs {
 
 struct ElementwiseBackwardArgs {
   TensorRef grad_out;                     // broadcast shape, dtype of the forward output
-  TensorRef in[kEwMaxOperands];           // the forward operands (scalars ignored)
+  TensorRef in[kEwMaxOperands];           // the forward operands (scalars ignored; empty allowed
+                                          // for those outside the plan's operands_read())
   TensorMut grad_in[kEwMaxOperands];      // operand k's shape and dtype, for k in needs_grad
 };
 
@@ -164,6 +166,18 @@ class ElementwiseBackwardPlan {
   PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& args) const;
   const ElementwiseDescriptor& descriptor() const { return desc_; }
+  // True when operand k's gradient is grad_out itself: d out / d operand k is exactly 1 (add,
+  // sub's minuend, rsub's second operand, add with alpha 1 in both, frac, a same-dtype cast,
+  // the added term of addcmul / addcdiv / fma) and the operand has grad_out's shape and dtype.
+  // As PyTorch's autograd does, a caller can then use grad_out as that gradient with no kernel:
+  // either leave bit k out of needs_grad, or pass grad_in[k] aliasing grad_out exactly, which
+  // run() leaves as it is (two such gradients may then alias grad_out and each other).
+  bool grad_is_grad_out(int k) const;
+  // Bit k set: run() reads forward operand k (its derivative uses the value). The others need
+  // not be kept for the backward — in[k] may be left empty (data nullptr) — as PyTorch's
+  // autograd saves nothing for add / sub / neg / rounding, only the condition for where, the
+  // mask for masked_fill, and not the added term of addcmul / addcdiv / fma.
+  unsigned operands_read() const;
 
  private:
   ElementwiseDescriptor desc_;

@@ -280,10 +280,13 @@ bool same_shape(const EwOperand& o, int r, const int64_t* shape) {
   return o.rank == r && std::equal(o.shape, o.shape + r, shape);
 }
 
+// out is in itself (same data, same strides): the in-place form.
+bool aliases_exactly(const TensorMut& out, const TensorRef& in) { return out.data == in.data && out.identical(in); }
+
 // Checks out/grad views against the operands: exact aliasing allowed, other overlap not.
 Status check_alias(std::string_view opn, const char* oname, const TensorMut& out, const char* iname, const TensorRef& in) {
   if (out.numel() == 0 || in.numel() == 0 || in.data == nullptr) return {};
-  if (out.data == in.data && out.identical(in)) return {};
+  if (aliases_exactly(out, in)) return {};
   if (views_may_overlap(out, out.data, in, in.data))
     return error(StatusCode::kInvalidProblem, opn, ": ", oname, " partially overlaps ", iname,
                  " (only exact aliasing, the in-place form, is allowed)");
@@ -304,6 +307,24 @@ unsigned bwd_reads(EwOp op) {
     case EwOp::fma: return 3u;
     default: return 7u;
   }
+}
+
+// d out / d operand k when it is a constant (out is linear in operand k with that factor):
+// add / sub / rsub (alpha), a cast, the added term of addcmul / addcdiv / fma. A broadcast
+// operand's gradient is then reduce(grad_out) * factor, with no elementwise pass; a factor of
+// 1 on an operand of grad_out's shape and dtype makes its gradient grad_out itself.
+std::optional<double> constant_partial(const ElementwiseDescriptor& d, int k) {
+  const double alpha = d.param[0].as_double();
+  switch (d.op) {
+    case EwOp::add: return k == 0 ? 1.0 : alpha;
+    case EwOp::sub: return k == 0 ? 1.0 : -alpha;
+    case EwOp::rsub: return k == 0 ? -alpha : 1.0;
+    case EwOp::to: case EwOp::frac: return 1.0;
+    case EwOp::addcmul: case EwOp::addcdiv: if (k == 0) return 1.0; break;
+    case EwOp::fma: if (k == 2) return 1.0; break;
+    default: break;
+  }
+  return std::nullopt;
 }
 
 struct Resolved {
@@ -328,6 +349,8 @@ struct EwResolved {
   // without the elementwise pass
   bool direct[kEwMaxOperands] = {};
   double factor[kEwMaxOperands] = {};
+  // gradient k is grad_out element for element (ElementwiseBackwardPlan::grad_is_grad_out)
+  bool pass_through[kEwMaxOperands] = {};
   std::optional<ElementwisePlan> scaler[kEwMaxOperands];
   size_t ws_offset[kEwMaxOperands] = {};
   std::optional<ReduceToShapePlan> reducer[kEwMaxOperands];
@@ -591,10 +614,12 @@ PrecisionGuarantee guarantee(const Resolved& r) {
   return g;
 }
 
-Status check_operands(std::string_view opn, const ElementwiseDescriptor& d, const TensorRef* in) {
+// Operand views against the descriptor; bit k of may_be_empty: in[k] may be left empty (data
+// nullptr, an operand the backward does not read).
+Status check_operands(std::string_view opn, const ElementwiseDescriptor& d, const TensorRef* in, unsigned may_be_empty = 0) {
   for (int k = 0; k < d.num_operands; ++k) {
     const EwOperand& o = d.operand[k];
-    if (o.is_scalar) continue;
+    if (o.is_scalar || ((may_be_empty >> k & 1u) && in[k].data == nullptr)) continue;
     if (Status s = check_view(opn, kInName[k], in[k], in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
   }
   return {};
@@ -745,18 +770,14 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
   size_t off = 0, reduce_ws = 0;
   for (int k = 0; k < desc.num_operands; ++k) {
     const EwOperand& o = desc.operand[k];
-    if (o.is_scalar || !(desc.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
-    if (same_shape(o, res->out_rank, res->out_shape)) continue;
+    if (o.is_scalar || !(gm >> k & 1u)) continue;
+    const std::optional<double> cp = constant_partial(desc, k);
+    const bool full = same_shape(o, res->out_rank, res->out_shape);
+    res->pass_through[k] = full && cp == 1.0 && o.dtype == res->r.out;
+    if (full || !(desc.needs_grad >> k & 1u)) continue;
     res->reduce[k] = true;
-    const double alpha = desc.param[0].as_double();
-    double f = 0.0;
-    switch (desc.op) {
-      case EwOp::add: f = k == 0 ? 1.0 : alpha; res->direct[k] = true; break;
-      case EwOp::sub: f = k == 0 ? 1.0 : -alpha; res->direct[k] = true; break;
-      case EwOp::rsub: f = k == 0 ? -alpha : 1.0; res->direct[k] = true; break;
-      case EwOp::to: f = 1.0; res->direct[k] = true; break;
-      default: break;
-    }
+    res->direct[k] = cp.has_value();
+    const double f = cp.value_or(0.0);
     res->factor[k] = f;
     // The per-element gradient is rounded to the operand's dtype before the f32-accumulated sum,
     // as PyTorch's autograd does (and it keeps the pass on the 16-byte rows path).
@@ -784,9 +805,25 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
 
 PrecisionGuarantee ElementwiseBackwardPlan::precision_guarantee() const { return guarantee(r_->r); }
 
+bool ElementwiseBackwardPlan::grad_is_grad_out(int k) const { return r_ && k >= 0 && k < kEwMaxOperands && r_->pass_through[k]; }
+
+namespace {
+// Gradient k is grad_out and grad_in[k] is grad_out: nothing to write for it.
+bool left_in_place(const detail::EwResolved& r, const ElementwiseBackwardArgs& a, int k) {
+  return r.pass_through[k] && aliases_exactly(a.grad_in[k], a.grad_out);
+}
+}  // namespace
+
+unsigned ElementwiseBackwardPlan::operands_read() const {
+  unsigned m = 0;
+  for (int k = 0; k < desc_.num_operands; ++k)
+    if (!desc_.operand[k].is_scalar && (bwd_reads(desc_.op) >> k & 1u)) m |= 1u << k;
+  return m;
+}
+
 Status ElementwiseBackwardPlan::can_implement(const ElementwiseBackwardArgs& a) const {
   if (!r_) return error(StatusCode::kInvalidProblem, kBwd, ": plan was not selected");
-  if (Status s = check_operands(kBwd, desc_, a.in); !s.ok()) return s;
+  if (Status s = check_operands(kBwd, desc_, a.in, ~operands_read()); !s.ok()) return s;
   const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
   if (Status s = check_view(kBwd, "grad_out", a.grad_out, a.grad_out.data, r_->r.out, os); !s.ok()) return s;
   const unsigned gm = ew_op_grad_mask(desc_.op);
@@ -809,6 +846,7 @@ Status ElementwiseBackwardPlan::can_implement(const ElementwiseBackwardArgs& a) 
     for (int j = 0; j < k; ++j) {
       const EwOperand& oj = desc_.operand[j];
       if (oj.is_scalar || !(desc_.needs_grad >> j & 1u) || !(gm >> j & 1u)) continue;
+      if (left_in_place(*r_, a, k) && left_in_place(*r_, a, j)) continue;  // both are grad_out, unwritten
       if (views_may_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_in[j], a.grad_in[j].data))
         return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_in[", j, "]");
     }
@@ -834,7 +872,7 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
   for (int k = 0; k < desc_.num_operands; ++k) {
     const EwOperand& o = desc_.operand[k];
     if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
-    if (r_->direct[k]) continue;
+    if (r_->direct[k] || left_in_place(*r_, a, k)) continue;
     it.out_on[k] = true;
     if (r_->reduce[k]) {
       it.out[k].data = static_cast<char*>(ws.ptr) + r_->ws_offset[k];

@@ -312,19 +312,28 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   }
 }
 
-// Keyed by the adapter A: its op's FlatDepth (ew_ops.hpp) picks the flat kernel's depth.
+// Keyed by the adapter A: its op's FlatDepth (ew_ops.hpp) picks the flat kernel's depth and
+// may narrow the vector. Vectors are 16 bytes of the widest operand, outputs included (frexp's
+// i32 exponent beside a bf16 mantissa: 4 elements, not 8, so each warp store is one contiguous
+// 512-byte run; 8 took 25 % longer, H200).
 template <class A, class T, class TO>
 struct RowsShape {
   static constexpr int NI = A::NI;
-  static constexpr int kBytes = sizeof(T) > sizeof(TO) ? sizeof(T) : sizeof(TO);
-  static constexpr int VEC = 16 / kBytes > 0 ? 16 / kBytes : 1;
-  // vectors per thread: the flat kernel (the contiguous case) keeps two loads in flight for
-  // unary ops (one for heavy ones: half the inlined copies of the op), one for several inputs
-  // but two for deep ops (deep: 4- and 8-byte elements, deep16: 2-byte); the rows kernel (strided
-  // rows, literal and per-row operands) one, which halves its code (build time) where it is not
-  // the hot path.
+  static constexpr int kOutBytes = []<int... O>(std::integer_sequence<int, O...>) {
+    int b = 0;
+    ((b = b > static_cast<int>(sizeof(typename A::template out_t<O, TO>)) ? b : static_cast<int>(sizeof(typename A::template out_t<O, TO>))), ...);
+    return b;
+  }(std::make_integer_sequence<int, A::NO>{});
+  static constexpr int kBytes = static_cast<int>(sizeof(T)) > kOutBytes ? static_cast<int>(sizeof(T)) : kOutBytes;
+  static constexpr int kFull = 16 / kBytes > 0 ? 16 / kBytes : 1;
   static constexpr FlatDepth D = A::kDepth;
-  static constexpr int FLAT_UNR = D.heavy ? 1 : NI == 1 || (VEC >= 8 ? D.deep16 : D.deep) ? 2 : 1;
+  static constexpr int kVecAsked = NI == 1 ? D.vec_one : D.vec_many;
+  static constexpr int VEC = kVecAsked > 0 && kVecAsked < kFull ? kVecAsked : kFull;
+  // vectors per thread: the flat kernel (the contiguous case) as the op's FlatDepth says; the
+  // rows kernel (strided rows, literal and per-row operands) one, which halves its code (build
+  // time) where it is not the hot path.
+  static constexpr bool kNarrow = kBytes <= 2;
+  static constexpr int FLAT_UNR = NI == 1 ? (kNarrow ? D.one16 : D.one) : (kNarrow ? D.many16 : D.many);
   static constexpr int ROWS_UNR = 1;
 };
 

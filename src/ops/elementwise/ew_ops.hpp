@@ -186,22 +186,36 @@ EW_HD int64_t igcd(int64_t a, int64_t b) {
   return a;
 }
 
-// How many vectors per thread the flat kernel takes for an op (op struct: static constexpr
-// FlatDepth kDepth{...}; RowsShape::FLAT_UNR). The default: two for one input, one for several.
-//   heavy: one always. The scalar function is long enough that inlining it 8 (f32) / 16 (bf16)
-//     times per thread costs more than a second vector in flight gains. H200, 2^28 elements:
+// How the flat kernel (the contiguous case) shapes a thread's work for an op (op struct: static
+// constexpr FlatDepth kDepth{...}; RowsShape): vectors per thread for a one-input adapter (a
+// unary op's forward: one, one16) and for a several-input one (every backward, binary and
+// ternary forwards: many, many16), for 4- and 8-byte storage and for 2-byte storage (or less);
+// and vec_one / vec_many, the elements per vector of either (0: 16 bytes' worth; also the rows
+// kernel's). Default: two vectors for one input, one for several, 16-byte vectors. Measured on
+// the H200, 2^28 elements:
+//   one = one16 = 1 (heavy: one always): the scalar function is long enough that inlining it 8
+//     (f32) / 16 (bf16) times per thread costs more than a second vector in flight gains:
 //     lgamma f32 848 -> 743 µs, bf16 881 -> 799 µs; digamma, polygamma 2-10 % faster. The same for
 //     every op of the special group lost 6-18 % on memory-bound ones (sigmoid, erf, i0, ndtr).
-//   deep / deep16: two also for several inputs (binary forward, every backward), in 4- and 8-byte
-//     types / in 2-byte types: the op's work outweighs the per-thread set-up. H200, 2^28
-//     elements, against one vector, same run: f32 pow fwd 945 -> 875 µs, mish bwd 841 -> 761,
-//     sinc bwd 795 -> 752, ldexp fwd 784 -> 742; bf16 (ratio of times) gelu bwd 0.90, xlogy /
-//     xlog1py fwd 0.91, frexp bwd 0.92, logaddexp2 / nextafter fwd 0.935, entr bwd 0.94, expm1 /
-//     gelu_tanh / erfinv bwd 0.95. Two for every multi-input adapter lost up to 29 % (f32) and
-//     140 % (bf16) on long special functions (igamma, igammac, zeta, i0e / i1e bwd), 5-13 % on
-//     div_floor, remainder and, in bf16, pow / ldexp / mish / sinc: the two sets differ.
+//   many = 2 / many16 = 2: two also for several inputs, in 4- and 8-byte types / in 2-byte
+//     types: the op's work outweighs the per-thread set-up. Against one vector, same run: f32
+//     pow fwd 945 -> 875 µs, mish bwd 841 -> 761, sinc bwd 795 -> 752, ldexp fwd 784 -> 742; bf16
+//     (ratio of times) gelu bwd 0.90, xlogy / xlog1py fwd 0.91, frexp bwd 0.92, logaddexp2 /
+//     nextafter fwd 0.935, entr bwd 0.94, expm1 / gelu_tanh / erfinv bwd 0.95. Two for every
+//     multi-input adapter lost up to 29 % (f32) and 140 % (bf16) on long special functions
+//     (igamma, igammac, zeta, i0e / i1e bwd), 5-13 % on div_floor, remainder and, in bf16, pow /
+//     ldexp / mish / sinc: the two sets differ.
+//   Session 26, a bare benchmark of the flat kernel (same H200, data in [0.25, 2] as the sweep):
+//     one = 4: f32 erfc 540 -> 523 µs, mish 532 -> 522, softplus 552 -> 528 (but exp, sigmoid,
+//     sinc +1-3 %, log_ndtr +10 %: not the default); one16 = 1: bf16 sinc 443 -> 423, softplus
+//     531 -> 512 (erfc, mish, exp: no gain or a loss); vec_one = 4: bf16 lgamma 797 -> 729
+//     (f32 lgamma loses at 2: 753 -> 898); vec_many = 2: polygamma's backward bf16 16.5 -> 12.9
+//     ms, f32 14.8 -> 13.0 ms (lanes of a warp take different series lengths; fewer elements per
+//     thread, more threads), while its forward lost 2-3 % at 2 in the sweep; logit's branch on
+//     eps (below) with one16 = 1: bf16 463 -> 439 µs at eps < 0, 425 -> 434 at eps >= 0.
 struct FlatDepth {
-  bool heavy = false, deep = false, deep16 = false;
+  int one = 2, one16 = 2, many = 1, many16 = 1;
+  int vec_one = 0, vec_many = 0;
 };
 
 #define EW_UN(name) struct op_##name
@@ -256,7 +270,7 @@ EW_UN(frac) {
 };
 // frexp's mantissa (x = m 2^e, |m| in [0.5, 1)); dm/dx = 2^-e. FrexpBoth gives m and e at once.
 EW_UN(frexp) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 { UNUSED_P; int e; return m::frexp(x, &e); }
   D1 { UNUSED_P; int e; m::frexp(x, &e); return g * m::ldexp(C(1), -e); }
 };
@@ -269,7 +283,7 @@ EW_UN(exp2) {
   D1 { UNUSED_P; return g * m::exp2(x) * C(0.69314718055994530942); }
 };
 EW_UN(expm1) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 { UNUSED_P; return m::expm1(x); }
   D1 { UNUSED_P; return g * (m::expm1(x) + C(1)); }
 };
@@ -358,7 +372,7 @@ EW_UN(atanh) {
   D1 { UNUSED_P; return g / (C(1) - m::mul_rn(x, x)); }
 };
 EW_UN(sinc) {
-  static constexpr FlatDepth kDepth{.deep = true};
+  static constexpr FlatDepth kDepth{.one16 = 1, .many = 2};
   F1 {
     UNUSED_P;
     if (x == C(0)) return C(1);
@@ -394,10 +408,13 @@ EW_UN(nan_to_num) {
 };
 // p0 eps (< 0: none)
 EW_UN(logit) {
+  static constexpr FlatDepth kDepth{.one16 = 1};
   F1 {
-    // clamp to [eps, 1 - eps] when eps >= 0, as selects (NaN passes): no branch per element
+    // eps < 0 (PyTorch's default, no clamp): a uniform branch skips the clamp's selects, as
+    // PyTorch's kernel has a lambda per case; else clamp to [eps, 1 - eps] (NaN passes)
+    if (p.v[0] < C(0)) return m::log(x / (C(1) - x));
     const C lo = p.v[0], hi = C(1) - p.v[0];
-    const C z = p.v[0] >= C(0) ? (x < lo ? lo : (x > hi ? hi : x)) : x;
+    const C z = x < lo ? lo : (x > hi ? hi : x);
     return m::log(z / (C(1) - z));
   }
   D1 {
@@ -457,21 +474,22 @@ EW_UN(erf) {
   D1 { UNUSED_P; return g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
 EW_UN(erfc) {
+  static constexpr FlatDepth kDepth{.one = 4};
   F1 { UNUSED_P; return m::erfc(x); }
   D1 { UNUSED_P; return -g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
 EW_UN(erfinv) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 { UNUSED_P; return m::erfinv(x); }
   D1 { UNUSED_P; const C y = m::erfinv(x); return g * C(0.88622692545275801365) * m::exp(y * y); }
 };
 EW_UN(lgamma) {
-  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
+  static constexpr FlatDepth kDepth{.one = 1, .one16 = 1, .vec_one = 4};  // long series / recurrences
   F1 { UNUSED_P; return m::lgamma(x); }
   D1 { UNUSED_P; return g * m::digamma(x); }
 };
 EW_UN(digamma) {
-  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
+  static constexpr FlatDepth kDepth{.one = 1, .one16 = 1};  // long series / recurrences
   F1 { UNUSED_P; return m::digamma(x); }
   D1 { UNUSED_P; return g * m::trigamma(x); }
 };
@@ -519,7 +537,7 @@ EW_UN(igammac) {
 };
 // p0 = n
 EW_UN(polygamma) {
-  static constexpr FlatDepth kDepth{.heavy = true};  // long series / recurrences
+  static constexpr FlatDepth kDepth{.one = 1, .one16 = 1, .vec_many = 2};  // long series / recurrences, divergent
   F1 { return m::polygamma(static_cast<int>(p.v[0]), x); }
   D1 { return g * m::polygamma(static_cast<int>(p.v[0]) + 1, x); }
 };
@@ -544,7 +562,7 @@ EW_UN(log_ndtr) {
   D1 { const C y = f(x, p); return g / (C(2.50662827463100050242) * m::exp(y + x * x / C(2))); }
 };
 EW_UN(entr) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 {
     UNUSED_P;
     if (x != x) return x;
@@ -555,7 +573,7 @@ EW_UN(entr) {
   D1 { UNUSED_P; return g * -(C(1) + m::log(x)); }
 };
 EW_UN(xlogy) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log(b); }
   D2 {
     UNUSED_P;
@@ -564,7 +582,7 @@ EW_UN(xlogy) {
   }
 };
 EW_UN(xlog1py) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F2 { UNUSED_P; if (b != b) return b; if (a == C(0)) return C(0); return a * m::log1p(b); }
   D2 {
     UNUSED_P;
@@ -596,12 +614,12 @@ EW_UN(elu) {
 struct op_selu : op_elu {};
 struct op_celu : op_elu {};
 EW_UN(gelu) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 { UNUSED_P; return gelu_erf(x); }
   D1 { UNUSED_P; return g * gelu_erf_d(x); }
 };
 EW_UN(gelu_tanh) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F1 { UNUSED_P; return gelu_tanh_f(x); }
   D1 { UNUSED_P; return g * gelu_tanh_d(x); }
 };
@@ -610,7 +628,7 @@ EW_UN(silu) {
   D1 { UNUSED_P; return g * silu_d(x); }
 };
 EW_UN(mish) {
-  static constexpr FlatDepth kDepth{.deep = true};
+  static constexpr FlatDepth kDepth{.one = 4, .many = 2};
   F1 { UNUSED_P; return x * m::tanh(m::log1p(m::exp(x))); }
   D1 {
     UNUSED_P;
@@ -671,6 +689,7 @@ EW_UN(tanhshrink) {
 };
 // p0 beta, p1 threshold
 EW_UN(softplus) {
+  static constexpr FlatDepth kDepth{.one = 4, .one16 = 1};
   F1 { return (x * p.v[0]) > p.v[1] ? x : m::log1p(m::exp(x * p.v[0])) / p.v[0]; }
   D1 {
     const C z = m::exp(x * p.v[0]);
@@ -792,7 +811,7 @@ EW_UN(fmod) {
 // 7 a * a * a with the square rounded to the data's format (p1: 1 bf16, 2 f16, 0 none);
 // 8 1 / (a * a) divided in double, the square rounded likewise. The derivative is pow's.
 EW_UN(pow) {
-  static constexpr FlatDepth kDepth{.deep = true};
+  static constexpr FlatDepth kDepth{.many = 2};
   F2 {
     if constexpr (kIsInt<C>) {
       UNUSED_P;
@@ -856,7 +875,7 @@ template <class C> EW_HD C ldexp_factor(C b, const P<C>& p) {
   return p.v[0] == C(2) ? b : round_to_data(m::pow(C(2), b), p.v[1]);
 }
 EW_UN(ldexp) {
-  static constexpr FlatDepth kDepth{.deep = true};
+  static constexpr FlatDepth kDepth{.many = 2};
   F2 {
     if (p.v[0] == C(1) && m::fabs(b) < C(2147483648.0)) return m::ldexp(a, static_cast<int>(b));
     return a * ldexp_factor(b, p);
@@ -877,7 +896,7 @@ EW_UN(logaddexp) {
   }
 };
 EW_UN(logaddexp2) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F2 {
     UNUSED_P;
     if (m::isinf(a) && a == b) return a;
@@ -939,7 +958,7 @@ template <class U> EW_HD U ulp_step_toward(U from, U to, U sign, U step) {
   return from == to ? from : r;
 }
 EW_UN(nextafter) {
-  static constexpr FlatDepth kDepth{.deep16 = true};
+  static constexpr FlatDepth kDepth{.many16 = 2};
   F2 {
     if constexpr (std::is_same_v<C, double>)
       if (p.v[0] == C(0)) return m::nextafter(a, b);  // f64 data

@@ -37,7 +37,8 @@ void choose_splits(red::ReduceGeom* g) {
   if (g->row_mode) {
     if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>((g->R + 2047) / 2048, (kTargetWarps + g->K - 1) / g->K);
   } else {
-    if (g->K < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>((g->R + 31) / 32, (kTargetThreads + g->K - 1) / g->K);
+    const int64_t threads = g->K / g->col_vec;
+    if (threads < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>((g->R + 31) / 32, (kTargetThreads + threads - 1) / threads);
     g->splits = std::min<int64_t>(g->splits, 65535);
   }
   g->r_per_split = (g->R + g->splits - 1) / g->splits;
@@ -120,6 +121,9 @@ void build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const Tensor
     if (g->ksize[i] > 1 && std::llabs(g->kxs[i]) < best) best = std::llabs(g->kxs[i]), inner_reduced = false;
   if (!x) inner_reduced = ax.n > 0 ? ax.reduced[ax.n - 1] : true;  // shape-only: last axis
   g->row_mode = inner_reduced;
+  const int64_t v = 16 / static_cast<int64_t>(dtype_size(d.in_dtype));
+  const bool vec_type = d.in_dtype == DType::f32 || d.in_dtype == DType::f16 || d.in_dtype == DType::bf16 || d.in_dtype == DType::f64;
+  g->col_vec = vec_type && v > 1 && g->kk == 1 && g->kr == 1 && g->K % v == 0 ? static_cast<int>(v) : 1;
   choose_splits(g);
 }
 
