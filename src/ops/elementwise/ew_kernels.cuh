@@ -377,10 +377,12 @@ void set_rows(EwKernels& k) {
 // result depends only on the shape (bitwise deterministic). Without it the full-size gradient
 // went through the workspace and ReduceToShapePlan: two more full-size passes (54-59 % of copy
 // on mul / prelu with a [n] or [m, 1] operand, H200).
-template <class A, class T, int MI, int VEC, int UNR, int MINB>
+template <class A, class T, int MI, int VEC, int UNR, int MINB, int RED = -1>
 __global__ void __launch_bounds__(kBcastThreads, MINB) bcast_bwd_kernel(const EwBcast g) {
   using C = compute_t<T>;
   constexpr int NI = A::NI, NO = A::NO;
+  // the reduced output: g.red, or RED when the launcher fixed it at compile time
+  const int red = RED >= 0 ? RED : g.red;
   extern __shared__ __align__(16) unsigned char bcast_smem[];
   C* rsum = reinterpret_cast<C*>(bcast_smem);  // col mode: [kBcastColRows][kBcastThreads]
   const P<C> p = load_params<C>(g.s);
@@ -437,7 +439,7 @@ __global__ void __launch_bounds__(kBcastThreads, MINB) bcast_bwd_kernel(const Ew
 #pragma unroll
       for (int o = 0; o < NO; ++o) {
         if (!g.out_on[o]) continue;
-        if (o != g.red) {
+        if (o != red) {
           if (live) store_vec<VEC>(static_cast<T*>(g.out[o]) + static_cast<int64_t>(r_first + r + u) * g.out_rs[o] + c0, 0u, whole, g.cols - c0, y[o], false);
           continue;
         }
@@ -503,25 +505,45 @@ __global__ void __launch_bounds__(256) bcast_finish_kernel(const C* part, uint32
 // Per storage type (H200, mul / where backward on [16384, 16384] with a [n] or [m, 1] operand,
 // a bare benchmark of the variants): 2-byte types 8 elements per thread, one row per step, at
 // most 64 registers (MINB 8: at 85 registers 59 % of copy, at 56 registers 77-78 %); with a bool
-// mask (where) 4 elements and two rows per step (8 elements took 2.15x as long); 4-byte types 4
+// mask (where) 8 elements and two rows per step, at most 128 registers (below); 4-byte types 4
 // elements and two rows per step (98-100 %; one row per step 95-96 %). Per-operand pointers stepped per row held ~20
 // registers more than addressing each access from the kernel parameters.
+//
+// Masked ops (where, masked_fill; session 26) take the reduced output as a template parameter
+// (RED, one kernel per differentiable operand): with it read from g.red, nvcc merged the
+// per-output branches into an index of y by g.red and put y on the stack at 8 elements per
+// thread (96-byte frame, 2.2x the time), which had held them to 4 elements. Bare kernel, where's
+// backward, bf16 [16384, 16384], other [n] (H200): run-time red, 4 x 2 rows: 407 µs; RED, 4 x 2:
+// 386; RED, 8 elements, 1 / 2 rows per step, 64 registers: 357 / 343.
 template <class T, int MI>
 struct BcastShape {
   static constexpr bool kTwoByte = sizeof(T) == 2, kMask = MI >= 0;
-  static constexpr int VEC = kTwoByte && !kMask ? 8 : 4;
+  static constexpr int VEC = kTwoByte ? 8 : 4;
   static constexpr int UNR = kTwoByte && !kMask ? 1 : 2;
-  static constexpr int MINB = kTwoByte && !kMask ? 8 : 1;
+  static constexpr int MINB = kTwoByte ? (kMask ? 4 : 8) : 1;
 };
 
-template <class A, class T, int MI>
+// G: the op's gradient mask (which outputs can be the reduced one).
+template <class A, class T, int MI, unsigned G>
 int launch_bcast(const EwBcast& g, cudaStream_t stream) {
   using S = BcastShape<T, MI>;
   using C = compute_t<T>;
   if (g.grid_x == 0 || g.grid_y == 0) return 0;
   const size_t smem = g.col_mode ? sizeof(C) * kBcastColRows * kBcastThreads : 0;
-  cudaError_t e = launch_kernel(bcast_bwd_kernel<A, T, MI, S::VEC, S::UNR, S::MINB>, dim3(g.grid_x, g.grid_y), dim3(kBcastThreads), smem,
-                                stream, g);
+  auto main = [&]<int RED>() {
+    return launch_kernel(bcast_bwd_kernel<A, T, MI, S::VEC, S::UNR, S::MINB, RED>, dim3(g.grid_x, g.grid_y), dim3(kBcastThreads), smem, stream, g);
+  };
+  cudaError_t e = cudaErrorInvalidValue;
+  if constexpr (MI >= 0) {
+    [&]<int... O>(std::integer_sequence<int, O...>) {
+      ([&] {
+        if constexpr ((G >> O & 1u) != 0)
+          if (g.red == O) e = main.template operator()<O>();
+      }(), ...);
+    }(std::make_integer_sequence<int, A::NO>{});
+  } else {
+    e = main.template operator()<-1>();
+  }
   if (e != cudaSuccess) return static_cast<int>(e);
   const uint32_t n_out = g.col_mode ? g.rows : g.cols, n_part = g.col_mode ? g.grid_x : g.grid_y;
   const uint32_t ls = g.col_mode ? g.grid_x : 1u, ks = g.col_mode ? 1u : g.cols;
@@ -535,10 +557,10 @@ int launch_bcast(const EwBcast& g, cudaStream_t stream) {
 #ifndef BARACUDA_EW_BCAST
 #define BARACUDA_EW_BCAST 1
 #endif
-template <class A, class T, int MI, int Ar>
+template <class A, class T, int MI, int Ar, unsigned G>
 void set_bcast(EwKernels& k) {
   if constexpr (BARACUDA_EW_BCAST && Ar >= 2 && (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)) {
-    k.bcast = &launch_bcast<A, T, MI>;
+    k.bcast = &launch_bcast<A, T, MI, G>;
     k.bcast_vec = BcastShape<T, MI>::VEC;
   }
 }
@@ -915,7 +937,7 @@ EwKernels find_kernels(bool backward, DType ri, DType ro, EwCompute c) {
         dispatch_storage<true, false>(ri, [&]<class T>() {
           set_rows<A, T, T, MI>(k);
           set_tile<A, T, T, MI>(k);
-          set_bcast<A, T, MI, Ar>(k);
+          set_bcast<A, T, MI, Ar, G>(k);
         });
       if (c == EwCompute::kF32 && K != EwKind::kFloatPower) k.strided = &launch_strided<A, float>;
       if (c == EwCompute::kF64) k.strided = &launch_strided<A, double>;
