@@ -1007,7 +1007,7 @@ TEST(ElementwiseBcast, TakesOneRowOrColumnBroadcastOperandOfATwoDimensionalProbl
   EXPECT_EQ(g.rows_per_block, 32u);
   EXPECT_EQ(g.grid_y, 512u);
   EXPECT_EQ(g.red, 1);
-  EXPECT_EQ(ew::bcast_part_bytes(g, DType::f32), size_t{512} * 16384 * 4);
+  EXPECT_EQ(ew::bcast_part_bytes(g), size_t{512} * 16384 * 4);
   ASSERT_TRUE(ew::plan_bcast(mul_bwd({16384, 16384}, {0, 1}, DType::f32), 1, kernels(DType::f32), &g));
   EXPECT_EQ(g.grid_x, 32u);
   EXPECT_EQ(g.rows_per_block, 32u);
@@ -1031,7 +1031,7 @@ TEST(ElementwiseBcast, TakesOneRowOrColumnBroadcastOperandOfATwoDimensionalProbl
   EXPECT_EQ(g.rows, 111u);
   EXPECT_EQ(g.rows_per_block, 32u);
   EXPECT_EQ(g.grid_y, 4u);
-  EXPECT_EQ(ew::bcast_part_bytes(g, DType::f32), size_t{111} * 2 * 4);
+  EXPECT_EQ(ew::bcast_part_bytes(g), size_t{111} * 2 * 4);
   // one element: a single col-mode row over everything
   ASSERT_TRUE(ew::plan_bcast(mul_bwd({4096, 257}, {0, 0}), 1, kernels(), &g));
   EXPECT_EQ(g.col_mode, 1);

@@ -401,17 +401,16 @@ bool plan_bcast(const Iter& in_it, int red, const EwKernels& k, EwBcast* out) {
   return true;
 }
 
-size_t bcast_part_bytes(const EwBcast& g, DType compute) {
+size_t bcast_part_bytes(const EwBcast& g) {
   const size_t n = g.col_mode ? static_cast<size_t>(g.rows) * g.grid_x : static_cast<size_t>(g.grid_y) * g.cols;
-  return n * dtype_size(compute);
+  return n * sizeof(float);
 }
 
 bool try_bcast(std::string_view op, const Iter& it, int red, const EwKernels& k, const EwScalars& s, void* part,
                size_t part_bytes, cudaStream_t stream, Status* st) {
   EwBcast g;
   if (!plan_bcast(it, red, k, &g)) return false;
-  const DType compute = k.rows_in == DType::f64 ? DType::f64 : DType::f32;
-  if (bcast_part_bytes(g, compute) > part_bytes || reinterpret_cast<uintptr_t>(part) % dtype_size(compute) != 0) return false;
+  if (bcast_part_bytes(g) > part_bytes || reinterpret_cast<uintptr_t>(part) % sizeof(float) != 0) return false;
   g.part = part;
   g.s = s;
   *st = cuda_status(static_cast<cudaError_t>(k.bcast(g, stream)), op);

@@ -39,7 +39,8 @@ Status run_iter(std::string_view op, const Iter& it, const EwKernels& k, const E
 // least half a block wide. try_bcast runs it with `part_bytes` of partials at `part`; false:
 // the caller takes the two-pass form.
 bool plan_bcast(const Iter& it, int red, const EwKernels& k, EwBcast* g);
-size_t bcast_part_bytes(const EwBcast& g, DType compute);
+// Bytes of partials g needs (f32: the bcast kernels serve f32 / f16 / bf16 storage only).
+size_t bcast_part_bytes(const EwBcast& g);
 bool try_bcast(std::string_view op, const Iter& it, int red, const EwKernels& k, const EwScalars& s, void* part,
                size_t part_bytes, cudaStream_t stream, Status* st);
 

@@ -514,7 +514,8 @@ __global__ void __launch_bounds__(256) bcast_finish_kernel(const C* part, uint32
 // per-output branches into an index of y by g.red and put y on the stack at 8 elements per
 // thread (96-byte frame, 2.2x the time), which had held them to 4 elements. Bare kernel, where's
 // backward, bf16 [16384, 16384], other [n] (H200): run-time red, 4 x 2 rows: 407 µs; RED, 4 x 2:
-// 386; RED, 8 elements, 1 / 2 rows per step, 64 registers: 357 / 343.
+// 386; RED, 8 elements, one row per step at most 64 registers: 357, two rows per step at most
+// 128 registers: 343 (kept).
 template <class T, int MI>
 struct BcastShape {
   static constexpr bool kTwoByte = sizeof(T) == 2, kMask = MI >= 0;
