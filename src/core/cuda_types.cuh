@@ -88,6 +88,42 @@ __device__ __forceinline__ void load_acc_vec(const T* p, acc_t<T> (&v)[N]) {
   }
 }
 
+// 32-bit word w of N accumulator values rounded to T (T of 2, 4 or 8 bytes; f64 gives the low
+// or high half of element w / 2): a 16-bit pair is one packed conversion (cvt.rn.bf16x2.f32).
+template <class T, int N>
+__device__ __forceinline__ uint32_t elem_word(const acc_t<T> (&v)[N], int w) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * w], v[2 * w + 1]);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(v[2 * w], v[2 * w + 1]);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else if constexpr (sizeof(T) == 4) {
+    return __float_as_uint(v[w]);
+  } else {
+    return static_cast<uint32_t>((w & 1) ? __double2hiint(v[w / 2]) : __double2loint(v[w / 2]));
+  }
+}
+
+// The inverse of load_acc_vec: N values rounded to T stored at p (aligned to N·sizeof(T)) as
+// one 4-, 8- or 16-byte store of packed words. A Vec<16-bit type, N> assigned element by
+// element could be split by nvcc into 2-byte stores.
+template <class T, int N>
+__device__ __forceinline__ void store_acc_vec(T* p, const acc_t<T> (&v)[N]) {
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * N;
+  if constexpr (N == 1 || (kBytes != 4 && kBytes != 8 && kBytes != 16)) {
+#pragma unroll
+    for (int e = 0; e < N; ++e) p[e] = from_acc<T>(v[e]);
+  } else if constexpr (kBytes == 4) {
+    *reinterpret_cast<uint32_t*>(p) = elem_word<T, N>(v, 0);
+  } else if constexpr (kBytes == 8) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(elem_word<T, N>(v, 0), elem_word<T, N>(v, 1));
+  } else {
+    *reinterpret_cast<uint4*>(p) =
+        make_uint4(elem_word<T, N>(v, 0), elem_word<T, N>(v, 1), elem_word<T, N>(v, 2), elem_word<T, N>(v, 3));
+  }
+}
+
 // Element i of a float array whose dtype is known only at run time (small side tensors:
 // caches, weights, states); `dt` is the DType as int.
 template <class A>

@@ -105,7 +105,8 @@ Choice choose_kernel(DType dt, int kw, bool backward, int64_t C, int64_t L,
 
 void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int kw, bool backward) {
   if (k == ConvKernel::kTime) {
-    p.warp_steps = detail::kTimeTaskBytes / static_cast<int64_t>(dtype_size(dt));
+    const int es = static_cast<int>(dtype_size(dt));
+    p.warp_steps = detail::conv_time_task_bytes(es, backward) / es;
     p.segs = std::max<int64_t>(1, (p.L + p.warp_steps - 1) / p.warp_steps);
     p.tasks = p.B * p.C * p.segs;
   } else {

@@ -28,7 +28,8 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // ---------------------------------------------------------------- time kernel
 // As the forward's (U iterations of 32 lanes × NE steps per sub-chunk), plus one look-ahead
 // iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
-// lanes l + ceil(j/NE) of the same iteration or of the look-ahead.
+// lanes l + ceil(j/NE) of the same iteration or of the look-ahead. Step indices are 32-bit,
+// relative to the task's first step.
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
@@ -36,13 +37,17 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
   const int lane = threadIdx.x & 31;
   TimeTask tk;
   if (!time_task(p, tk)) return;
-  const int64_t b = tk.b, c = tk.c, sg = tk.sg, t_beg = tk.t_beg, t_end = tk.t_end;
-  A wr[KW];
-  load_taps<A, KW>(p, c, wr);
-  const A bias = load_bias<A>(p, c);
-  const T* xr = row_ptr<const T>(p.x, p.xs, b, c);
-  const T* dyr = row_ptr<const T>(p.dy, p.dys, b, c);
-  T* dxr = row_ptr<T>(p.out, p.outs, b, c);
+  const int64_t b = tk.b, c = tk.c, sg = tk.sg, t_beg = tk.t_beg;
+  const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this task
+  const int n_row = rel_steps(p.L - t_beg);                                // steps before the row end
+  const int n_fin = rel_steps(p.L - p.W + 1 - t_beg);  // steps before the first one d(final states) reaches
+  A wr[KW], bias;
+  load_taps<A, KW>(p, c, wr, bias);
+  const int64_t xst = NE > 1 ? 1 : p.xs[2], dyst = NE > 1 ? 1 : p.dys[2], dxst = NE > 1 ? 1 : p.outs[2];
+  const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + t_beg * xst;
+  const T* dyr = row_ptr<const T>(p.dy, p.dys, b, c) + t_beg * dyst;
+  T* dxr = row_ptr<T>(p.out, p.outs, b, c) + t_beg * dxst;
+  const int lo = lane * NE;  // this lane's first step in an iteration, relative to it
   A dwr[KW], db = A(0);
 #pragma unroll
   for (int j = 0; j < KW; ++j) dwr[j] = A(0);
@@ -51,19 +56,19 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
   using V = Vec<T, NE>;
   using Ring = StageRing<V, U + 1, 2, 3>;
   __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
-  const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 1;
+  const int nsub = n > 0 ? (n + kSub - 1) / kSub : 1;
   const unsigned sx0 = smem_u32(&stage_x[0][threadIdx.x]), sdy0 = smem_u32(&stage_dy[0][threadIdx.x]);
-  auto wanted = [&](int u, int64_t t) { return (u < U || lane < PB) && t < p.L; };
-  auto issue = [&](int64_t k) {
+  auto wanted = [&](int u, int r) { return (u < U || lane < PB) && r < n_row; };
+  auto issue = [&](int k) {
     if constexpr (Ring::kAsync) {
       if (k < nsub)
 #pragma unroll
         for (int u = 0; u <= U; ++u) {
-          const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (wanted(u, t)) {
+          const int r = k * kSub + u * 32 * NE + lo;
+          if (wanted(u, r)) {
             const unsigned off = (Ring::slot(k) + u) * Ring::kSlotBytes;
-            cp_async<sizeof(V)>(sx0 + off, xr + (NE > 1 ? t : t * p.xs[2]));
-            cp_async<sizeof(V)>(sdy0 + off, dyr + (NE > 1 ? t : t * p.dys[2]));
+            cp_async<sizeof(V)>(sx0 + off, xr + r * xst);
+            cp_async<sizeof(V)>(sdy0 + off, dyr + r * dyst);
           }
         }
       cp_async_commit();
@@ -72,14 +77,16 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
   Ring::start(issue);
   A carry[KW];  // halo_before's values for the first lanes
   halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
-  for (int64_t k = 0; k < nsub; ++k) {
-    const int64_t t0 = t_beg + k * kSub;
-    Ring::advance(issue, k);
+  // One sub-chunk from relative step r0 (its iteration u, lane l: r0 + u·32·NE + l·NE). kIn: the
+  // sub-chunk and its look-ahead lie inside the row and before the last W − 1 steps (no range
+  // tests, no d(final states)); the look-ahead's lanes past PB then read stale staging slots
+  // (cp.async) or load in-row inputs (scalar loads), which feed nothing. Otherwise the tested form.
+  auto sub_chunk = [&]<bool kIn>(int k, int r0) {
     A xv[U + 1][NE], dz[U + 1][NE];  // dz holds dy until pass 1 turns it into dz
 #pragma unroll
     for (int u = 0; u <= U; ++u) {
-      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (!wanted(u, t)) {
+      const int r = r0 + u * 32 * NE + lo;
+      if (!kIn && !wanted(u, r)) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = dz[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
@@ -87,86 +94,80 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         unpack<T, NE>(stage_x[slot][threadIdx.x], xv[u]);
         unpack<T, NE>(stage_dy[slot][threadIdx.x], dz[u]);
       } else {
-        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
-        load_vec<T, NE>(dyr, t, p.dys[2], dz[u]);
+        load_vec<T, NE>(xr, r, xst, xv[u]);
+        load_vec<T, NE>(dyr, r, dyst, dz[u]);
       }
     }
-    // kIn: the sub-chunk and its look-ahead lie inside the row and before the last W − 1 steps
-    // (no range tests, no d(final states)); otherwise the tested form.
-    auto passes = [&]<bool kIn>() {
-      // pass 1: dz, and the dweight / dbias sums over this task's steps
+    // pass 1: dz, and the dweight / dbias sums over this task's steps
 #pragma unroll
-      for (int u = 0; u <= U; ++u) {
-        A h[KW];  // the look-ahead vector is the next sub-chunk's first: it keeps the carry
-        halo_before<A, NE, KW>(xv[u], carry, h, lane, u < U);
-        // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
-        const int need = u == U && KW - 1 < NE ? KW - 1 : NE;  // folds: u is unrolled
-        A z[NE];
+    for (int u = 0; u <= U; ++u) {
+      A h[KW];  // the look-ahead vector is the next sub-chunk's first: it keeps the carry
+      halo_before<A, NE, KW>(xv[u], carry, h, lane, u < U);
+      // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
+      const int need = u == U && KW - 1 < NE ? KW - 1 : NE;  // folds: u is unrolled
+      A z[NE];
 #pragma unroll
-        for (int e = 0; e < NE; ++e) {
-          if (e >= need) break;
-          A v = bias;
+      for (int e = 0; e < NE; ++e) {
+        if (e >= need) break;
+        A v = bias;
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (kEx || j < p.W) v += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+        z[e] = v;
+      }
+      if (p.silu)
+#pragma unroll
+        for (int e = 0; e < NE; ++e)
+          if (e < need) dz[u][e] *= silu_grad(z[e]);
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        if (e >= need) break;
+        const int r = r0 + u * 32 * NE + lo + e;
+        const A g = kIn || r < n_row ? dz[u][e] : A(0);
+        dz[u][e] = g;
+        if (u < U && (kIn || r < n_row)) {
+          db += g;
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) v += wr[j] * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
-          z[e] = v;
-        }
-        if (p.silu)
-#pragma unroll
-          for (int e = 0; e < NE; ++e)
-            if (e < need) dz[u][e] *= silu_grad(z[e]);
-#pragma unroll
-        for (int e = 0; e < NE; ++e) {
-          if (e >= need) break;
-          const int64_t t = t0 + int64_t{u * 32 + lane} * NE + e;
-          const A g = kIn || t < p.L ? dz[u][e] : A(0);
-          dz[u][e] = g;
-          if (u < U && (kIn || t < p.L)) {
-            db += g;
-#pragma unroll
-            for (int j = 0; j < KW; ++j)
-              if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
-          }
+            if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
         }
       }
-      // pass 2: dx. The gradients after a lane's vector: f[j] = dz at (its last step) + j from
-      // lane l + q (q = ceil(j / NE)); r[u][j] is that shuffle for vector u, and the last lanes
-      // take the next vector's (the lanes l + q >= 32 receive lane l + q − 32 of vector u + 1).
-      A r[U + 1][KW];
+    }
+    // pass 2: dx. The gradients after a lane's vector: f[j] = dz at (its last step) + j from
+    // lane l + q (q = ceil(j / NE)); fr[u][j] is that shuffle for vector u, and the last lanes
+    // take the next vector's (the lanes l + q >= 32 receive lane l + q − 32 of vector u + 1).
+    A fr[U + 1][KW];
 #pragma unroll
-      for (int u = 0; u <= U; ++u)
+    for (int u = 0; u <= U; ++u)
 #pragma unroll
-        for (int j = 1; j < KW; ++j) {
-          const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
-          r[u][j] = __shfl_sync(0xffffffffu, dz[u][e], (lane + q) & 31);
-        }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        A f[KW];  // f[h] = dz at (this vector's last step) + h
-        f[0] = A(0);
-#pragma unroll
-        for (int j = 1; j < KW; ++j) {
-          const int q = (j + NE - 1) / NE;
-          f[j] = lane + q < 32 ? r[u][j] : r[u + 1][j];
-        }
-        const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-        const bool tail = !kIn && p.dsfin != nullptr && t + NE > p.L - p.W + 1;  // dfinal reaches this vector
-        A d[NE];
-#pragma unroll
-        for (int e = 0; e < NE; ++e) {
-          A s = tail ? dfinal_at<T>(p, b, c, t + e) : A(0);
-#pragma unroll
-          for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
-          d[e] = s;
-        }
-        if (kIn || t < p.L) store_vec<T, NE>(dxr, t, p.outs[2], d);
+      for (int j = 1; j < KW; ++j) {
+        const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
+        fr[u][j] = __shfl_sync(0xffffffffu, dz[u][e], (lane + q) & 31);
       }
-    };
-    if (t0 + kSub + 32 * NE <= p.L && t0 + kSub <= p.L - p.W + 1) passes.template operator()<true>();
-    else passes.template operator()<false>();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      A f[KW];  // f[h] = dz at (this vector's last step) + h
+      f[0] = A(0);
+#pragma unroll
+      for (int j = 1; j < KW; ++j) {
+        const int q = (j + NE - 1) / NE;
+        f[j] = lane + q < 32 ? fr[u][j] : fr[u + 1][j];
+      }
+      const int rv = r0 + u * 32 * NE + lo;
+      const bool tail = !kIn && p.dsfin != nullptr && rv + NE > n_fin;  // dfinal reaches this vector
+      A d[NE];
+#pragma unroll
+      for (int e = 0; e < NE; ++e) {
+        A s = tail ? dfinal_at<T>(p, b, c, t_beg + rv + e) : A(0);
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (kEx || j < p.W) s += wr[j] * (e + j < NE ? dz[u][e + j < NE ? e + j : 0] : f[e + j < NE ? 0 : e + j - NE + 1]);
+        d[e] = s;
+      }
+      if (kIn || rv < n_row) store_vec<T, NE>(dxr, rv, dxst, d);
+    }
     // d(initial states): positions s = m − (KW−1), m < KW−1, from dz[0 .. KW−2] of lanes 0..
-    if (p.ds0 != nullptr && t0 == 0) {
+    if (p.ds0 != nullptr && t_beg == 0 && k == 0) {
       A g0[KW];  // g0[m] = dz at step m
 #pragma unroll
       for (int m = 0; m + 1 < KW; ++m) g0[m] = __shfl_sync(0xffffffffu, dz[0][m % NE], m / NE);
@@ -184,6 +185,12 @@ __global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p
         }
       }
     }
+  };
+  for (int k = 0; k < nsub; ++k) {
+    Ring::advance(issue, k);
+    const int r0 = k * kSub;
+    if (r0 + kSub + 32 * NE <= n_row && r0 + kSub <= n_fin) sub_chunk.template operator()<true>(k, r0);
+    else sub_chunk.template operator()<false>(k, r0);
   }
   // fixed-order butterfly over the warp, then one partial row per task
 #pragma unroll
@@ -222,21 +229,18 @@ __global__ void __launch_bounds__(kConvThreads, kChanBwdBlocksPerSm) bwd_chan(co
     A wr[KW][NE], bias[NE];
     load_chan_taps<A, KW, NE>(p, c0, wr, bias);
     A xo[KW][NE], go[KW][NE];  // previous KW steps: x and dz (slot s = step tb − KW + s)
+    load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, xo);
 #pragma unroll
     for (int s = 0; s < KW; ++s)
 #pragma unroll
-      for (int e = 0; e < NE; ++e) {
-        xo[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
-        go[s][e] = A(0);
-      }
+      for (int e = 0; e < NE; ++e) go[s][e] = A(0);
     // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= warp_steps + 7
     // steps; row limits are clamped into that range.
     const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;
     const int n_stop = n + KW - 1;
-    auto rel = [&](int64_t v) { return static_cast<int>(v < -kConvRelClamp ? -kConvRelClamp : v > kConvRelClamp ? kConvRelClamp : v); };
-    const int n_row = rel(p.L - t_beg);              // steps before the row end (t < L)
+    const int n_row = rel_steps(p.L - t_beg);              // steps before the row end (t < L)
     const int n_load = n_row < n_stop ? n_row : n_stop;
-    const int last_in = rel(p.L - p.W - t_beg);      // a group starting past this meets d(final states)
+    const int last_in = rel_steps(p.L - p.W - t_beg);      // a group starting past this meets d(final states)
     const int64_t xst = p.xs[2], dyst = p.dys[2], dxst = p.outs[2];
     const T* xi = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t_beg * xst;  // next group to issue
     const T* dyi = static_cast<const T*>(p.dy) + b * p.dys[0] + c0 * p.dys[1] + t_beg * dyst;

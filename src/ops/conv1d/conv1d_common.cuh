@@ -57,14 +57,8 @@ __device__ __forceinline__ void load_vec(const T* base, int64_t i, int64_t strid
 }
 template <class T, int NE>
 __device__ __forceinline__ void store_vec(T* base, int64_t i, int64_t stride, const acc_t<T> (&v)[NE]) {
-  if constexpr (NE == 1) {
-    base[i * stride] = from_acc<T>(v[0]);
-  } else {
-    Vec<T, NE> w;
-#pragma unroll
-    for (int e = 0; e < NE; ++e) w.v[e] = from_acc<T>(v[e]);
-    *reinterpret_cast<Vec<T, NE>*>(base + i) = w;
-  }
+  if constexpr (NE == 1) base[i * stride] = from_acc<T>(v[0]);
+  else store_acc_vec<T, NE>(base + i, v);
 }
 
 // σ(z): float64 exactly rounded library calls for f64 data; for f32 math one hardware exp2 and
@@ -119,28 +113,74 @@ __device__ __forceinline__ acc_t<T> x_at(const Conv1dParams& p, int64_t b, int64
   return to_acc(static_cast<const T*>(p.s0)[b * p.s0s[0] + c * p.s0s[1] + (p.W - 1 + t) * p.s0s[2]]);
 }
 
-// Taps reversed so that tap j multiplies x[t − j]: wr[j] = w[c, W−1−j] for j < W, 0 beyond.
-template <class A, int KW>
-__device__ __forceinline__ void load_taps(const Conv1dParams& p, int64_t c, A (&wr)[KW]) {
-#pragma unroll
-  for (int j = 0; j < KW; ++j)
-    wr[j] = j < p.W ? load_as<A>(p.w, p.wdt, c * p.ws[0] + (p.W - 1 - j) * p.ws[1]) : A(0);
-}
-template <class A>
-__device__ __forceinline__ A load_bias(const Conv1dParams& p, int64_t c) {
-  return p.bias ? load_as<A>(p.bias, p.wdt, c * p.bs) : A(0);
+// Calls f.template operator()<W>() with W the element type of the run-time weight dtype `wdt`:
+// one uniform test for a whole set of loads. A test per element (load_as) put each load and its
+// conversion in its own branch, so every load waited for the one before: a kernel's set-up
+// (KW·NE taps, NE biases) cost that many L2 latencies in a row.
+template <class F>
+__device__ __forceinline__ void with_weight_type(int wdt, F&& f) {
+  if (wdt == static_cast<int>(DType::f32)) f.template operator()<float>();
+  else if (wdt == static_cast<int>(DType::bf16)) f.template operator()<__nv_bfloat16>();
+  else if (wdt == static_cast<int>(DType::f16)) f.template operator()<__half>();
+  else f.template operator()<double>();
 }
 
-// Taps and bias of NE consecutive channels from c0 (chan kernels): wr[j][e] is tap j of c0 + e.
+// Taps and bias of NE consecutive channels from c0, every load issued before the first
+// conversion. Taps reversed so that tap j multiplies x[t − j]: wr[j][e] = w[c0 + e, W−1−j] for
+// j < W, 0 beyond; bias[e] = bias[c0 + e] or 0.
 template <class A, int KW, int NE>
 __device__ __forceinline__ void load_chan_taps(const Conv1dParams& p, int64_t c0, A (&wr)[KW][NE], A (&bias)[NE]) {
+  with_weight_type(p.wdt, [&]<class W>() {
+    const W* w = static_cast<const W*>(p.w);
+    const W* bs = static_cast<const W*>(p.bias);
+    W rw[KW][NE], rb[NE];
 #pragma unroll
-  for (int e = 0; e < NE; ++e) {
-    A w1[KW];
-    load_taps<A, KW>(p, c0 + e, w1);
+    for (int e = 0; e < NE; ++e) {
 #pragma unroll
-    for (int j = 0; j < KW; ++j) wr[j][e] = w1[j];
-    bias[e] = load_bias<A>(p, c0 + e);
+      for (int j = 0; j < KW; ++j) rw[j][e] = w[(c0 + e) * p.ws[0] + (j < p.W ? p.W - 1 - j : 0) * p.ws[1]];
+      rb[e] = bs != nullptr ? bs[(c0 + e) * p.bs] : W{};
+    }
+#pragma unroll
+    for (int e = 0; e < NE; ++e) {
+#pragma unroll
+      for (int j = 0; j < KW; ++j) wr[j][e] = j < p.W ? static_cast<A>(to_acc(rw[j][e])) : A(0);
+      bias[e] = bs != nullptr ? static_cast<A>(to_acc(rb[e])) : A(0);
+    }
+  });
+}
+// The same for one channel (time kernels): wr[j] = w[c, W−1−j].
+template <class A, int KW>
+__device__ __forceinline__ void load_taps(const Conv1dParams& p, int64_t c, A (&wr)[KW], A& bias) {
+  A w1[KW][1], b1[1];
+  load_chan_taps<A, KW, 1>(p, c, w1, b1);
+#pragma unroll
+  for (int j = 0; j < KW; ++j) wr[j] = w1[j][0];
+  bias = b1[0];
+}
+
+// ring[s][e] = x at step t0 + s of channel c0 + e for s in [1, KW) (the extended row: initial
+// states before 0), 0 at or past L; ring[0] = 0. Where all of t0 .. t0 + KW − 1 are in [0, L)
+// (every warp but a row's first), plain loads, all issued before the first conversion.
+template <class T, int KW, int NE>
+__device__ __forceinline__ void load_x_window(const Conv1dParams& p, int64_t b, int64_t c0, int64_t t0,
+                                              acc_t<T> (&ring)[KW][NE]) {
+  using A = acc_t<T>;
+  if (t0 >= 0 && t0 + KW - 1 < p.L) {
+    const T* x = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t0 * p.xs[2];
+    T raw[KW][NE];
+#pragma unroll
+    for (int s = 1; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) raw[s][e] = x[e * p.xs[1] + s * p.xs[2]];
+#pragma unroll
+    for (int s = 0; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) ring[s][e] = s == 0 ? A(0) : to_acc(raw[s][e]);
+  } else {
+#pragma unroll
+    for (int s = 0; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) ring[s][e] = s == 0 || t0 + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t0 + s);
   }
 }
 
@@ -176,21 +216,38 @@ __device__ __forceinline__ void halo_before(const A (&xv)[NE], A (&carry)[KW], A
     if (keep) carry[j] = cur;
   }
 }
-// The carry before a task's first vector: lanes l < q hold x at (t_beg + l·NE − j).
+// The carry before a task's first vector: lanes l < q hold x at (t_beg + l·NE − j). Plain loads
+// issued together where t_beg >= KW (every task but a row's first).
 template <class T, int NE, int KW>
 __device__ __forceinline__ void halo_carry_init(const Conv1dParams& p, int64_t b, int64_t c, int64_t t_beg, int lane,
                                                 acc_t<T> (&carry)[KW]) {
-  carry[0] = acc_t<T>(0);
+  using A = acc_t<T>;
+  carry[0] = A(0);
+  if (t_beg >= KW) {
+    const T* x = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
+    T raw[KW];
 #pragma unroll
-  for (int j = 1; j < KW; ++j) {
-    const int q = (j + NE - 1) / NE;
-    carry[j] = lane < q ? x_at<T>(p, b, c, t_beg + int64_t{lane} * NE - j) : acc_t<T>(0);
+    for (int j = 1; j < KW; ++j) {
+      const int q = (j + NE - 1) / NE;
+      raw[j] = x[(t_beg + int64_t{lane < q ? lane : 0} * NE - j) * p.xs[2]];
+    }
+#pragma unroll
+    for (int j = 1; j < KW; ++j) carry[j] = lane < (j + NE - 1) / NE ? to_acc(raw[j]) : A(0);
+  } else {
+#pragma unroll
+    for (int j = 1; j < KW; ++j) {
+      const int q = (j + NE - 1) / NE;
+      carry[j] = lane < q ? x_at<T>(p, b, c, t_beg + int64_t{lane} * NE - j) : A(0);
+    }
   }
 }
 
-// Bound for the chan kernels' 32-bit step indices relative to a warp's first step: row limits
-// are clamped to ±this (a warp walks fewer than warp_steps + 8 steps).
+// Bound for the 32-bit step indices relative to a warp's first step: row limits are clamped to
+// ±this (a warp walks fewer than warp_steps + 8 steps; a time task looks one vector ahead).
 inline constexpr int kConvRelClamp = 1 << 20;
+__device__ __forceinline__ int rel_steps(int64_t v) {
+  return static_cast<int>(v < -kConvRelClamp ? -kConvRelClamp : v > kConvRelClamp ? kConvRelClamp : v);
+}
 
 // What a chan-kernel lane owns: batch row b, channels [c0, c0 + NE), steps [t_beg, t_end) of
 // block segment sg (warp w of the block takes the w-th warp_steps of it).

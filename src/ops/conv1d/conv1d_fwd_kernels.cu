@@ -9,7 +9,8 @@ using namespace conv1d;
 // ---------------------------------------------------------------- time kernel
 // Warp task = (b, c, segment of warp_steps steps), walked in sub-chunks of 32·U vectors; lane
 // `l` of sub-chunk iteration u holds steps t0 + (u·32 + l)·NE + [0, NE). Input j steps back
-// (j < KW) comes from lane l − ceil(j/NE) (halo_before).
+// (j < KW) comes from lane l − ceil(j/NE) (halo_before). Step indices inside the task are 32-bit
+// (a task has at most warp_steps); sub-chunks wholly inside it run with no range tests.
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
@@ -17,49 +18,49 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
   const int lane = threadIdx.x & 31;
   TimeTask tk;
   if (!time_task(p, tk)) return;
-  const int64_t b = tk.b, c = tk.c, sg = tk.sg, t_beg = tk.t_beg, t_end = tk.t_end;
-  A wr[KW];
-  load_taps<A, KW>(p, c, wr);
-  const A bias = load_bias<A>(p, c);
-  const T* xr = row_ptr<const T>(p.x, p.xs, b, c);
-  T* yr = row_ptr<T>(p.out, p.outs, b, c);
-  // sub-chunk k's U vectors per lane, staged G − 1 sub-chunks ahead
+  const int64_t b = tk.b, c = tk.c, sg = tk.sg;
+  const int n = tk.t_end > tk.t_beg ? static_cast<int>(tk.t_end - tk.t_beg) : 0;  // steps of this task
+  A wr[KW], bias;
+  load_taps<A, KW>(p, c, wr, bias);
+  const int64_t xst = NE > 1 ? 1 : p.xs[2], yst = NE > 1 ? 1 : p.outs[2];  // vectors need unit stride
+  const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + tk.t_beg * xst;
+  T* yr = row_ptr<T>(p.out, p.outs, b, c) + tk.t_beg * yst;
+  const int lo = lane * NE;  // this lane's first step in an iteration, relative to it
+  // sub-chunk k's U vectors per lane, staged kGroups − 1 sub-chunks ahead
   using Ring = StageRing<Vec<T, NE>, U, 1, 3>;
   __shared__ Vec<T, NE> stage[Ring::kSlots][kConvThreads];
-  const int64_t nsub = t_end > t_beg ? (t_end - t_beg + kSub - 1) / kSub : 0;
+  const int nsub = (n + kSub - 1) / kSub;
   const unsigned s0 = smem_u32(&stage[0][threadIdx.x]);
-  auto issue = [&](int64_t k) {
+  auto issue = [&](int k) {
     if constexpr (Ring::kAsync) {
       if (k < nsub) {
-        const bool full = t_beg + (k + 1) * kSub <= t_end;
+        const int r0 = k * kSub + lo;
+        const bool full = (k + 1) * kSub <= n;
+        const unsigned d = s0 + Ring::slot(k) * Ring::kSlotBytes;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int64_t t = t_beg + k * kSub + int64_t{u * 32 + lane} * NE;
-          if (full || t < t_end)
-            cp_async<sizeof(Vec<T, NE>)>(s0 + (Ring::slot(k) + u) * Ring::kSlotBytes, xr + (NE > 1 ? t : t * p.xs[2]));
-        }
+        for (int u = 0; u < U; ++u)
+          if (full || r0 + u * 32 * NE < n)
+            cp_async<sizeof(Vec<T, NE>)>(d + u * Ring::kSlotBytes, xr + int64_t{r0 + u * 32 * NE} * xst);
       }
       cp_async_commit();
     }
   };
   Ring::start(issue);
   A carry[KW];  // halo_before's values for the first lanes
-  halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
-  for (int64_t k = 0; k < nsub; ++k) {
-    const int64_t t0 = t_beg + k * kSub;
-    Ring::advance(issue, k);
-    const bool full = t0 + kSub <= t_end;  // every vector of the sub-chunk is inside the task
+  halo_carry_init<T, NE, KW>(p, b, c, tk.t_beg, lane, carry);
+  // one sub-chunk from relative step r0 + lo; kFull: every vector inside the task
+  auto sub_chunk = [&]<bool kFull>(int k, int r0) {
     A xv[U][NE];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (!full && t >= t_end) {
+      const int r = r0 + u * 32 * NE;
+      if (!kFull && r >= n) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
         unpack<T, NE>(stage[Ring::slot(k) + u][threadIdx.x], xv[u]);
       } else {
-        load_vec<T, NE>(xr, t, p.xs[2], xv[u]);
+        load_vec<T, NE>(xr, r, xst, xv[u]);
       }
     }
 #pragma unroll
@@ -76,9 +77,15 @@ __global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p
         y[e] = z;
       }
       act_vec<A, NE>(y, p.silu);
-      const int64_t t = t0 + int64_t{u * 32 + lane} * NE;
-      if (full || t < t_end) store_vec<T, NE>(yr, t, p.outs[2], y);
+      const int r = r0 + u * 32 * NE;
+      if (kFull || r < n) store_vec<T, NE>(yr, r, yst, y);
     }
+  };
+  for (int k = 0; k < nsub; ++k) {
+    Ring::advance(issue, k);
+    const int r0 = k * kSub + lo;
+    if ((k + 1) * kSub <= n) sub_chunk.template operator()<true>(k, r0);
+    else sub_chunk.template operator()<false>(k, r0);
   }
   if (p.sfin != nullptr && sg == 0 && lane < p.W - 1) {
     const A v = x_at<T>(p, b, c, p.L - (p.W - 1) + lane);
@@ -101,11 +108,7 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   A wr[KW][NE], bias[NE];
   load_chan_taps<A, KW, NE>(p, c0, wr, bias);
   A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
-#pragma unroll
-  for (int s = 0; s < KW; ++s)
-#pragma unroll
-    for (int e = 0; e < NE; ++e)
-      ring[s][e] = s == 0 || t_beg - KW + s >= p.L ? A(0) : x_at<T>(p, b, c0 + e, t_beg - KW + s);
+  load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, ring);
   const int64_t xst = p.xs[2], yst = p.outs[2];
   const T* xi = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t_beg * xst;  // next group to issue
   const T* xg = xi;                                                                     // this group

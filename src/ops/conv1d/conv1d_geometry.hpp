@@ -25,11 +25,15 @@ typedef struct CUstream_st* cudaStream_t;
 namespace baracuda::detail {
 
 inline constexpr int kConvThreads = 128;   // 4 warps
-// Time kernel: each warp task covers 8 KB of its row (bf16 4096 steps, f32 2048). Shorter tasks
-// lose their pipeline ramp (a task's first loads are not overlapped with its own work), longer
-// ones leave a long last wave (H200, % of copy, bf16 fwd / bwd [4, 8192, 4096] at 1024 / 2048 /
-// 4096 / 8192 steps: 56 / 72 / 77 / 74 and 50 / 62 / 68 / 68; f32 at 2048: 93 / 92, 4096: 90 / 91).
+// Time kernel: each warp task covers kTimeTaskBytes of its row (bf16 4096 steps, f32 2048), the
+// 16-bit backward twice that. A task's first loads are not overlapped with its own work, so
+// shorter tasks lose that ramp; longer ones leave a longer last wave. H200, % of copy, 8 / 16 KB:
+// bf16 [4, 8192, 4096] / [1, 8192, 32768] forward 90.5 / 88.3 and 94.0 / 91.8, backward
+// 79.2 / 84.0 and 82.7 / 88.4; f32 [4, 8192, 4096] forward 92.4 / 89.8, backward 97.0 / 94.9.
+// (4 and 12 KB, measured before the set-up loads were batched: bf16 forward 79 and 90 %,
+// backward 66 and 71 % on [4, 8192, 4096]; 12 KB splits an 8192-step row unevenly.)
 inline constexpr int64_t kTimeTaskBytes = 8192;
+constexpr int64_t conv_time_task_bytes(int es, bool backward) { return backward && es == 2 ? 2 * kTimeTaskBytes : kTimeTaskBytes; }
 // Chan kernels: time steps per warp (a block does 4·that). The forward's short warps keep the grid
 // at several waves; the backward's warps are long (its per-block set-up — taps, the ring of
 // previous inputs, the pipeline's first loads, the partial-sum epilogue — costs more), 512 steps
