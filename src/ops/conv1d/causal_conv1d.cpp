@@ -76,7 +76,7 @@ bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<s
 // Partial rows per batch row the backward may need: the most any of its kernels writes (the chan
 // kernel at its shorter warps, the time kernel at its shortest tasks, f64).
 int64_t parts_per_batch(int64_t L) {
-  constexpr int64_t span = std::min(4 * detail::kChanStepsBwdShort, detail::kTimeTaskBytes / 8);
+  constexpr int64_t span = std::min(4 * detail::kChanStepsBwdShort, detail::conv_time_task_bytes(8, true) / 8);
   return std::max<int64_t>(1, (L + span - 1) / span);
 }
 
@@ -113,7 +113,7 @@ void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int
     const int ne = vec ? detail::conv_chan_ne(static_cast<int>(dtype_size(dt)), kw, backward) : 1;
     p.cblocks = (p.C + 32 * ne - 1) / (32 * ne);
     auto blocks = [&](int64_t steps) { return p.B * p.cblocks * std::max<int64_t>(1, (p.L + 4 * steps - 1) / (4 * steps)); };
-    p.warp_steps = detail::kChanStepsFwd;
+    p.warp_steps = dtype_size(dt) == 2 ? detail::kChanStepsFwd16 : detail::kChanStepsFwd;
     if (backward) {
       const int64_t two_waves = 2 * int64_t{current_device_sm_count()} * detail::kChanBwdBlocksPerSm;
       const bool short_fills = blocks(detail::kChanStepsBwdShort) >= two_waves;

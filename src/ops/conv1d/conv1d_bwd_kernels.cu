@@ -31,7 +31,7 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // lanes l + ceil(j/NE) of the same iteration or of the look-ahead. Step indices are 32-bit,
 // relative to the task's first step.
 template <class T, int NE, int KW, bool kEx>
-__global__ void __launch_bounds__(kConvThreads, 4) bwd_time(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 2, kSub = 32 * U * NE, PB = (KW - 1 + NE - 1) / NE;
   const int lane = threadIdx.x & 31;

@@ -12,7 +12,7 @@ using namespace conv1d;
 // (j < KW) comes from lane l − ceil(j/NE) (halo_before). Step indices inside the task are 32-bit
 // (a task has at most warp_steps); sub-chunks wholly inside it run with no range tests.
 template <class T, int NE, int KW, bool kEx>
-__global__ void __launch_bounds__(kConvThreads, 4) fwd_time(const Conv1dParams p) {
+__global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) fwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
   constexpr int U = 4, kSub = 32 * U * NE;
   const int lane = threadIdx.x & 31;

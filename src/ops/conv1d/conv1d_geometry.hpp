@@ -1,7 +1,7 @@
 // Causal conv1d launch parameters: what the host resolves at run() and the kernels read.
 //
 // Two kernel shapes, chosen at run() by which axis of the big operands has unit stride:
-//   time: a warp owns one (b, c) row segment of warp_steps = kTimeTaskBytes / element size
+//   time: a warp owns one (b, c) row segment of warp_steps = conv_time_task_bytes / element size
 //         steps, NE consecutive steps per lane per vector; the W−1 inputs before a lane's vector
 //         come from neighbouring lanes by shuffle (and the backward's W−1 gradients after it
 //         the same way).
@@ -25,22 +25,27 @@ typedef struct CUstream_st* cudaStream_t;
 namespace baracuda::detail {
 
 inline constexpr int kConvThreads = 128;   // 4 warps
-// Time kernel: each warp task covers kTimeTaskBytes of its row (bf16 4096 steps, f32 2048), the
-// 16-bit backward twice that. A task's first loads are not overlapped with its own work, so
-// shorter tasks lose that ramp; longer ones leave a longer last wave. H200, % of copy, 8 / 16 KB:
-// bf16 [4, 8192, 4096] / [1, 8192, 32768] forward 90.5 / 88.3 and 94.0 / 91.8, backward
-// 79.2 / 84.0 and 82.7 / 88.4; f32 [4, 8192, 4096] forward 92.4 / 89.8, backward 97.0 / 94.9.
-// (4 and 12 KB, measured before the set-up loads were batched: bf16 forward 79 and 90 %,
-// backward 66 and 71 % on [4, 8192, 4096]; 12 KB splits an 8192-step row unevenly.)
-inline constexpr int64_t kTimeTaskBytes = 8192;
-constexpr int64_t conv_time_task_bytes(int es, bool backward) { return backward && es == 2 ? 2 * kTimeTaskBytes : kTimeTaskBytes; }
+// Time kernel: bytes of its row each warp task covers. A task's first loads are not overlapped
+// with its own work (its ramp); longer tasks amortize it but leave a longer last wave. The
+// backward's ramp and epilogue cost more: 16 KB for 16-bit data (bf16 8192 steps), 8 KB
+// otherwise; the forward takes 4 KB. H200, % of copy, after the set-up loads were batched:
+//   backward 8 / 16 KB: bf16 [4, 8192, 4096] 79.2 / 84.0, [1, 8192, 32768] 82.7 / 88.4;
+//                       f32 [4, 8192, 4096] 97.0 / 94.9;
+//   forward 4 / 8 KB: bf16 [4, 8192, 4096] 89.9 / 90.7, [1, 8192, 32768] 93.4 / 93.4,
+//                     [8, 4096, 2048] 85.3 / 83.9; f32 [4, 8192, 4096] 94.1 / 92.2.
+// (Before, 4 KB backward tasks: bf16 [4, 8192, 4096] 66 %; 12 KB splits an 8192-step row unevenly.)
+constexpr int64_t conv_time_task_bytes(int es, bool backward) { return backward ? (es == 2 ? 16384 : 8192) : 4096; }
+inline constexpr int kTimeBlocksPerSm = 4;  // the time kernels' launch bounds
 // Chan kernels: time steps per warp (a block does 4·that). The forward's short warps keep the grid
-// at several waves; the backward's warps are long (its per-block set-up — taps, the ring of
-// previous inputs, the pipeline's first loads, the partial-sum epilogue — costs more), 512 steps
-// unless 256 alone gives at least two full waves of blocks (H200 bf16, % of copy, steps
-// 128 / 256 / 512: [4, 8192, 4096] 76 / 82 / 77, [1, 8192, 32768] 83 / 88 / 89,
-// [8, 4096, 2048] 69 / 69 / 77).
-inline constexpr int64_t kChanStepsFwd = 64;
+// at several waves: 32 steps for 16-bit data, 64 otherwise (bf16 fwd, % of copy, 16 / 24 / 32 /
+// 40 / 48 / 64 steps: [4, 8192, 4096] 80 / 87 / 89-90 / 89 / 88 / 87-88, [8, 4096, 2048]
+// 74 / 79 / 83 / 81 / 79 / 79-80; f32 [4, 8192, 4096] at 32 / 64: 88.0 / 89.2-89.9). The
+// backward's warps are long (its per-block set-up — taps, the ring of previous inputs, the
+// pipeline's first loads, the partial-sum epilogue — costs more), 512 steps unless 256 alone
+// gives at least two full waves of blocks (H200 bf16, % of copy, steps 128 / 256 / 512, measured
+// before the set-up loads were batched: [4, 8192, 4096] 76 / 82 / 77, [1, 8192, 32768]
+// 83 / 88 / 89, [8, 4096, 2048] 69 / 69 / 77).
+inline constexpr int64_t kChanStepsFwd = 64, kChanStepsFwd16 = 32;
 inline constexpr int64_t kChanStepsBwdShort = 256, kChanStepsBwdLong = 512;
 inline constexpr int kChanBwdBlocksPerSm = 3;  // bwd_chan's launch bounds
 
