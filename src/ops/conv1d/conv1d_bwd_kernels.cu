@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const
   const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this task
   const int n_row = rel_steps(p.L - t_beg);                                // steps before the row end
   const int n_fin = rel_steps(p.L - p.W + 1 - t_beg);  // steps before the first one d(final states) reaches
-  A wr[KW], bias;
+  A wr[KW], bias;  // before the first copies: after them measured 2-4 points slower
   load_taps<A, KW>(p, c, wr, bias);
   const int64_t xst = NE > 1 ? 1 : p.xs[2], dyst = NE > 1 ? 1 : p.dys[2], dxst = NE > 1 ? 1 : p.outs[2];
   const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + t_beg * xst;
@@ -226,14 +226,6 @@ __global__ void __launch_bounds__(kConvThreads, kChanBwdBlocksPerSm) bwd_chan(co
     for (int j = 0; j < KW; ++j) dw[j][e] = A(0);
   }
   if (live) {
-    A wr[KW][NE], bias[NE];
-    load_chan_taps<A, KW, NE>(p, c0, wr, bias);
-    A xo[KW][NE], go[KW][NE];  // previous KW steps: x and dz (slot s = step tb − KW + s)
-    load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, xo);
-#pragma unroll
-    for (int s = 0; s < KW; ++s)
-#pragma unroll
-      for (int e = 0; e < NE; ++e) go[s][e] = A(0);
     // Step indices relative to t_beg are 32-bit: the warp walks n + KW − 1 <= warp_steps + 7
     // steps; row limits are clamped into that range.
     const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;
@@ -268,6 +260,15 @@ __global__ void __launch_bounds__(kConvThreads, kChanBwdBlocksPerSm) bwd_chan(co
       }
     };
     Ring::start(issue);
+    // taps and the previous inputs after the first copies, so that their latencies overlap
+    A wr[KW][NE], bias[NE];
+    load_chan_taps<A, KW, NE>(p, c0, wr, bias);
+    A xo[KW][NE], go[KW][NE];  // previous KW steps: x and dz (slot s = step tb − KW + s)
+    load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, xo);
+#pragma unroll
+    for (int s = 0; s < KW; ++s)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) go[s][e] = A(0);
     // dx row of step sb's output (step sb − (KW − 1))
     T* dxo = static_cast<T*>(p.out) + b * p.outs[0] + c0 * p.outs[1] + (t_beg - (KW - 1)) * dxst;
     for (int g = 0, sb = 0; sb < n_stop; ++g, sb += KW) {

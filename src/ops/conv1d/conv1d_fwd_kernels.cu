@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) fwd_time(const
   if (!time_task(p, tk)) return;
   const int64_t b = tk.b, c = tk.c, sg = tk.sg;
   const int n = tk.t_end > tk.t_beg ? static_cast<int>(tk.t_end - tk.t_beg) : 0;  // steps of this task
-  A wr[KW], bias;
+  A wr[KW], bias;  // before the first copies: after them measured 2-4 points slower
   load_taps<A, KW>(p, c, wr, bias);
   const int64_t xst = NE > 1 ? 1 : p.xs[2], yst = NE > 1 ? 1 : p.outs[2];  // vectors need unit stride
   const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + tk.t_beg * xst;
@@ -105,10 +105,6 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
   const int64_t b = tk.b, sg = tk.sg, c0 = tk.c0, t_beg = tk.t_beg;
   if (c0 >= p.C) return;
   const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this warp
-  A wr[KW][NE], bias[NE];
-  load_chan_taps<A, KW, NE>(p, c0, wr, bias);
-  A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
-  load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, ring);
   const int64_t xst = p.xs[2], yst = p.outs[2];
   const T* xi = static_cast<const T*>(p.x) + b * p.xs[0] + c0 * p.xs[1] + t_beg * xst;  // next group to issue
   const T* xg = xi;                                                                     // this group
@@ -133,6 +129,11 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
     }
   };
   Ring::start(issue);
+  // taps and the previous inputs after the first copies, so that their latencies overlap
+  A wr[KW][NE], bias[NE];
+  load_chan_taps<A, KW, NE>(p, c0, wr, bias);
+  A ring[KW][NE];  // ring[s] = x(tb − KW + s); a warp past the row end reads nothing
+  load_x_window<T, KW, NE>(p, b, c0, t_beg - KW, ring);
   for (int g = 0, sb = 0; sb < n; ++g, sb += KW) {
     Ring::advance(issue, g);
     const int slot = Ring::slot(g);
