@@ -3,11 +3,13 @@
 // channel-first [B, C, L]), bf16 and f32; forward and backward (always the deterministic path).
 // Bytes: forward x + y, backward x + dy + dx (weights, partial sums not counted). Sampled
 // outputs and whole dweight / dbias rows of a few channels are checked against float64 sums.
+// The decode step (update) is timed on [B, C] = [1, 5120], [64, 8192], [256, 8192], one token.
 // --conv1d-json FILE writes records for bench/torch_conv1d_side_by_side.py.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdio>
+#include <array>
 #include <cstring>
 #include <random>
 #include <string>
@@ -137,6 +139,38 @@ bool verify(const ConvCase& c, const std::vector<uint8_t>& xh, const std::vector
   return true;
 }
 
+// Decode step (CausalConv1dUpdatePlan): one new token per (b, c) row, channel-first x / y
+// [B, C, 1], shift state [B, C, W−1] updated in place, width 4, SiLU, bias. Recorded as ConvCase
+// with L = the new tokens and direction "update"; bytes: x + y + the state read and written.
+std::vector<ConvCase> update_cases() {
+  std::vector<ConvCase> cs;
+  for (const auto& s : {std::array<int64_t, 2>{1, 5120}, {64, 8192}, {256, 8192}})
+    cs.push_back({"update_" + std::to_string(s[0]) + "x" + std::to_string(s[1]), DType::bf16, Conv1dLayout::kBCL, s[0], 1,
+                  s[1]});
+  return cs;
+}
+
+// Every y and the new state against float64 (state0 = the state before the step).
+bool verify_update(const ConvCase& c, const std::vector<uint8_t>& xh, const std::vector<uint8_t>& s0h,
+                   const std::vector<uint8_t>& wh, const std::vector<uint8_t>& bh, const void* y, const void* st) {
+  const int W = c.W, S = W - 1;
+  const auto yh = download(y, c.B * c.C * 2), sth = download(st, c.B * c.C * S * 2);
+  for (int64_t r = 0; r < c.B * c.C; ++r) {
+    const int64_t ch = r % c.C;
+    auto full = [&](int k) { return k < S ? bf16_or_f32_at(c.dt, s0h.data() + (r * S + k) * 2) : bf16_or_f32_at(c.dt, xh.data() + r * 2); };
+    double z = w_at(c, bh, ch);
+    for (int k = 0; k < W; ++k) z += w_at(c, wh, ch * W + k) * full(k);
+    const double got = bf16_or_f32_at(c.dt, yh.data() + r * 2), want = silu(z);
+    bool ok = std::fabs(got - want) <= 1.6e-2 * (1 + std::fabs(want));
+    for (int k = 0; k < S; ++k) ok = ok && bf16_or_f32_at(c.dt, sth.data() + (r * S + k) * 2) == full(k + 1);
+    if (!ok) {
+      std::fprintf(stderr, "conv1d %s: row %lld y %g want %g (or its state)\n", c.name.c_str(), (long long)r, got, want);
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool conv1d_cases_select() {
@@ -187,6 +221,35 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
     BENCH_CUDA_OK(cudaGetLastError());
     recs.push_back({c, "fwd", fwd->sku().name(), us_f, 2.0 * n * es, ok});
     recs.push_back({c, "bwd", bwd->sku().name(), us_b, 3.0 * n * es, ok});
+    failures += !ok;
+  }
+  for (const ConvCase& c : update_cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    CausalConv1dUpdateDescriptor d;
+    d.dtype = d.weight_dtype = c.dt;
+    d.batch = c.B;
+    d.channels = c.C;
+    d.seq = c.L;
+    d.width = c.W;
+    auto upd = CausalConv1dUpdatePlan::select(d);
+    if (!upd.ok()) {
+      std::fprintf(stderr, "conv1d %s: select failed\n", c.name.c_str());
+      ++failures;
+      continue;
+    }
+    const int64_t rows = c.B * c.C, S = c.W - 1;
+    DeviceBuffer x(rows * 2), y(rows * 2), st(rows * S * 2), w(c.C * c.W * 2), b(c.C * 2);
+    const auto xh = fill_uniform(x.p, c.dt, rows, 1, -2, 2), s0h = fill_uniform(st.p, c.dt, rows * S, 2, -2, 2);
+    const auto wh = fill_uniform(w.p, c.dt, c.C * c.W, 3, -0.5, 0.5), bh = fill_uniform(b.p, c.dt, c.C, 4, -0.5, 0.5);
+    const CausalConv1dUpdateArgs ua{TensorRef::make(x.p, c.dt, {c.B, c.C, 1}), TensorRef::make(w.p, c.dt, {c.C, c.W}),
+                                    TensorRef::make(b.p, c.dt, {c.C}), {}, {},
+                                    TensorMut::make(st.p, c.dt, {c.B, c.C, S}), TensorMut::make(y.p, c.dt, {c.B, c.C, 1})};
+    bool ok = upd->run(nullptr, {}, ua).ok();
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
+    ok = ok && verify_update(c, xh, s0h, wh, bh, y.p, st.p);
+    const double us = median_us([&] { (void)upd->run(nullptr, {}, ua); }, quick ? 2 : 5, quick ? 10 : 40);
+    BENCH_CUDA_OK(cudaGetLastError());
+    recs.push_back({c, "update", upd->sku().name(), us, 2.0 * (rows + rows * S) * 2, ok});
     failures += !ok;
   }
   print_bandwidth("conv1d", recs, ceiling, [](const ConvCase& c) { return c.name; });

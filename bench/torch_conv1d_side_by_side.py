@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Times PyTorch's counterpart of every causal conv1d record of baracuda_bench (--conv1d-json) on the
 same GPU, in the same run, and writes docs/perf/causal_conv1d.{json,md} (performance.md section 5).
+The decode-step records (direction "update") are timed against Mamba's reference update.
 
 PyTorch side, as a framework without a fused kernel writes it:
   F.silu(F.conv1d(x_bcl, w[:, None, :], bias, padding=W-1, groups=C)[..., :L])
@@ -34,7 +35,31 @@ def make(r):
     return fn, x, w, b
 
 
+def make_update(r):
+    """The decode step as a framework writes it without a fused kernel (Mamba's reference update):
+    append the token to the state, run the conv over the window, keep the last W-1 inputs."""
+    dt = DTYPES[r["dtype"]]
+    B, n, C, W = r["B"], r["L"], r["C"], r["W"]
+    x = torch.empty(B, C, n, device="cuda", dtype=dt).uniform_(-2, 2)
+    state = torch.empty(B, C, W - 1, device="cuda", dtype=dt).uniform_(-2, 2)
+    w = torch.empty(C, W, device="cuda", dtype=dt).uniform_(-0.5, 0.5)
+    b = torch.empty(C, device="cuda", dtype=dt).uniform_(-0.5, 0.5)
+
+    def fn(x, state, w, b):
+        full = torch.cat([state, x], dim=-1)
+        state.copy_(full[..., -(W - 1):])
+        return F.silu(F.conv1d(full, w[:, None, :], b, groups=C)[..., -n:])
+
+    return fn, x, state, w, b
+
+
 def time_case(r, compiled):
+    if r["direction"] == "update":
+        fn, x, state, w, b = make_update(r)
+        if compiled:
+            fn = torch.compile(fn, dynamic=False)
+        with torch.no_grad():
+            return median_us(lambda: fn(x, state, w, b), warm=3, reps=50)
     fn, x, w, b = make(r)
     if compiled:
         fn = torch.compile(fn, dynamic=False)
@@ -58,7 +83,8 @@ def main():
                 t_comp = time_case(r, True)
             except Exception as e:  # noqa: BLE001 - report and keep the eager number
                 print(f"torch.compile failed for {r['case']} {r['direction']}: {e}")
-        out.append(eager_compile_record("causal_conv1d", r, f"{r['layout']} W={r['W']} silu bias", t_eager, t_comp, device, args))
+        variant = f"decode n={r['L']} W={r['W']} silu bias" if r["direction"] == "update" else f"{r['layout']} W={r['W']} silu bias"
+        out.append(eager_compile_record("causal_conv1d", r, variant, t_eager, t_comp, device, args))
         print(out[-1])
     json.dump(out, open(args.out_json, "w"), indent=1)
     lines = [
@@ -66,8 +92,11 @@ def main():
         "",
         f"Date {args.date}, commit {args.commit}. Ceiling = device-to-device copy measured in the same run: "
         f"{ours['copy_tbps']:.3f} TB/s (bytes read + written). Shapes are [B, L, C]; bytes: forward x + y, "
-        "backward x + dy + dx. Our backward is the deterministic one (fixed-order partial sums, no atomics). "
-        "PyTorch: F.conv1d(groups=C, padding=W-1) + slice + SiLU, eager and torch.compile.",
+        "backward x + dy + dx, update (decode step, shapes [B, n, C]) x + y + the state read and written. "
+        "Our backward is the deterministic one (fixed-order partial sums, no atomics). "
+        "PyTorch: F.conv1d(groups=C, padding=W-1) + slice + SiLU; update: cat(state, x), state copy, "
+        "F.conv1d(groups=C) + slice + SiLU; eager and torch.compile. Times are CUDA events around one call, "
+        "so a step of a few microseconds includes launch gaps on both sides.",
         "",
         *eager_compile_table("[B, L, C]"),
     ]

@@ -422,7 +422,7 @@ Status CausalConv1dUpdatePlan::run(cudaStream_t stream, Workspace, const CausalC
     p.indices = static_cast<const int32_t*>(a.state_indices.data);
     p.indices_s = a.state_indices.stride[0];
   }
-  return cuda_status(static_cast<cudaError_t>(detail::conv1d_update_launcher(d.dtype)(p, stream)), kUpd);
+  return cuda_status(static_cast<cudaError_t>(detail::conv1d_update_launcher(d.dtype, d.width)(p, stream)), kUpd);
 }
 
 }  // namespace baracuda

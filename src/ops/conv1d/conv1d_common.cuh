@@ -128,8 +128,9 @@ __device__ __forceinline__ void with_weight_type(int wdt, F&& f) {
 // Taps and bias of NE consecutive channels from c0, every load issued before the first
 // conversion. Taps reversed so that tap j multiplies x[t − j]: wr[j][e] = w[c0 + e, W−1−j] for
 // j < W, 0 beyond; bias[e] = bias[c0 + e] or 0.
-template <class A, int KW, int NE>
-__device__ __forceinline__ void load_chan_taps(const Conv1dParams& p, int64_t c0, A (&wr)[KW][NE], A (&bias)[NE]) {
+// P: Conv1dParams or Conv1dUpdateParams (the same weight / bias fields).
+template <class A, int KW, int NE, class P>
+__device__ __forceinline__ void load_chan_taps(const P& p, int64_t c0, A (&wr)[KW][NE], A (&bias)[NE]) {
   with_weight_type(p.wdt, [&]<class W>() {
     const W* w = static_cast<const W*>(p.w);
     const W* bs = static_cast<const W*>(p.bias);
@@ -149,8 +150,8 @@ __device__ __forceinline__ void load_chan_taps(const Conv1dParams& p, int64_t c0
   });
 }
 // The same for one channel (time kernels): wr[j] = w[c, W−1−j].
-template <class A, int KW>
-__device__ __forceinline__ void load_taps(const Conv1dParams& p, int64_t c, A (&wr)[KW], A& bias) {
+template <class A, int KW, class P>
+__device__ __forceinline__ void load_taps(const P& p, int64_t c, A (&wr)[KW], A& bias) {
   A w1[KW][1], b1[1];
   load_chan_taps<A, KW, 1>(p, c, w1, b1);
 #pragma unroll

@@ -195,68 +195,90 @@ struct Fwd {  // this direction's launch templates for direction_launcher
 };
 
 // ---------------------------------------------------------------- update (decode step)
-// One thread per (b, c): reads the W−1 entries before the new tokens, walks the n new tokens
-// with the window in registers, then writes the state (shift or circular).
-template <class T>
+// A thread takes one channel c of kUpdRows consecutive batch rows (same taps): it loads the W−1
+// state entries before the new tokens and the first token of every row, then the taps, before
+// using any (a decode step is a chain of memory latencies; one row per thread left each thread
+// with one load in flight), walks each row's n new tokens with the window in registers, and
+// writes the state (shift or circular). Adjacent threads take adjacent channels (coalesced).
+// KM (4 or 8) is the register window, as the main kernels' KW.
+inline constexpr int kUpdRows = 4;
+template <class T, int KM>
 __global__ void __launch_bounds__(kConvThreads) update_kernel(const Conv1dUpdateParams p) {
   using A = acc_t<T>;
-  constexpr int KM = kConvMaxTaps;
-  const int64_t i = int64_t{blockIdx.x} * kConvThreads + threadIdx.x;
-  if (i >= p.B * p.C) return;
-  const int64_t b = i / p.C, c = i - b * p.C;
-  T* yr = static_cast<T*>(p.y) + b * p.ys[0] + c * p.ys[1];
-  const int64_t row = p.indices != nullptr ? int64_t{p.indices[b * p.indices_s]} : b;
-  if (row < 0 || row >= p.state_rows) {
-    for (int64_t t = 0; t < p.n; ++t) yr[t * p.ys[2]] = from_acc<T>(A(0));
-    return;
-  }
-  T* st = static_cast<T*>(p.state) + row * p.ss[0] + c * p.ss[1];
-  const T* xr = static_cast<const T*>(p.x) + b * p.xs[0] + c * p.xs[1];
-  A w[KM], hist[KM];  // hist[k], k < W−1: input W−1−k steps before the current token
+  constexpr int R = kUpdRows;
+  const int64_t i = int64_t{blockIdx.x} * kConvThreads + threadIdx.x, groups = (p.B + R - 1) / R;
+  if (i >= groups * p.C) return;
+  // 32-bit division where the thread count allows (a 64-bit one is a long subroutine)
+  const int64_t g = groups * p.C <= INT32_MAX ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(p.C)) : i / p.C;
+  const int64_t c = i - g * p.C, S = p.S;
+  T* st[R];
+  const T* xr[R];
+  int64_t head[R];  // circular: slot of the row's next token
+  bool live[R];     // a real batch row with a state row
+  T raw[R][KM];     // raw[k][j] = row k's input j steps before its first new token (j in [1, W))
+  T x0[R];
 #pragma unroll
-  for (int k = 0; k < KM; ++k) w[k] = k < p.W - 1 ? load_as<A>(p.w, p.wdt, c * p.ws[0] + k * p.ws[1]) : A(0);
-  const A w_last = load_as<A>(p.w, p.wdt, c * p.ws[0] + (p.W - 1) * p.ws[1]);
-  const A bias = p.bias ? load_as<A>(p.bias, p.wdt, c * p.bs) : A(0);
-  const int64_t S = p.S;
-  int64_t head = 0;  // circular: slot of the next token
-  if (p.seqlens != nullptr) head = ((int64_t{p.seqlens[b * p.seqlens_s]} % S) + S) % S;
+  for (int k = 0; k < R; ++k) {
+    const int64_t b = g * R + k;
+    const int64_t row = b >= p.B ? -1 : p.indices != nullptr ? int64_t{p.indices[b * p.indices_s]} : b;
+    live[k] = row >= 0 && row < p.state_rows;
+    st[k] = static_cast<T*>(p.state) + (live[k] ? row : 0) * p.ss[0] + c * p.ss[1];
+    xr[k] = static_cast<const T*>(p.x) + (b < p.B ? b : 0) * p.xs[0] + c * p.xs[1];
+    head[k] = live[k] && p.seqlens != nullptr ? ((int64_t{p.seqlens[b * p.seqlens_s]} % S) + S) % S : 0;
 #pragma unroll
-  for (int k = 0; k < KM; ++k) {
-    hist[k] = A(0);
-    if (k < p.W - 1) {
-      const int64_t back = p.W - 1 - k;
-      const int64_t slot = p.seqlens != nullptr ? (((head - back) % S) + S) % S : S - back;
-      hist[k] = to_acc(st[slot * p.ss[2]]);
+    for (int j = 1; j < KM; ++j) {
+      const int64_t back = j < p.W ? j : 1;
+      if (live[k]) raw[k][j] = st[k][(p.seqlens != nullptr ? (((head[k] - back) % S) + S) % S : S - back) * p.ss[2]];
     }
+    if (live[k]) x0[k] = xr[k][0];
   }
-  for (int64_t t = 0; t < p.n; ++t) {
-    const A xt = to_acc(xr[t * p.xs[2]]);
-    A z = bias + w_last * xt;
+  A wr[KM], bias;  // wr[j] multiplies the input j steps back (0 for j >= W)
+  load_taps<A, KM>(p, c, wr, bias);
 #pragma unroll
-    for (int k = 0; k < KM; ++k)
-      if (k < p.W - 1) z += w[k] * hist[k];
+  for (int k = 0; k < R; ++k) {
+    const int64_t b = g * R + k;
+    if (b >= p.B) break;
+    T* yr = static_cast<T*>(p.y) + b * p.ys[0] + c * p.ys[1];
+    if (!live[k]) {  // padding row: y zeros, no state
+      for (int64_t t = 0; t < p.n; ++t) yr[t * p.ys[2]] = from_acc<T>(A(0));
+      continue;
+    }
+    A h[KM];  // h[j] = input j steps before the current token
 #pragma unroll
-    for (int k = 0; k + 1 < KM; ++k)
-      if (k < p.W - 2) hist[k] = hist[k + 1];
+    for (int j = 0; j < KM; ++j) h[j] = j > 0 && j < p.W ? to_acc(raw[k][j]) : A(0);
+    T xt_raw = x0[k];
+    for (int64_t t = 0; t < p.n; ++t) {
+      const A xt = to_acc(xt_raw);
+      if (t + 1 < p.n) xt_raw = xr[k][(t + 1) * p.xs[2]];
+      A z = bias + wr[0] * xt;
 #pragma unroll
-    for (int k = 0; k < KM; ++k)
-      if (k == p.W - 2) hist[k] = xt;
-    A y[1] = {z};
-    act_vec<A, 1>(y, p.silu);
-    yr[t * p.ys[2]] = from_acc<T>(y[0]);
-  }
-  if (p.seqlens != nullptr) {
-    for (int64_t t = 0; t < p.n; ++t) st[((head + t) % S) * p.ss[2]] = xr[t * p.xs[2]];
-  } else {
-    for (int64_t j = 0; j < S; ++j) st[j * p.ss[2]] = j + p.n < S ? st[(j + p.n) * p.ss[2]] : xr[(j + p.n - S) * p.xs[2]];
+      for (int j = 1; j < KM; ++j)
+        if (j < p.W) z += wr[j] * h[j];
+#pragma unroll
+      for (int j = KM - 1; j > 1; --j) h[j] = h[j - 1];
+      h[1] = xt;
+      A y[1] = {z};
+      act_vec<A, 1>(y, p.silu);
+      yr[t * p.ys[2]] = from_acc<T>(y[0]);
+    }
+    if (p.seqlens != nullptr) {
+      for (int64_t t = 0; t < p.n; ++t) st[k][((head[k] + t) % S) * p.ss[2]] = xr[k][t * p.xs[2]];
+    } else if (S == p.W - 1) {  // the shifted state is the window itself: slot S − j = h[j]
+#pragma unroll
+      for (int j = 1; j < KM; ++j)
+        if (j < p.W) st[k][(S - j) * p.ss[2]] = from_acc<T>(h[j]);
+    } else {
+      for (int64_t j = 0; j < S; ++j)
+        st[k][j * p.ss[2]] = j + p.n < S ? st[k][(j + p.n) * p.ss[2]] : xr[k][(j + p.n - S) * p.xs[2]];
+    }
   }
 }
 
-template <class T>
+template <class T, int KM>
 int launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
-  const int64_t blocks = (p.B * p.C + kConvThreads - 1) / kConvThreads;
+  const int64_t blocks = ((p.B + kUpdRows - 1) / kUpdRows * p.C + kConvThreads - 1) / kConvThreads;
   return static_cast<int>(
-      launch_kernel(update_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+      launch_kernel(update_kernel<T, KM>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
 }
 
 }  // namespace
@@ -265,9 +287,11 @@ Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int width) {
   return direction_launcher<Fwd>(t, k, vec, width);
 }
 
-Conv1dUpdateLaunchFn conv1d_update_launcher(DType t) {
+Conv1dUpdateLaunchFn conv1d_update_launcher(DType t, int width) {
   Conv1dUpdateLaunchFn fn = nullptr;
-  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() { fn = &launch_update<T>; });
+  dispatch_dtype<CudaTypes>(t, FloatDTypes{}, [&]<class T>() {
+    fn = conv_kw(width) == 4 ? &launch_update<T, 4> : &launch_update<T, 8>;
+  });
   return fn;
 }
 

@@ -127,7 +127,7 @@ constexpr int conv_kw(int width) { return width <= 4 ? 4 : 8; }
 // KW = 4 window with the missing taps skipped at run time, widths 5-8 the KW = 8 window.
 Conv1dLaunchFn conv1d_fwd_launcher(DType t, ConvKernel k, bool vec, int width);
 Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int width);
-Conv1dUpdateLaunchFn conv1d_update_launcher(DType t);
+Conv1dUpdateLaunchFn conv1d_update_launcher(DType t, int width);  // the window of conv_kw(width)
 
 // dweight[c, k] (k < W) and dbias[c] from `parts` partial rows [parts, C, W+1].
 struct Conv1dReduceParams {
