@@ -124,21 +124,30 @@ __device__ __forceinline__ void store_acc_vec(T* p, const acc_t<T> (&v)[N]) {
   }
 }
 
+// Calls f.template operator()<T>() with T the element type of a float DType known only at run
+// time (`dt`, the DType as int; f32, f16, bf16, else f64): the one device-side dtype switch. A
+// kernel that reads several such elements should take it once around all of its loads, so
+// that they are issued together (conv1d's set-up: load_chan_taps).
+template <class F>
+__device__ __forceinline__ void with_float_type(int dt, F&& f) {
+  if (dt == static_cast<int>(DType::f32)) f.template operator()<float>();
+  else if (dt == static_cast<int>(DType::f16)) f.template operator()<__half>();
+  else if (dt == static_cast<int>(DType::bf16)) f.template operator()<__nv_bfloat16>();
+  else f.template operator()<double>();
+}
+
 // Element i of a float array whose dtype is known only at run time (small side tensors:
-// caches, weights, states); `dt` is the DType as int.
+// caches, weights, states). Each call is its own dtype test: the load's conversion sits in its
+// branch, so consecutive calls wait for one another (see with_float_type).
 template <class A>
 __device__ __forceinline__ A load_as(const void* p, int dt, int64_t i) {
-  if (dt == static_cast<int>(DType::f32)) return static_cast<A>(static_cast<const float*>(p)[i]);
-  if (dt == static_cast<int>(DType::f16)) return static_cast<A>(__half2float(static_cast<const __half*>(p)[i]));
-  if (dt == static_cast<int>(DType::bf16)) return static_cast<A>(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
-  return static_cast<A>(static_cast<const double*>(p)[i]);
+  A r;
+  with_float_type(dt, [&]<class T>() { r = static_cast<A>(to_acc(static_cast<const T*>(p)[i])); });
+  return r;
 }
 template <class A>
 __device__ __forceinline__ void store_as(void* p, int dt, int64_t i, A v) {
-  if (dt == static_cast<int>(DType::f32)) static_cast<float*>(p)[i] = static_cast<float>(v);
-  else if (dt == static_cast<int>(DType::f16)) static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v));
-  else if (dt == static_cast<int>(DType::bf16)) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
-  else static_cast<double*>(p)[i] = static_cast<double>(v);
+  with_float_type(dt, [&]<class T>() { static_cast<T*>(p)[i] = from_acc<T>(static_cast<acc_t<T>>(v)); });
 }
 
 }  // namespace baracuda

@@ -113,25 +113,15 @@ __device__ __forceinline__ acc_t<T> x_at(const Conv1dParams& p, int64_t b, int64
   return to_acc(static_cast<const T*>(p.s0)[b * p.s0s[0] + c * p.s0s[1] + (p.W - 1 + t) * p.s0s[2]]);
 }
 
-// Calls f.template operator()<W>() with W the element type of the run-time weight dtype `wdt`:
-// one uniform test for a whole set of loads. A test per element (load_as) put each load and its
-// conversion in its own branch, so every load waited for the one before: a kernel's set-up
-// (KW·NE taps, NE biases) cost that many L2 latencies in a row.
-template <class F>
-__device__ __forceinline__ void with_weight_type(int wdt, F&& f) {
-  if (wdt == static_cast<int>(DType::f32)) f.template operator()<float>();
-  else if (wdt == static_cast<int>(DType::bf16)) f.template operator()<__nv_bfloat16>();
-  else if (wdt == static_cast<int>(DType::f16)) f.template operator()<__half>();
-  else f.template operator()<double>();
-}
-
 // Taps and bias of NE consecutive channels from c0, every load issued before the first
-// conversion. Taps reversed so that tap j multiplies x[t − j]: wr[j][e] = w[c0 + e, W−1−j] for
+// conversion: one test of the weight dtype (with_float_type) around them all. A test per
+// element (load_as) put each load and its conversion in its own branch, so every load waited
+// for the one before: KW·NE + NE L2 latencies in a row. Taps reversed so that tap j multiplies x[t − j]: wr[j][e] = w[c0 + e, W−1−j] for
 // j < W, 0 beyond; bias[e] = bias[c0 + e] or 0.
 // P: Conv1dParams or Conv1dUpdateParams (the same weight / bias fields).
 template <class A, int KW, int NE, class P>
 __device__ __forceinline__ void load_chan_taps(const P& p, int64_t c0, A (&wr)[KW][NE], A (&bias)[NE]) {
-  with_weight_type(p.wdt, [&]<class W>() {
+  with_float_type(p.wdt, [&]<class W>() {
     const W* w = static_cast<const W*>(p.w);
     const W* bs = static_cast<const W*>(p.bias);
     W rw[KW][NE], rb[NE];
