@@ -109,6 +109,7 @@ void set_geometry(detail::EmbParams* p, DType t, bool vector, int unroll) {
   while (g < 32 && g < per_lane) g *= 2;
   p->group = g;
   p->chunks = (nvec + int64_t{g} * unroll - 1) / (int64_t{g} * unroll);
+  p->sms = std::max(1, current_device_sm_count());
 }
 
 bool vector_fits(DType t, int64_t D, std::initializer_list<std::pair<const TensorLayout*, const void*>> rows) {
@@ -122,7 +123,7 @@ bool vector_fits(DType t, int64_t D, std::initializer_list<std::pair<const Tenso
 // ---------------------------------------------------------------- backward workspace
 
 struct BwdLayout {
-  size_t counts, row_start, keys_in, keys, pos_in, pos, bag_of, bag_count, partials, cub, total;
+  size_t counts, row_start, rows, n_rows, keys_in, keys, pos_in, pos, bag_of, bag_count, partials, cub, total;
   bool has_bag_of, has_bag_count;
 };
 
@@ -137,6 +138,8 @@ BwdLayout bwd_layout(int64_t N, int64_t V, int64_t B, int64_t D, DType t, bool o
   const size_t n = static_cast<size_t>(N), acc = t == DType::f64 ? 8 : 4;
   l.counts = take(4 * static_cast<size_t>(V + 1));
   l.row_start = take(4 * static_cast<size_t>(V + 1));
+  l.rows = take(4 * static_cast<size_t>(std::min(N, V)));
+  l.n_rows = take(4);
   l.keys_in = take(4 * n);
   l.keys = take(4 * n);
   l.pos_in = take(4 * n);
@@ -162,6 +165,8 @@ Status bind_workspace(std::string_view op, const BwdLayout& l, Workspace ws, det
   char* w = static_cast<char*>(ws.ptr);
   p->counts = reinterpret_cast<int*>(w + l.counts);
   p->row_start = reinterpret_cast<int*>(w + l.row_start);
+  p->rows = reinterpret_cast<int*>(w + l.rows);
+  p->n_rows = reinterpret_cast<int*>(w + l.n_rows);
   p->keys_in = reinterpret_cast<uint32_t*>(w + l.keys_in);
   p->keys = reinterpret_cast<uint32_t*>(w + l.keys);
   p->pos_in = reinterpret_cast<int*>(w + l.pos_in);
@@ -518,6 +523,7 @@ Status EmbeddingBagBackwardPlan::run(cudaStream_t stream, Workspace ws, const Em
   if (Status s = can_implement(a); !s.ok()) return s;
   const EmbeddingBagDescriptor& d = desc_;
   detail::EmbParams p = bag_params(d, a.indices, a.offsets, a.per_sample_weights);
+  p.slot_bag = p.psw == nullptr;  // the row writer then needs no bag look-up per term
   p.dout = a.dout.data;
   p.row_map = detail::make_pos_map(a.dout, 1);
   p.row_s1 = a.dout.stride[1];

@@ -3,6 +3,8 @@
 // The pipeline is described in embedding_geometry.hpp.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 
@@ -22,12 +24,21 @@ __global__ void __launch_bounds__(kEmbThreads) prep_kernel(const EmbParams p) {
     const bool valid = bag >= 0 && in_range && raw != p.padding;
     const uint32_t key = valid ? static_cast<uint32_t>(raw) : static_cast<uint32_t>(p.V);
     p.keys_in[i] = key;
-    if (p.sorted) p.pos_in[i] = static_cast<int>(i);
+    if (p.sorted) p.pos_in[i] = static_cast<int>(p.slot_bag ? bag : i);
     if (p.bag_of != nullptr) p.bag_of[i] = static_cast<int>(bag);
     add_one_grouped(p.counts, key);
     if (p.bag_count != nullptr && valid) add_one_grouped(p.bag_count, static_cast<uint32_t>(bag));
   }
 }
+
+// Bag (or position, for embedding) of position q.
+__device__ __forceinline__ int64_t bag_of_pos(const EmbParams& p, int64_t q) {
+  if (p.kind == EmbKind::kEmbedding) return q;
+  if (p.bag_size > 0) return q / p.bag_size;
+  return p.bag_of[q];
+}
+// Bag of a slot's stored value (pos / pos_in: the bag itself when p.slot_bag, else the position).
+__device__ __forceinline__ int64_t bag_of_slot(const EmbParams& p, int64_t s) { return p.slot_bag ? s : bag_of_pos(p, s); }
 
 // 3 (scatter form). Slot of each valid position inside its key's range, taken by atomics.
 __global__ void __launch_bounds__(kEmbThreads) scatter_kernel(const EmbParams p) {
@@ -43,15 +54,8 @@ __global__ void __launch_bounds__(kEmbThreads) scatter_kernel(const EmbParams p)
     const int rank = __popc(peers & ((1u << lane) - 1u));
     const int slot = p.row_start[key] + old - 1 - rank;
     p.keys[slot] = key;
-    p.pos[slot] = static_cast<int>(i);
+    p.pos[slot] = static_cast<int>(p.slot_bag ? bag_of_pos(p, i) : i);
   }
-}
-
-// Bag (or position, for embedding) of a sorted slot's position.
-__device__ __forceinline__ int64_t bag_of_pos(const EmbParams& p, int64_t q) {
-  if (p.kind == EmbKind::kEmbedding) return q;
-  if (p.bag_size > 0) return q / p.bag_size;
-  return p.bag_of[q];
 }
 
 // A lane's kSegCols vectors of a (row, column group) item: columns ((cg·kSegCols + u)·G + lane)·VEC.
@@ -80,11 +84,11 @@ __device__ __forceinline__ void add_terms(const EmbParams& p, int64_t lo, int64_
     int64_t my_row = -1, my_bag = 0;  // dout row offset (−1: no term)
     A my_w = 1;
     if (base + lane < hi) {
-      const int64_t j = base + lane, q = p.pos[j], bag = bag_of_pos(p, q);
+      const int64_t j = base + lane, q = p.pos[j], bag = bag_of_slot(p, q);
       my_row = pos_offset(p.row_map, bag);
       my_bag = bag;
       if constexpr (kMax) {  // a bag adds once per row however often r occurs in it
-        if (j > seg && bag_of_pos(p, p.pos[j - 1]) == bag) my_row = -1;
+        if (j > seg && bag_of_slot(p, p.pos[j - 1]) == bag) my_row = -1;
       } else {
         if (psw != nullptr) my_w = to_acc(psw[pos_offset(p.psw_map, q)]);
         else if (p.kind == EmbKind::kMean) my_w = A(1) / static_cast<A>(p.bag_count[bag]);
@@ -209,86 +213,90 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
   });
 }
 
-// 5. Every dweight row written once, by one of the two roles of the grid's blocks:
-//   blocks [0, zero_blocks): a warp per 32 consecutive rows stores zeros into the untouched ones
-//   (rows of fewer than 32 vectors walked as one flat range of the 32 rows' vectors);
-//   the rest: a G-lane group per (sorted slot, column group) that starts a row's range sums that
-//   row — its terms in slot order, or its tiles' partials in tile order — times 1/count with
-//   scale_grad_by_freq. Blocks start roughly in index order, so the zero fill runs first and
-//   the gathers after it; interleaving the roles, or carrying the zero blocks in the heavy
-//   kernel's grid, measured slower (docs/perf/embedding.md). A slot's key,
-//   its neighbours' keys and its position are loaded together, so a row of one term (the common
-//   case) needs no look-up of its range.
-template <class T, int VEC, bool kMax>
-__global__ void __launch_bounds__(kEmbThreads, 2) rows_kernel(const EmbParams p, unsigned zero_blocks) {
+// 5a. Zeros into the dweight rows with no terms, in one of two ways chosen on the device:
+//   - fewer than V / kWholeFillShare rows with terms and contiguous rows: zeros into the whole
+//     table, one block per SM striding over it in order (one front of stores, no tests: 4.4
+//     TB/s on the H200, the memset rate 4.5); the row writer then writes the rows with terms
+//     over it;
+//   - else: a warp per 32 consecutive rows stores zeros into those with no terms (rows of fewer
+//     than 32 vectors walked as one flat range of the 32 rows' vectors, 32 stores at a time),
+//     3.7-4.2 TB/s (docs/perf/embedding.md).
+template <class T, int VEC>
+__global__ void __launch_bounds__(kEmbThreads) zero_rows_kernel(const EmbParams p) {
   using A = acc_t<T>;
   T* dw = static_cast<T*>(p.dweight);
-  if (blockIdx.x < zero_blocks) {
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    const int64_t warps = static_cast<int64_t>(zero_blocks) * (kEmbThreads / 32), nvec = (p.D + VEC - 1) / VEC;
-    for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
-      const int64_t r = w * 32 + lane;
-      const bool zero = r < p.V && p.row_start[r + 1] == p.row_start[r];
-      unsigned m = __ballot_sync(0xffffffffu, zero);
-      A z[VEC];
-#pragma unroll
-      for (int x = 0; x < VEC; ++x) z[x] = 0;
-      if (nvec >= 32) {  // a zero row at a time, the lanes across its vectors
-        while (m != 0) {
-          const int i = __ffs(m) - 1;
-          m &= m - 1;
-          for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
-        }
-      } else if (m != 0) {
-        // rows of fewer than 32 vectors: the warp's 32 rows x nvec vectors walked flat, 32 per
-        // store (one row at a time left half the lanes idle at D = 128 bf16 and held the bag
-        // backward's zero fill to ~2 TB/s); lane l starts at vector l, i.e. row l / nvec
-        const int nv = static_cast<int>(nvec), q = 32 / nv, rem = 32 - q * nv;
-        int i = lane / nv, v = lane - i * nv;
-        while (i < 32) {
-          if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v) * VEC, p.dw_s1, z);
-          i += q;
-          v += rem;
-          if (v >= nv) {
-            v -= nv;
-            ++i;
-          }
+  const A z[VEC] = {};
+  const int64_t nvec = (p.D + VEC - 1) / VEC;
+  if (*p.n_rows < p.V / kWholeFillShare && p.dw_s1 == 1 && p.dw_s0 == nvec * VEC) {
+    const int64_t blocks = gridDim.x < p.sms ? gridDim.x : p.sms;  // one block per SM stores fastest
+    if (blockIdx.x >= blocks) return;
+    const int64_t n = p.V * nvec, stride = blocks * kEmbThreads;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x; i < n; i += stride)
+      store_cols<T, VEC>(dw, 0, i * VEC, 1, z);
+    return;
+  }
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kEmbThreads / 32);
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
+    const int64_t r = w * 32 + lane;
+    unsigned m = __ballot_sync(0xffffffffu, r < p.V && p.row_start[r + 1] == p.row_start[r]);
+    if (nvec >= 32) {  // a zero row at a time, the lanes across its vectors
+      while (m != 0) {
+        const int i = __ffs(m) - 1;
+        m &= m - 1;
+        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
+      }
+    } else if (m != 0) {
+      // the warp's 32 rows x nvec vectors walked flat, 32 per store (one row at a time left
+      // half the lanes idle at D = 128 bf16); lane l starts at vector l, i.e. row l / nvec
+      const int nv = static_cast<int>(nvec), q = 32 / nv, rem = 32 - q * nv;
+      int i = lane / nv, v = lane - i * nv;
+      while (i < 32) {
+        if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v) * VEC, p.dw_s1, z);
+        i += q;
+        v += rem;
+        if (v >= nv) {
+          v -= nv;
+          ++i;
         }
       }
     }
-    return;
   }
+}
+
+// 5b. Every dweight row with terms written once: a G-lane group per (row with terms, column
+// group) sums the row — its terms in slot order, or its tiles' partials in tile order — times
+// 1/count with scale_grad_by_freq. Items run over the n_rows rows only (slot items, most of
+// them not a row's first slot, cost 113 us of empty work with all-equal ids, f32).
+template <class T, int VEC, bool kMax>
+__global__ void __launch_bounds__(kEmbThreads, kRowsBlocksPerSm) rows_kernel(const EmbParams p) {
+  using A = acc_t<T>;
+  T* dw = static_cast<T*>(p.dweight);
   const int G = p.group;
   const unsigned gm = group_mask(G);
   const A* part = static_cast<const A*>(p.partials);
-  const int64_t total = p.row_start[p.V];
-  for_each_item(
-      p.N * p.chunks, G,
-      [&](int64_t item, int lane) {
-        const int64_t j = item / p.chunks, cg = item - j * p.chunks;
-        if (j >= total) return;
-        const uint32_t r = p.keys[j], prev = j > 0 ? p.keys[j - 1] : ~0u, next = j + 1 < total ? p.keys[j + 1] : ~0u;
-        if (prev == r) return;
-        const int64_t n = next != r ? 1 : p.row_start[r + 1] - j;
-        LaneCols<T, VEC> c(cg, G, lane);
-        if (n <= kEmbTile) {
-          add_terms<T, VEC, kMax>(p, j, j + n, r, j, lane, gm, c);
-        } else {  // one folded partial per kEmbFold tiles, in tile order
-          const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
+  for_each_item(int64_t{*p.n_rows} * p.chunks, G, [&](int64_t item, int lane) {
+    const int64_t i = item / p.chunks, cg = item - i * p.chunks;
+    const int r = p.rows[i];
+    const int64_t j = p.row_start[r], n = p.row_start[r + 1] - j;
+    LaneCols<T, VEC> c(cg, G, lane);
+    if (n <= kEmbTile) {
+      add_terms<T, VEC, kMax>(p, j, j + n, r, j, lane, gm, c);
+    } else {  // one folded partial per kEmbFold tiles, in tile order
+      const int64_t t0 = j / kEmbTile, t1 = (j + n - 1) / kEmbTile;
 #pragma unroll 2
-          for (int64_t t = t0; t <= t1; t += kEmbFold) add_partial(part, (t * 2 + heavy_slot(t, j)) * p.D, p.D, c);
-        }
-        const A f = p.scale_freq ? A(1) / static_cast<A>(n) : A(1);
+      for (int64_t t = t0; t <= t1; t += kEmbFold) add_partial(part, (t * 2 + heavy_slot(t, j)) * p.D, p.D, c);
+    }
+    const A f = p.scale_freq ? A(1) / static_cast<A>(n) : A(1);
 #pragma unroll
-        for (int u = 0; u < kSegCols; ++u) {
-          if (c.col[u] >= p.D) continue;
-          if (p.scale_freq)
+    for (int u = 0; u < kSegCols; ++u) {
+      if (c.col[u] >= p.D) continue;
+      if (p.scale_freq)
 #pragma unroll
-            for (int x = 0; x < VEC; ++x) c.acc[u][x] *= f;
-          store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, c.col[u], p.dw_s1, c.acc[u]);
-        }
-      },
-      blockIdx.x - zero_blocks, gridDim.x - zero_blocks);
+        for (int x = 0; x < VEC; ++x) c.acc[u][x] *= f;
+      store_cols<T, VEC>(dw, static_cast<int64_t>(r) * p.dw_s0, c.col[u], p.dw_s1, c.acc[u]);
+    }
+  });
 }
 
 // 6. d(per_sample_weights)[q] = dout[bag(q)] · weight[idx[q]] for valid q (a group per
@@ -318,6 +326,10 @@ __global__ void __launch_bounds__(kEmbThreads) dpsw_kernel(const EmbParams p) {
   });
 }
 
+struct Positive {
+  __device__ bool operator()(int c) const { return c > 0; }
+};
+
 #define BC_TRY(expr)                                      \
   do {                                                    \
     const cudaError_t e_ = (expr);                        \
@@ -340,6 +352,9 @@ int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
   if (p.N > 0) BC_TRY(launch_kernel(prep_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
   size_t bytes = p.cub_bytes;
   BC_TRY(cub::DeviceScan::ExclusiveSum(p.cub_temp, bytes, p.counts, p.row_start, p.V + 1, stream));
+  bytes = p.cub_bytes;
+  BC_TRY(cub::DeviceSelect::FlaggedIf(p.cub_temp, bytes, thrust::counting_iterator<int>(0), p.counts, p.rows, p.n_rows, p.V,
+                                      Positive{}, stream));
   if (p.N > 0) {
     if (p.sorted) {
       cub::DoubleBuffer<uint32_t> keys(p.keys_in, p.keys);
@@ -359,11 +374,14 @@ int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
     }
   }
   if (p.V * p.D > 0) {
-    auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
     const int64_t zero_blocks = std::min<int64_t>((p.V + kEmbThreads - 1) / kEmbThreads, int64_t{1} << 20);
-    const int64_t seg_blocks = p.N > 0 ? grid_for(p.N * p.chunks, p.group) : 1;
-    BC_TRY(launch_kernel(rows, dim3(static_cast<unsigned>(zero_blocks + seg_blocks)), block, 0, stream, p,
-                         static_cast<unsigned>(zero_blocks)));
+    BC_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(zero_blocks)), block, 0, stream, p));
+    if (p.N > 0) {  // kRowsWaves of resident blocks at most: the item count is known on the device only
+      auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
+      const int64_t most = std::min(p.N, p.V) * p.chunks;
+      const unsigned blocks = std::min<unsigned>(grid_for(most, p.group), static_cast<unsigned>(p.sms * kRowsBlocksPerSm * kRowsWaves));
+      BC_TRY(launch_kernel(rows, dim3(blocks), block, 0, stream, p));
+    }
   }
   if (p.dpsw != nullptr && p.N > 0)
     BC_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));
@@ -378,6 +396,7 @@ size_t emb_cub_bound(int64_t n, int64_t v) {
   // Radix sort through a DoubleBuffer (onesweep): per 8-bit pass a look-back word per digit per
   // tile of >= 1024 keys, plus histograms; scan: a descriptor word pair per tile of >= 128.
   const size_t sort = 4 * (static_cast<size_t>(n) / 1024 + 2) * 256 * 8 + 16 * 1024;
+  // select over the histogram: the same tile state as the scan
   const size_t scan = 16 * (static_cast<size_t>(v + 1) / 128 + 64) + 4 * 1024;
   return (sort > scan ? sort : scan) + 64 * 1024;
 }
@@ -386,6 +405,11 @@ int emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes) {
   size_t scan = 0, sort = 0;
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int*>(nullptr), static_cast<int*>(nullptr), v + 1);
   if (e != cudaSuccess) return static_cast<int>(e);
+  size_t select = 0;
+  e = cub::DeviceSelect::FlaggedIf(nullptr, select, thrust::counting_iterator<int>(0), static_cast<int*>(nullptr),
+                                   static_cast<int*>(nullptr), static_cast<int*>(nullptr), v, emb::Positive{});
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (select > scan) scan = select;
   if (n > 0) {
     cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
     cub::DoubleBuffer<int> pos(nullptr, nullptr);

@@ -133,12 +133,10 @@ struct RawCols {
 };
 
 // Work-item loop of G-lane groups over [0, items): the whole group walks together.
-// Blocks [0, blocks) of the grid take part (block = this block's index among them).
 template <class F>
-__device__ __forceinline__ void for_each_item(int64_t items, int G, F&& f, int64_t block = -1, int64_t blocks = 0) {
-  if (block < 0) block = blockIdx.x, blocks = gridDim.x;
-  const int64_t per_grid = blocks * (kEmbThreads / G);
-  for (int64_t item = (block * kEmbThreads + threadIdx.x) / G; item < items; item += per_grid)
+__device__ __forceinline__ void for_each_item(int64_t items, int G, F&& f) {
+  const int64_t per_grid = static_cast<int64_t>(gridDim.x) * (kEmbThreads / G);
+  for (int64_t item = (static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x) / G; item < items; item += per_grid)
     f(item, static_cast<int>(threadIdx.x & (G - 1)));
 }
 

@@ -9,12 +9,16 @@
 // Backward pipeline (one per plan; sort or scatter differs only in step 3):
 //   1. prep: per position its key (the index, or V for padding / out-of-range / no bag), the
 //      per-key histogram, per-bag valid counts (mean) and the position's bag (offsets form)
-//   2. row_start = exclusive scan of the histogram (CUB)
-//   3. sort: CUB radix sort of (key, position); scatter: atomic counting scatter by key
+//   2. row_start = exclusive scan of the histogram (CUB); rows = the rows with terms, ascending,
+//      and their number n_rows (CUB select over the histogram)
+//   3. sort: CUB radix sort of (key, position — or its bag, without per-sample weights);
+//      scatter: atomic counting scatter by key
 //   4. heavy: rows with more than kEmbTile terms are summed as per-tile partials (tile t covers
 //      sorted slots [t·kEmbTile, (t+1)·kEmbTile); at most two heavy rows meet a tile)
 //   4b. fold: a heavy row's tile partials summed in groups of kEmbFold tiles (tile order)
-//   5. rows: every dweight row written once — zeros, its terms in slot order, or its partials
+//   5. zero: rows with no terms get zeros (or, when few rows have terms, the whole table);
+//      rows: a group per (row with terms, column group) writes it — its terms in slot order, or
+//      its partials
 //   6. per-sample-weight gradients (optional)
 #pragma once
 
@@ -33,6 +37,9 @@ inline constexpr int kEmbTile = 64;       // heavy-row threshold and partial til
 inline constexpr int kGatherUnroll = 4;   // vectors in flight per lane in the gather
 inline constexpr int kSegCols = 4;        // vectors per lane of a backward row item
 inline constexpr int kEmbFold = 16;       // heavy-row tile partials folded per group
+inline constexpr int kWholeFillShare = 16;  // zero the whole table when under V / this rows have terms
+inline constexpr int kRowsBlocksPerSm = 2;  // row writer: resident blocks (its launch bounds)
+inline constexpr int kRowsWaves = 4;        // row writer grid: this many waves at most (perf/embedding.md)
 
 // Position p (row-major over a view's shape) -> element offset; axes merged where contiguous.
 struct PosMap {
@@ -52,6 +59,7 @@ struct EmbParams {
   int idx64 = 1;             // index_dtype is i64 (else i32)
   int group = 32;            // lanes per work item
   int64_t chunks = 1;        // column chunks per row
+  int sms = 1;               // SMs of the device (zero-fill and row-writer grids)
   // indices (position map), offsets
   const void* idx = nullptr;
   PosMap idx_map;
@@ -82,10 +90,13 @@ struct EmbParams {
   // backward workspace
   int* counts = nullptr;      // [V + 1]
   int* row_start = nullptr;   // [V + 1]
+  int* rows = nullptr;        // [min(N, V)] rows with terms, ascending
+  int* n_rows = nullptr;      // [1] their number
   uint32_t* keys_in = nullptr;
   uint32_t* keys = nullptr;   // sorted
   int* pos_in = nullptr;
   int* pos = nullptr;         // sorted
+  int slot_bag = 0;           // pos_in / pos hold each position's bag (no per-sample weights)
   int* bag_of = nullptr;      // [N] (offsets form)
   int* bag_count = nullptr;   // [B] (mean)
   void* partials = nullptr;   // [tiles, 2, D] accumulator
