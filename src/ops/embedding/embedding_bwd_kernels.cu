@@ -215,9 +215,9 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
 
 // 5a. Zeros into the dweight rows with no terms, in one of two ways chosen on the device:
 //   - fewer than V / kWholeFillShare rows with terms and contiguous rows: zeros into the whole
-//     table, one block per SM striding over it in order (one front of stores, no tests: 4.4
-//     TB/s on the H200, the memset rate 4.5); the row writer then writes the rows with terms
-//     over it;
+//     table, the grid striding over it in order (one front of stores, no tests: 4.2-4.4 TB/s
+//     on the H200, the memset rate 4.5); the row writer then writes the rows with terms over
+//     it (limiting the stride to one block per SM measured 1.5x slower in the backward);
 //   - else: a warp per 32 consecutive rows stores zeros into those with no terms (rows of fewer
 //     than 32 vectors walked as one flat range of the 32 rows' vectors, 32 stores at a time),
 //     3.7-4.2 TB/s (docs/perf/embedding.md).
@@ -228,9 +228,7 @@ __global__ void __launch_bounds__(kEmbThreads) zero_rows_kernel(const EmbParams 
   const A z[VEC] = {};
   const int64_t nvec = (p.D + VEC - 1) / VEC;
   if (*p.n_rows < p.V / kWholeFillShare && p.dw_s1 == 1 && p.dw_s0 == nvec * VEC) {
-    const int64_t blocks = gridDim.x < p.sms ? gridDim.x : p.sms;  // one block per SM stores fastest
-    if (blockIdx.x >= blocks) return;
-    const int64_t n = p.V * nvec, stride = blocks * kEmbThreads;
+    const int64_t n = p.V * nvec, stride = static_cast<int64_t>(gridDim.x) * kEmbThreads;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x; i < n; i += stride)
       store_cols<T, VEC>(dw, 0, i * VEC, 1, z);
     return;
