@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
 //   - fewer than V / kWholeFillShare rows with terms and contiguous rows: zeros into the whole
 //     table, the grid striding over it in order (one front of stores, no tests: 4.2-4.4 TB/s
 //     on the H200, the memset rate 4.5); the row writer then writes the rows with terms over
-//     it (limiting the stride to one block per SM measured 1.5x slower in the backward);
+//     it (limiting the stride to one block per SM made the f32 all-equal backward 1.3x slower);
 //   - else: a warp per 32 consecutive rows stores zeros into those with no terms (rows of fewer
 //     than 32 vectors walked as one flat range of the 32 rows' vectors, 32 stores at a time),
 //     3.7-4.2 TB/s (docs/perf/embedding.md).
