@@ -124,6 +124,23 @@ __device__ __forceinline__ void store_acc_vec(T* p, const acc_t<T> (&v)[N]) {
   }
 }
 
+// N values rounded to T stored at p (global memory, 16-byte aligned; sizeof(T)·N a multiple of
+// 16) as weak 16-byte vector stores, written in PTX. In the embedding kernels nvcc split both
+// a Vec assignment and store_acc_vec's uint4 store into 4- or 2-byte stores (st.global.f32 x4,
+// st.global.u16 x8), while conv1d's same stores stayed whole. __stwb keeps the vector but
+// makes it STRONG.SM, which cost conv1d 3-6 points of bandwidth (docs/perf/embedding.md).
+template <class T, int N>
+__device__ __forceinline__ void store_global16(T* p, const acc_t<T> (&v)[N]) {
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * N;
+  static_assert(kBytes % 16 == 0, "store_global16 stores whole 16-byte vectors");
+  const size_t g = __cvta_generic_to_global(p);
+#pragma unroll
+  for (int q = 0; q < kBytes / 16; ++q)
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(g + 16 * q), "r"(elem_word<T, N>(v, 4 * q)),
+                 "r"(elem_word<T, N>(v, 4 * q + 1)), "r"(elem_word<T, N>(v, 4 * q + 2)), "r"(elem_word<T, N>(v, 4 * q + 3))
+                 : "memory");
+}
+
 // Calls f.template operator()<T>() with T the element type of a float DType known only at run
 // time (`dt`, the DType as int; f32, f16, bf16, else f64): the one device-side dtype switch. A
 // kernel that reads several such elements should take it once around all of its loads, so

@@ -136,7 +136,7 @@ BwdLayout bwd_layout(int64_t N, int64_t V, int64_t B, int64_t D, DType t, bool o
     return here;
   };
   const size_t n = static_cast<size_t>(N), acc = t == DType::f64 ? 8 : 4;
-  l.counts = take(4 * static_cast<size_t>(V + 1));
+  l.counts = take(4 * static_cast<size_t>(V + 2));  // the histogram, then fill_ticket
   l.row_start = take(4 * static_cast<size_t>(V + 1));
   l.rows = take(4 * static_cast<size_t>(std::min(N, V)));
   l.n_rows = take(4);
@@ -164,6 +164,7 @@ Status bind_workspace(std::string_view op, const BwdLayout& l, Workspace ws, det
     return error(StatusCode::kMisalignedOperand, op, ": workspace must be 256-byte aligned");
   char* w = static_cast<char*>(ws.ptr);
   p->counts = reinterpret_cast<int*>(w + l.counts);
+  p->fill_ticket = reinterpret_cast<unsigned*>(p->counts + p->V + 1);
   p->row_start = reinterpret_cast<int*>(w + l.row_start);
   p->rows = reinterpret_cast<int*>(w + l.rows);
   p->n_rows = reinterpret_cast<int*>(w + l.n_rows);

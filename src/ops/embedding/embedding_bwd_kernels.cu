@@ -163,10 +163,14 @@ __device__ __forceinline__ void store_partial(acc_t<T>* part, int64_t at, int64_
 #pragma unroll
   for (int u = 0; u < kSegCols; ++u)
     if (c.col[u] < D) {
-      Vec<acc_t<T>, VEC> v;
+      if constexpr (sizeof(acc_t<T>) * VEC % 16 == 0) {
+        store_global16<acc_t<T>, VEC>(part + at + c.col[u], c.acc[u]);
+      } else {
+        Vec<acc_t<T>, VEC> v;
 #pragma unroll
-      for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
-      *reinterpret_cast<Vec<acc_t<T>, VEC>*>(part + at + c.col[u]) = v;
+        for (int x = 0; x < VEC; ++x) v.v[x] = c.acc[u][x];
+        *reinterpret_cast<Vec<acc_t<T>, VEC>*>(part + at + c.col[u]) = v;
+      }
     }
 }
 
@@ -213,51 +217,46 @@ __global__ void __launch_bounds__(kEmbThreads) fold_kernel(const EmbParams p) {
   });
 }
 
-// 5a. Zeros into the dweight rows with no terms, in one of two ways chosen on the device:
-//   - fewer than V / kWholeFillShare rows with terms and contiguous rows: zeros into the whole
-//     table, the grid striding over it in order (one front of stores, no tests: 4.2-4.4 TB/s
-//     on the H200, the memset rate 4.5); the row writer then writes the rows with terms over
-//     it (limiting the stride to one block per SM made the f32 all-equal backward 1.3x slower);
-//   - else: a warp per 32 consecutive rows stores zeros into those with no terms (rows of fewer
-//     than 32 vectors walked as one flat range of the 32 rows' vectors, 32 stores at a time),
-//     3.7-4.2 TB/s (docs/perf/embedding.md).
+// 5a. Zeros into the dweight rows with no terms. Chunks of kFillChunk consecutive vectors of
+// the table (row-major over [V, vectors per row]) are taken in order from a ticket counter by a
+// grid of kFillBlocksPerSm blocks per SM, so one front of stores moves through memory: zeroing
+// the whole table runs at 4.5-4.55 TB/s on the H200, the cudaMemsetAsync rate, where a grid
+// striding over the table vector by vector reached 4.2-4.3, and a warp per 32 rows storing
+// only into rows with no terms 3.7-4.1 (docs/perf/embedding.md). Which vectors, chosen on the
+// device from the number of rows with terms:
+//   - under V / kWholeFillShare: all of them (the row writer then writes the rows with terms
+//     over them; contiguous rows need no row arithmetic);
+//   - else those of rows with no terms (row_start[r] == row_start[r + 1]), every row test of a
+//     thread's vectors loaded before its stores.
 template <class T, int VEC>
 __global__ void __launch_bounds__(kEmbThreads) zero_rows_kernel(const EmbParams p) {
+  constexpr int kPer = kFillChunk / kEmbThreads;
   using A = acc_t<T>;
   T* dw = static_cast<T*>(p.dweight);
   const A z[VEC] = {};
-  const int64_t nvec = (p.D + VEC - 1) / VEC;
-  if (*p.n_rows < p.V / kWholeFillShare && p.dw_s1 == 1 && p.dw_s0 == nvec * VEC) {
-    const int64_t n = p.V * nvec, stride = static_cast<int64_t>(gridDim.x) * kEmbThreads;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kEmbThreads + threadIdx.x; i < n; i += stride)
-      store_cols<T, VEC>(dw, 0, i * VEC, 1, z);
-    return;
-  }
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kEmbThreads / 32);
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kEmbThreads / 32) + threadIdx.x / 32; w * 32 < p.V; w += warps) {
-    const int64_t r = w * 32 + lane;
-    unsigned m = __ballot_sync(0xffffffffu, r < p.V && p.row_start[r + 1] == p.row_start[r]);
-    if (nvec >= 32) {  // a zero row at a time, the lanes across its vectors
-      while (m != 0) {
-        const int i = __ffs(m) - 1;
-        m &= m - 1;
-        for (int64_t v = lane; v < nvec; v += 32) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, v * VEC, p.dw_s1, z);
-      }
-    } else if (m != 0) {
-      // the warp's 32 rows x nvec vectors walked flat, 32 per store (one row at a time left
-      // half the lanes idle at D = 128 bf16); lane l starts at vector l, i.e. row l / nvec
-      const int nv = static_cast<int>(nvec), q = 32 / nv, rem = 32 - q * nv;
-      int i = lane / nv, v = lane - i * nv;
-      while (i < 32) {
-        if ((m >> i) & 1u) store_cols<T, VEC>(dw, (w * 32 + i) * p.dw_s0, static_cast<int64_t>(v) * VEC, p.dw_s1, z);
-        i += q;
-        v += rem;
-        if (v >= nv) {
-          v -= nv;
-          ++i;
-        }
-      }
+  const int64_t nvec = (p.D + VEC - 1) / VEC, total = p.V * nvec;
+  const bool whole = *p.n_rows < p.V / kWholeFillShare;
+  const bool flat = whole && p.dw_s1 == 1 && p.dw_s0 == nvec * VEC;
+  const bool narrow = total < (int64_t{1} << 31);  // p.fill_div applies
+  __shared__ unsigned chunk;
+  for (;;) {
+    if (threadIdx.x == 0) chunk = atomicAdd(p.fill_ticket, 1u);
+    __syncthreads();
+    const int64_t c = chunk;
+    __syncthreads();
+    if (c * kFillChunk >= total) return;
+    int64_t r[kPer];
+    bool keep[kPer];
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int64_t i = c * kFillChunk + u * kEmbThreads + threadIdx.x;
+      r[u] = flat ? 0 : narrow ? static_cast<int64_t>(p.fill_div.div(static_cast<uint32_t>(i))) : i / nvec;
+      keep[u] = i < total && (whole || p.row_start[r[u] + 1] == p.row_start[r[u]]);
+    }
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int64_t i = c * kFillChunk + u * kEmbThreads + threadIdx.x;
+      if (keep[u]) store_cols<T, VEC>(dw, r[u] * p.dw_s0, (i - r[u] * nvec) * VEC, p.dw_s1, z);
     }
   }
 }
@@ -344,7 +343,7 @@ int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
   EmbParams p = p0;
   const dim3 block(kEmbThreads);
   const bool max_mode = p.kind == EmbKind::kMax;
-  BC_TRY(cudaMemsetAsync(p.counts, 0, sizeof(int) * static_cast<size_t>(p.V + 1), stream));
+  BC_TRY(cudaMemsetAsync(p.counts, 0, sizeof(int) * static_cast<size_t>(p.V + 2), stream));  // and fill_ticket
   if (p.bag_count != nullptr && p.B > 0)
     BC_TRY(cudaMemsetAsync(p.bag_count, 0, sizeof(int) * static_cast<size_t>(p.B), stream));
   if (p.N > 0) BC_TRY(launch_kernel(prep_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
@@ -372,8 +371,9 @@ int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
     }
   }
   if (p.V * p.D > 0) {
-    const int64_t zero_blocks = std::min<int64_t>((p.V + kEmbThreads - 1) / kEmbThreads, int64_t{1} << 20);
-    BC_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(zero_blocks)), block, 0, stream, p));
+    const int64_t nvec = (p.D + VEC - 1) / VEC;
+    if (p.V * nvec < (int64_t{1} << 31)) p.fill_div = FastDiv(static_cast<uint32_t>(nvec));
+    BC_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(p.sms * kFillBlocksPerSm)), block, 0, stream, p));
     if (p.N > 0) {  // kRowsWaves of resident blocks at most: the item count is known on the device only
       auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
       const int64_t most = std::min(p.N, p.V) * p.chunks;

@@ -99,11 +99,8 @@ template <class T, int VEC>
 __device__ __forceinline__ void store_cols(T* base, int64_t row, int64_t col, int64_t s1, const acc_t<T> (&v)[VEC]) {
   if constexpr (VEC == 1) {
     base[row + col * s1] = from_acc<T>(v[0]);
-  } else {
-    Vec<T, VEC> w;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) w.v[e] = from_acc<T>(v[e]);
-    *reinterpret_cast<Vec<T, VEC>*>(base + row + col) = w;
+  } else {  // VEC·sizeof(T) = 16 (launcher_for)
+    store_global16<T, VEC>(base + row + col, v);
   }
 }
 

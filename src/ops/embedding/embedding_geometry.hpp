@@ -27,6 +27,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "core/fast_div.hpp"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -38,6 +39,8 @@ inline constexpr int kGatherUnroll = 4;   // vectors in flight per lane in the g
 inline constexpr int kSegCols = 4;        // vectors per lane of a backward row item
 inline constexpr int kEmbFold = 16;       // heavy-row tile partials folded per group
 inline constexpr int kWholeFillShare = 16;  // zero the whole table when under V / this rows have terms
+inline constexpr int kFillChunk = 8 * kEmbThreads;  // whole-table zero fill: vectors per ticket
+inline constexpr int kFillBlocksPerSm = 4;           // whole-table zero fill: grid (blocks per SM)
 inline constexpr int kRowsBlocksPerSm = 2;  // row writer: resident blocks (its launch bounds)
 inline constexpr int kRowsWaves = 4;        // row writer grid: this many waves at most (perf/embedding.md)
 
@@ -89,6 +92,8 @@ struct EmbParams {
   unsigned long long* invalid = nullptr;  // out-of-range counter
   // backward workspace
   int* counts = nullptr;      // [V + 1]
+  unsigned* fill_ticket = nullptr;  // [1] zero-fill chunk counter: counts[V + 1], zeroed with counts
+  FastDiv fill_div;           // zero fill: vector index -> row (vectors per row), table under 2^31 vectors
   int* row_start = nullptr;   // [V + 1]
   int* rows = nullptr;        // [min(N, V)] rows with terms, ascending
   int* n_rows = nullptr;      // [1] their number
