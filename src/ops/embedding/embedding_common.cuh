@@ -66,19 +66,33 @@ __device__ __forceinline__ void bag_range(const EmbParams& p, int64_t b, int64_t
   *hi = h < l ? l : h;
 }
 
-// Bag of position i (−1: in no bag). Offsets form: binary search for the last bag starting at
-// or before i (offsets non-decreasing), then its end.
+// Bag of position i (−1: in no bag). Offsets form: the last bag starting at or before i (offsets
+// non-decreasing), then its end. The search starts at the proportional guess i·B/N and gallops
+// from it before bisecting: bags of similar sizes take one or two probes where a bisection over
+// all bags took log2(B) dependent loads (the prep kernel of the [10M, 128] bag backward: 88 us).
 __device__ __forceinline__ int64_t find_bag(const EmbParams& p, int64_t i) {
   if (p.kind == EmbKind::kEmbedding) return i;
   if (p.bag_size > 0) return i / p.bag_size;
-  int64_t lo = 0, hi = p.B;  // answer in [lo, hi): last b with start(b) <= i
+  if (p.B == 0) return -1;
+  auto start = [&](int64_t b) { return load_index(p.off, p.idx64, b * p.off_s); };
+  // invariant: start(lo) <= i or lo == 0; start(hi) > i or hi == B
+  const int64_t guess = p.N > 0 ? static_cast<int64_t>(static_cast<double>(i) * static_cast<double>(p.B) / static_cast<double>(p.N)) : 0;
+  const int64_t g = guess < 0 ? 0 : guess < p.B ? guess : p.B - 1;  // any bag is a valid start
+  int64_t lo, hi;
+  if (start(g) <= i) {
+    lo = g, hi = g + 1;
+    for (int64_t step = 1; hi < p.B && start(hi) <= i; step *= 2) lo = hi, hi = lo + step;
+    if (hi > p.B) hi = p.B;
+  } else {
+    hi = g, lo = g - 1;
+    for (int64_t step = 1; lo > 0 && start(lo) > i; step *= 2) hi = lo, lo = hi - step;
+    if (lo < 0) lo = 0;
+  }
   while (hi - lo > 1) {
     const int64_t mid = (lo + hi) / 2;
-    int64_t s = load_index(p.off, p.idx64, mid * p.off_s);
-    if (s <= i) lo = mid;
+    if (start(mid) <= i) lo = mid;
     else hi = mid;
   }
-  if (p.B == 0) return -1;
   int64_t l, h;
   bag_range(p, lo, &l, &h);
   return (i >= l && i < h) ? lo : -1;
