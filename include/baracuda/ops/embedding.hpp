@@ -51,8 +51,9 @@
 //   Both: a row with more than 64 terms is summed as fixed 64-term partials, folded 16 at a time
 //   and added in order (no float atomics anywhere).
 // Workspace: forward none; backward workspace_size() (fixed at select()) holds per-row counts
-//   and starts, keys and positions (two of each), each position's bag (offsets form), per-bag
-//   counts (mean), heavy-row partials and CUB's scratch — about 8·V + 20·N + 4·B +
+//   and starts (and the zero fill's chunk ticket), the rows with terms, keys and positions (two
+//   of each), each position's bag (offsets form), per-bag counts (mean), heavy-row partials and
+//   CUB's scratch — about 8·V + 4·min(N, V) + 20·N + 4·B +
 //   2·(N/64 + 1)·D·acc bytes, plus a bound of about 8·N bytes + 80 KB for CUB (its actual need
 //   is checked against the bound at run()).
 // Aliasing: outputs must not overlap any input or each other.
