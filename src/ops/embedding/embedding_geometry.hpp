@@ -62,7 +62,7 @@ struct EmbParams {
   int idx64 = 1;             // index_dtype is i64 (else i32)
   int group = 32;            // lanes per work item
   int64_t chunks = 1;        // column chunks per row
-  int sms = 1;               // SMs of the device (row-writer grid)
+  int sms = 1;               // SMs of the device (zero-fill and row-writer grids)
   // indices (position map), offsets
   const void* idx = nullptr;
   PosMap idx_map;
