@@ -4,7 +4,9 @@
 // Bytes: forward x + y, backward x + dy + dx (weights, partial sums not counted). Sampled
 // outputs and whole dweight / dbias rows of a few channels are checked against float64 sums.
 // The decode step (update) is timed on [B, C] = [1, 5120], [64, 8192], [256, 8192], one token.
-// --conv1d-json FILE writes records for bench/torch_conv1d_side_by_side.py.
+// Each case is timed twice: CUDA events around one run() (host checks and launches included) and
+// per call under graph replay (device time). --conv1d-json FILE writes records for
+// bench/torch_conv1d_side_by_side.py.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -218,9 +220,12 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
     const int warm = quick ? 2 : 5, reps = quick ? 10 : 40;
     const double us_f = median_us([&] { (void)fwd->run(nullptr, {}, fa); }, warm, reps);
     const double us_b = median_us([&] { (void)bwd->run(nullptr, wsp, ba); }, warm, reps);
+    const int calls = 10;  // per graph; device time without the host's checks and launches
+    const double g_f = median_graph_us([&](cudaStream_t s) { (void)fwd->run(s, {}, fa); }, calls, quick ? 3 : 10);
+    const double g_b = median_graph_us([&](cudaStream_t s) { (void)bwd->run(s, wsp, ba); }, calls, quick ? 3 : 10);
     BENCH_CUDA_OK(cudaGetLastError());
-    recs.push_back({c, "fwd", fwd->sku().name(), us_f, 2.0 * n * es, ok});
-    recs.push_back({c, "bwd", bwd->sku().name(), us_b, 3.0 * n * es, ok});
+    recs.push_back({c, "fwd", fwd->sku().name(), us_f, 2.0 * n * es, ok, g_f});
+    recs.push_back({c, "bwd", bwd->sku().name(), us_b, 3.0 * n * es, ok, g_b});
     failures += !ok;
   }
   for (const ConvCase& c : update_cases()) {

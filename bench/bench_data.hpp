@@ -76,20 +76,26 @@ struct BandwidthRec {
   std::string dir, sku;
   double us, bytes;
   bool verified;
+  double graph_us = 0;  // device time per call under graph replay (median_graph_us); 0: not measured
   double tbps() const { return bytes / (us * 1e-6) / 1e12; }
 };
 
-// One console line per record: "<family> <label> <dir> <dtype>  us  TB/s  % of copy  verified".
+// One console line per record: "<family> <label> <dir> <dtype>  us  TB/s  % of copy  verified",
+// then "graph us  % of copy" where graph_us was measured.
 template <class Case, class Label>
 void print_bandwidth(const char* family, const std::vector<BandwidthRec<Case>>& recs, double ceiling, Label&& label) {
-  for (const auto& r : recs)
-    std::printf("%s %-32s %-11s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", family, label(r.c).c_str(), r.dir.c_str(),
+  for (const auto& r : recs) {
+    std::printf("%s %-32s %-11s %-4s %9.1f us %6.3f TB/s %5.1f%% of copy  %s", family, label(r.c).c_str(), r.dir.c_str(),
                 std::string(dtype_name(r.c.dt)).c_str(), r.us, r.tbps(), 100 * r.tbps() / ceiling,
                 r.verified ? "verified" : "VERIFY FAILED");
+    if (r.graph_us > 0)
+      std::printf("  graph %.1f us %5.1f%% of copy", r.graph_us, 100 * r.bytes / (r.graph_us * 1e-6) / 1e12 / ceiling);
+    std::printf("\n");
+  }
 }
 
 // {"copy_tbps": ceiling, <header>"records": [{<fields(case)>, "direction", "dtype", "sku", "ours_us",
-// "bytes", "achieved", "ceiling", "verified"}, ...]}; header is empty or ends with ", ".
+// "bytes", "achieved", "ceiling", "verified"[, "graph_us"]}, ...]}; header is empty or ends with ", ".
 template <class Case, class Fields>
 bool write_bandwidth_json(const std::string& path, double ceiling, const std::string& header,
                           const std::vector<BandwidthRec<Case>>& recs, Fields&& fields) {
@@ -100,9 +106,11 @@ bool write_bandwidth_json(const std::string& path, double ceiling, const std::st
     const auto& r = recs[i];
     std::fprintf(f,
                  "{%s, \"direction\": \"%s\", \"dtype\": \"%s\", \"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, "
-                 "\"achieved\": %.4f, \"ceiling\": %.4f, \"verified\": %s}%s\n",
+                 "\"achieved\": %.4f, \"ceiling\": %.4f, \"verified\": %s",
                  fields(r.c).c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(), r.sku.c_str(), r.us, r.bytes,
-                 r.tbps(), ceiling, r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
+                 r.tbps(), ceiling, r.verified ? "true" : "false");
+    if (r.graph_us > 0) std::fprintf(f, ", \"graph_us\": %.3f", r.graph_us);
+    std::fprintf(f, "}%s\n", i + 1 < recs.size() ? "," : "");
   }
   std::fprintf(f, "]}\n");
   std::fclose(f);

@@ -41,6 +41,41 @@ double median_ms(F&& fn, int warm, int reps) {
   return t[reps / 2];
 }
 
+// Device time per call in us: `calls` calls of fn(stream) captured into one CUDA graph, the
+// median of `reps` replays (each bracketed by CUDA events) divided by `calls`. Host work of the
+// calls (checks, launches) is outside the replay, so this is what the GPU spends, gaps between
+// the captured kernels included (performance.md §2.3: small shapes also under graph replay).
+template <class F>
+double median_graph_us(F&& fn, int calls, int reps) {
+  cudaStream_t s;
+  BENCH_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  BENCH_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) fn(s);
+  BENCH_CUDA_OK(cudaStreamEndCapture(s, &g));
+  BENCH_CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  BENCH_CUDA_OK(cudaEventCreate(&a));
+  BENCH_CUDA_OK(cudaEventCreate(&b));
+  BENCH_CUDA_OK(cudaGraphLaunch(ge, s));  // warm-up
+  std::vector<float> t(reps);
+  for (int i = 0; i < reps; ++i) {
+    BENCH_CUDA_OK(cudaEventRecord(a, s));
+    BENCH_CUDA_OK(cudaGraphLaunch(ge, s));
+    BENCH_CUDA_OK(cudaEventRecord(b, s));
+    BENCH_CUDA_OK(cudaEventSynchronize(b));
+    BENCH_CUDA_OK(cudaEventElapsedTime(&t[i], a, b));
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  std::sort(t.begin(), t.end());
+  return 1000.0 * t[reps / 2] / calls;
+}
+
 template <class F>
 double median_us(F&& fn, int warm, int reps) {
   return 1000.0 * median_ms(std::forward<F>(fn), warm, reps);

@@ -101,6 +101,21 @@ def main():
         *eager_compile_table("[B, L, C]"),
     ]
     lines += eager_compile_rows(out)
+    graph = [r for r in ours["records"] if r.get("graph_us")]
+    if graph:  # performance.md 2.3: device time under graph replay, host overhead of run() apart
+        lines += ["", "Device time under CUDA graph replay (10 calls per graph, per call; no host checks or launches) "
+                  "beside the eager time above; their difference is run()'s host and launch overhead.", "",
+                  "| dir | dtype | [B, L, C] | layout | eager us | graph us | host + launch us | graph TB/s | graph of copy |",
+                  "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in graph:
+            tb = r["bytes"] / (r["graph_us"] * 1e-6) / 1e12
+            lines.append(f"| {r['direction']} | {r['dtype']} | {r['shape']} | {r['layout']} | {r['ours_us']:.1f} | "
+                         f"{r['graph_us']:.1f} | {r['ours_us'] - r['graph_us']:.1f} | {tb:.2f} | "
+                         f"{100 * tb / ours['copy_tbps']:.1f}% |")
+        for o, r in zip(out, ours["records"]):
+            if r.get("graph_us"):
+                o["graph_us"] = round(r["graph_us"], 2)
+        json.dump(out, open(args.out_json, "w"), indent=1)
     write_md(args.out_md, lines, out, "PyTorch eager")
 
 

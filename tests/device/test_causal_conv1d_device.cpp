@@ -176,6 +176,41 @@ TEST(CausalConv1dDevice, EveryDtypeLayoutWidthView) {
   EXPECT_EQ(fails, 0);
 }
 
+// Channel-first backward with whole-row tasks: rows no longer than a time task and enough
+// channels for two waves of warps (H200: 132 SMs · 16 warps · 2 = 4224 tasks) make a task walk
+// several batch rows of one channel through one staging pipeline (conv1d_geometry.hpp,
+// task_rows); a task with every batch row of its channel writes dweight / dbias itself (direct,
+// no reduction kernel). Expected on the H200: 5 rows per task (groups of 5 and 2), 4 (4 and 1),
+// then direct for the rest (B = 4, 4, 3, 2, 2, 2). Row ends at a sub-chunk boundary (L = 512,
+// 1024, 2048) and inside one (1500, 600); with and without states (d(final states) forces the
+// tested last sub-chunk); scalar loads (padded and offset views) and vectors.
+TEST(CausalConv1dDevice, BackwardWholeRowTasks) {
+  BARACUDA_REQUIRE_GPU();
+  struct C {
+    DType dt;
+    Size z;
+    int W;
+    bool states;
+    Layout view;
+  };
+  const C cases[] = {
+      {DType::bf16, {7, 2112, 1500}, 4, true, Layout::kContiguous},
+      {DType::bf16, {5, 2200, 2048}, 4, false, Layout::kContiguous},
+      {DType::bf16, {4, 4300, 512}, 4, false, Layout::kContiguous},
+      {DType::bf16, {4, 4300, 1024}, 3, false, Layout::kPaddedRows},
+      {DType::f32, {3, 4300, 600}, 5, true, Layout::kContiguous},
+      {DType::f16, {2, 4300, 2048}, 8, false, Layout::kContiguous},
+      {DType::f64, {2, 4300, 512}, 4, true, Layout::kContiguous},
+      {DType::bf16, {2, 4300, 1024}, 4, true, Layout::kOffset1},
+  };
+  uint64_t seed = 900;
+  int fails = 0;
+  for (const C& k : cases)
+    if (!run_case(k.dt, k.dt, Conv1dLayout::kBCL, k.W, true, k.states, true, k.view, k.z, seed++)) ++fails;
+  print_stats();
+  EXPECT_EQ(fails, 0);
+}
+
 // A long sequence in chunks through final -> initial states equals one pass (bitwise on y).
 TEST(CausalConv1dDevice, ChunkedThroughStatesMatchesOnePass) {
   BARACUDA_REQUIRE_GPU();

@@ -29,7 +29,14 @@ __device__ __forceinline__ void store_partial(const Conv1dParams& p, int64_t par
 // As the forward's (U iterations of 32 lanes × NE steps per sub-chunk), plus one look-ahead
 // iteration loaded only on the first lanes: the W−1 gradients after a lane's vector come from
 // lanes l + ceil(j/NE) of the same iteration or of the look-ahead. Step indices are 32-bit,
-// relative to the task's first step.
+// relative to the task's first step. A task of several rows (task_rows) stages them as one
+// sequence of sub-chunks: the next row's first loads are in flight while this row ends.
+//
+// Sub-chunk forms: kTested (range tests per vector and step, d(final states)); kInterior (the
+// sub-chunk and its look-ahead inside the row, before the steps d(final states) reaches: no
+// tests); kRowEnd (the sub-chunk ends exactly at the row end and there is no d(final states):
+// no tests, and the look-ahead, all past the row, is zero and not computed).
+enum SubForm : int { kTested, kInterior, kRowEnd };
 template <class T, int NE, int KW, bool kEx>
 __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const Conv1dParams p) {
   using A = acc_t<T>;
@@ -37,70 +44,85 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const
   const int lane = threadIdx.x & 31;
   TimeTask tk;
   if (!time_task(p, tk)) return;
-  const int64_t b = tk.b, c = tk.c, sg = tk.sg, t_beg = tk.t_beg;
-  const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this task
+  const int64_t c = tk.c, sg = tk.sg, t_beg = tk.t_beg;
+  int64_t b = tk.b;  // the current row is (b, c)
+  const int n = tk.t_end > t_beg ? static_cast<int>(tk.t_end - t_beg) : 0;  // steps of this task (per row)
   const int n_row = rel_steps(p.L - t_beg);                                // steps before the row end
   const int n_fin = rel_steps(p.L - p.W + 1 - t_beg);  // steps before the first one d(final states) reaches
   A wr[KW], bias;  // before the first copies: after them measured 2-4 points slower
   load_taps<A, KW>(p, c, wr, bias);
   const int64_t xst = NE > 1 ? 1 : p.xs[2], dyst = NE > 1 ? 1 : p.dys[2], dxst = NE > 1 ? 1 : p.outs[2];
-  const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + t_beg * xst;
+  const T* xr = row_ptr<const T>(p.x, p.xs, b, c) + t_beg * xst;  // the task's first row
   const T* dyr = row_ptr<const T>(p.dy, p.dys, b, c) + t_beg * dyst;
-  T* dxr = row_ptr<T>(p.out, p.outs, b, c) + t_beg * dxst;
+  const T* xc = xr;  // the current row (plain loads; no registers where cp.async stages)
+  const T* dyc = dyr;
+  T* dxr = row_ptr<T>(p.out, p.outs, b, c) + t_beg * dxst;  // the current row
   const int lo = lane * NE;  // this lane's first step in an iteration, relative to it
-  A dwr[KW], db = A(0);
-#pragma unroll
-  for (int j = 0; j < KW; ++j) dwr[j] = A(0);
   // sub-chunk k's U + 1 vectors of x and dy per lane, staged kGroups − 1 sub-chunks ahead;
-  // at least one pass, so that a row with L = 0 still gets its d(initial states)
+  // at least one pass per row, so that a row with L = 0 still gets its d(initial states)
   using V = Vec<T, NE>;
   using Ring = StageRing<V, U + 1, 2, 3>;
   __shared__ V stage_x[Ring::kSlots][kConvThreads], stage_dy[Ring::kSlots][kConvThreads];
-  const int nsub = n > 0 ? (n + kSub - 1) / kSub : 1;
+  const int nsub = n > 0 ? (n + kSub - 1) / kSub : 1;  // per row
   const unsigned sx0 = smem_u32(&stage_x[0][threadIdx.x]), sdy0 = smem_u32(&stage_dy[0][threadIdx.x]);
   auto wanted = [&](int u, int r) { return (u < U || lane < PB) && r < n_row; };
-  auto issue = [&](int k) {
+  // issue(g) stages the task's g-th sub-chunk: called in order of g, so it keeps its own cursor
+  // (row is_i, sub-chunk is_k of that row)
+  int is_i = 0, is_k = 0;
+  auto issue = [&](int g) {
     if constexpr (Ring::kAsync) {
-      if (k < nsub)
+      if (is_i < tk.rows) {
+        const T* xq = xr + is_i * p.xs[0];
+        const T* dyq = dyr + is_i * p.dys[0];
 #pragma unroll
         for (int u = 0; u <= U; ++u) {
-          const int r = k * kSub + u * 32 * NE + lo;
+          const int r = is_k * kSub + u * 32 * NE + lo;
           if (wanted(u, r)) {
-            const unsigned off = (Ring::slot(k) + u) * Ring::kSlotBytes;
-            cp_async<sizeof(V)>(sx0 + off, xr + r * xst);
-            cp_async<sizeof(V)>(sdy0 + off, dyr + r * dyst);
+            const unsigned off = (Ring::slot(g) + u) * Ring::kSlotBytes;
+            cp_async<sizeof(V)>(sx0 + off, xq + r * xst);
+            cp_async<sizeof(V)>(sdy0 + off, dyq + r * dyst);
           }
         }
+        if (++is_k == nsub) {
+          is_k = 0;
+          ++is_i;
+        }
+      }
       cp_async_commit();
     }
   };
   Ring::start(issue);
   A carry[KW];  // halo_before's values for the first lanes
-  halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
-  // One sub-chunk from relative step r0 (its iteration u, lane l: r0 + u·32·NE + l·NE). kIn: the
-  // sub-chunk and its look-ahead lie inside the row and before the last W − 1 steps (no range
-  // tests, no d(final states)); the look-ahead's lanes past PB then read stale staging slots
-  // (cp.async) or load in-row inputs (scalar loads), which feed nothing. Otherwise the tested form.
-  auto sub_chunk = [&]<bool kIn>(int k, int r0) {
+  A dwr[KW], db;
+  // One sub-chunk from relative step r0 of the current row (staging slot of task sub-chunk g,
+  // row sub-chunk k; iteration u, lane l: r0 + u·32·NE + l·NE). kInterior's look-ahead lanes
+  // past PB read stale staging slots (cp.async) or load in-row inputs (scalar loads), which feed
+  // nothing.
+  auto sub_chunk = [&]<int kForm>(int g, int k, int r0) {
+    constexpr bool kIn = kForm != kTested;
+    constexpr int UL = kForm == kRowEnd ? U : U + 1;  // vectors read and computed
     A xv[U + 1][NE], dz[U + 1][NE];  // dz holds dy until pass 1 turns it into dz
 #pragma unroll
-    for (int u = 0; u <= U; ++u) {
+    for (int u = 0; u < UL; ++u) {
       const int r = r0 + u * 32 * NE + lo;
       if (!kIn && !wanted(u, r)) {
 #pragma unroll
         for (int e = 0; e < NE; ++e) xv[u][e] = dz[u][e] = A(0);
       } else if constexpr (Ring::kAsync) {
-        const int slot = Ring::slot(k) + u;
+        const int slot = Ring::slot(g) + u;
         unpack<T, NE>(stage_x[slot][threadIdx.x], xv[u]);
         unpack<T, NE>(stage_dy[slot][threadIdx.x], dz[u]);
       } else {
-        load_vec<T, NE>(xr, r, xst, xv[u]);
-        load_vec<T, NE>(dyr, r, dyst, dz[u]);
+        load_vec<T, NE>(xc, r, xst, xv[u]);
+        load_vec<T, NE>(dyc, r, dyst, dz[u]);
       }
     }
+    if constexpr (kForm == kRowEnd)
+#pragma unroll
+      for (int e = 0; e < NE; ++e) xv[U][e] = dz[U][e] = A(0);
     // pass 1: dz, and the dweight / dbias sums over this task's steps
 #pragma unroll
-    for (int u = 0; u <= U; ++u) {
+    for (int u = 0; u < UL; ++u) {
       A h[KW];  // the look-ahead vector is the next sub-chunk's first: it keeps the carry
       halo_before<A, NE, KW>(xv[u], carry, h, lane, u < U);
       // the look-ahead vector only feeds the first KW − 1 gradients after the sub-chunk
@@ -123,13 +145,13 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const
       for (int e = 0; e < NE; ++e) {
         if (e >= need) break;
         const int r = r0 + u * 32 * NE + lo + e;
-        const A g = kIn || r < n_row ? dz[u][e] : A(0);
-        dz[u][e] = g;
+        const A gz = kIn || r < n_row ? dz[u][e] : A(0);
+        dz[u][e] = gz;
         if (u < U && (kIn || r < n_row)) {
-          db += g;
+          db += gz;
 #pragma unroll
           for (int j = 0; j < KW; ++j)
-            if (kEx || j < p.W) dwr[j] += g * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
+            if (kEx || j < p.W) dwr[j] += gz * (e >= j ? xv[u][e >= j ? e - j : 0] : h[e >= j ? 0 : j - e]);
         }
       }
     }
@@ -142,7 +164,7 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const
 #pragma unroll
       for (int j = 1; j < KW; ++j) {
         const int q = (j + NE - 1) / NE, e = NE - 1 + j - q * NE;
-        fr[u][j] = __shfl_sync(0xffffffffu, dz[u][e], (lane + q) & 31);
+        fr[u][j] = u < UL ? __shfl_sync(0xffffffffu, dz[u][e], (lane + q) & 31) : A(0);
       }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -186,20 +208,45 @@ __global__ void __launch_bounds__(kConvThreads, kTimeBlocksPerSm) bwd_time(const
       }
     }
   };
-  for (int k = 0; k < nsub; ++k) {
-    Ring::advance(issue, k);
-    const int r0 = k * kSub;
-    if (r0 + kSub + 32 * NE <= n_row && r0 + kSub <= n_fin) sub_chunk.template operator()<true>(k, r0);
-    else sub_chunk.template operator()<false>(k, r0);
-  }
-  // fixed-order butterfly over the warp, then one partial row per task
+  for (int i = 0, g = 0; i < tk.rows; ++i, ++b) {
+    if (i > 0) {
+      xc += p.xs[0];
+      dyc += p.dys[0];
+      dxr += p.outs[0];
+    }
+    halo_carry_init<T, NE, KW>(p, b, c, t_beg, lane, carry);
+    if (i == 0 || !p.direct) {  // per-lane sums: of the row, or of the channel
+      db = A(0);
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    db += __shfl_xor_sync(0xffffffffu, db, o);
+      for (int j = 0; j < KW; ++j) dwr[j] = A(0);
+    }
+    for (int k = 0; k < nsub; ++k, ++g) {
+      Ring::advance(issue, g);
+      const int r0 = k * kSub;
+      if (r0 + kSub + 32 * NE <= n_row && r0 + kSub <= n_fin) sub_chunk.template operator()<kInterior>(g, k, r0);
+      else if (r0 + kSub == n_row && p.dsfin == nullptr) sub_chunk.template operator()<kRowEnd>(g, k, r0);
+      else sub_chunk.template operator()<kTested>(g, k, r0);
+    }
+    if (p.direct && i + 1 < tk.rows) continue;
+    // fixed-order butterfly over the warp, then one partial row per row of the task, or the
+    // channel's dweight / dbias
 #pragma unroll
-    for (int j = 0; j < KW; ++j) dwr[j] += __shfl_xor_sync(0xffffffffu, dwr[j], o);
+    for (int o = 16; o > 0; o >>= 1) {
+      db += __shfl_xor_sync(0xffffffffu, db, o);
+#pragma unroll
+      for (int j = 0; j < KW; ++j) dwr[j] += __shfl_xor_sync(0xffffffffu, dwr[j], o);
+    }
+    if (lane == 0) {
+      if (p.direct) {
+#pragma unroll
+        for (int j = 0; j < KW; ++j)
+          if (j < p.W) store_as<A>(p.dw, p.wdt, c * p.dws[0] + (p.W - 1 - j) * p.dws[1], dwr[j]);
+        if (p.db != nullptr) store_as<A>(p.db, p.wdt, c * p.dbs, db);
+      } else {
+        store_partial<A, KW>(p, b * p.segs + sg, c, dwr, db);
+      }
+    }
   }
-  if (lane == 0) store_partial<A, KW>(p, b * p.segs + sg, c, dwr, db);
 }
 
 // ---------------------------------------------------------------- chan kernel

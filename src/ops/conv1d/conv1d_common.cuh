@@ -175,20 +175,32 @@ __device__ __forceinline__ void load_x_window(const Conv1dParams& p, int64_t b, 
   }
 }
 
-// What a time-kernel warp owns: row (b, c) and steps [t_beg, t_end) of segment sg. False for a
+// What a time-kernel warp owns: rows (b + i, c) for i < rows, steps [t_beg, t_end) of segment
+// sg of each (rows > 1 only with whole-row tasks: sg = 0, t_beg = 0, t_end = L). False for a
 // warp past the last task.
 struct TimeTask {
   int64_t b, c, sg, t_beg, t_end;
+  int rows;
 };
 __device__ __forceinline__ bool time_task(const Conv1dParams& p, TimeTask& k) {
   const int64_t task = int64_t{blockIdx.x} * (kConvThreads / 32) + (threadIdx.x >> 5);
   if (task >= p.tasks) return false;
+  if (p.task_rows > 1) {
+    k.c = task / p.row_groups;
+    k.b = (task - k.c * p.row_groups) * p.task_rows;
+    k.rows = static_cast<int>(min(p.task_rows, p.B - k.b));
+    k.sg = 0;
+    k.t_beg = 0;
+    k.t_end = p.L;
+    return true;
+  }
   const int64_t row = task / p.segs;
   k.sg = task - row * p.segs;
   k.b = row / p.C;
   k.c = row - k.b * p.C;
   k.t_beg = k.sg * p.warp_steps;
   k.t_end = min(p.L, k.t_beg + p.warp_steps);
+  k.rows = 1;
   return true;
 }
 // Time kernels: the inputs before a lane's vector of NE steps. h[j] (j in [1, KW)) = x at the

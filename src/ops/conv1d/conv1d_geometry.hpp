@@ -4,7 +4,8 @@
 //   time: a warp owns one (b, c) row segment of warp_steps = conv_time_task_bytes / element size
 //         steps, NE consecutive steps per lane per vector; the W−1 inputs before a lane's vector
 //         come from neighbouring lanes by shuffle (and the backward's W−1 gradients after it
-//         the same way).
+//         the same way). The backward's task takes several whole rows of one channel where
+//         rows are shorter than warp_steps (task_rows).
 //   chan: a lane owns NE consecutive channels and walks warp_steps time steps of one batch row
 //         with a ring of the last KW inputs in registers; a block is 4 warps on consecutive
 //         time ranges (its backward partial sums are added across the 4 in shared memory).
@@ -75,10 +76,21 @@ struct Conv1dParams {
   void* ds0 = nullptr;  // backward: gradient of the initial states
   int64_t ds0s[3] = {};
   void* partial = nullptr;  // backward: [parts, C, W+1] in the accumulator type
+  // backward, time kernel with a task per channel (task_rows = B, segs = 1): the task writes
+  // dweight[c, ·] and dbias[c] itself (weight dtype wdt), with no partial rows or reduction
+  int direct = 0;
+  void* dw = nullptr;
+  int64_t dws[2] = {};
+  void* db = nullptr;  // nullptr: no bias
+  int64_t dbs = 0;
   int64_t B = 0, C = 0, L = 0;
   int W = 0;
   int silu = 0;
-  int64_t tasks = 0;  // time kernel: warp tasks = B·C·segs;  chan kernel: blocks
+  int64_t tasks = 0;  // time kernel: warp tasks (B·C·segs, or C·row_groups);  chan kernel: blocks
+  // Time backward with whole-row tasks (segs = 1): a task takes task_rows consecutive batch rows
+  // of one channel (row_groups = ceil(B / task_rows) tasks per channel) and runs one staging
+  // pipeline through them, so only its first row waits for its loads. 1 elsewhere.
+  int64_t task_rows = 1, row_groups = 0;
   int64_t segs = 0;   // partial rows per batch row: time: ceil(L / warp_steps); chan: ceil(L / (4·warp_steps))
   int64_t cblocks = 0;  // chan kernel: channel blocks per (b, time block)
   int64_t warp_steps = 0;  // time steps per warp: time kernel per task, chan kernel per warp (a block does 4·that)
