@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "baracuda/baracuda.hpp"
 #include "causal_conv1d_ref.hpp"
@@ -338,11 +339,13 @@ TEST(CausalConv1dDevice, UpdateMatchesReference) {
   EXPECT_EQ(fails, 0);
 }
 
-// Same inputs, 20 runs: bitwise identical dx, dweight, dbias (fixed-order partial sums).
+// Same inputs, 20 runs: bitwise identical dx, dweight, dbias (fixed-order partial sums; B = 1
+// channel-first: a task per channel writing dweight / dbias itself).
 TEST(CausalConv1dDevice, BackwardBitwiseDeterministic) {
   BARACUDA_REQUIRE_GPU();
-  for (Conv1dLayout lay : {Conv1dLayout::kBCL, Conv1dLayout::kBLC}) {
-    const int64_t B = 2, C = 512, L = 3000, W = 4;
+  for (auto [lay, B] : {std::pair{Conv1dLayout::kBCL, int64_t{2}}, std::pair{Conv1dLayout::kBLC, int64_t{2}},
+                        std::pair{Conv1dLayout::kBCL, int64_t{1}}}) {
+    const int64_t C = 512, L = 3000, W = 4;
     std::mt19937_64 rng(9);
     CausalConv1dDescriptor d;
     d.layout = lay;
