@@ -29,11 +29,15 @@
 //   their gradients share `weight_dtype` (any of those four; e.g. f32 weights with bf16 data).
 // Accumulator: f32 (f64 when dtype is f64); every output rounded once.
 // Determinism: bitwise run-to-run deterministic in every direction. The backward's dweight and
-//   dbias are reduced through fixed-order partial sums (no atomics): per warp task of 8192
-//   time steps (time kernel) or per block of 4·128 time steps (channel kernel), then summed
-//   over the partials in index order by a second kernel.
-// Workspace: forward and update none; backward workspace_size() = B·ceil(L/512)·C·(W+1)
-//   accumulator words (4 bytes; 8 for f64), fixed at select().
+//   dbias are fixed-order sums (no atomics): a task adds its steps lane by lane and across the
+//   warp by a fixed butterfly. A channel-first task that holds every batch row of its channel
+//   writes dweight / dbias itself; otherwise each task (time kernel: whole rows, or 16 KB / 8 KB
+//   of one; channel kernel: a block of 4 warps) writes a partial row and a second kernel adds
+//   the partials in index order. Which form runs depends on the shape and the device's SM count:
+//   the bits may differ between GPU models, never between runs on one.
+// Workspace: forward and update none; backward workspace_size() = B·ceil(L/1024)·C·(W+1)
+//   accumulator words (4 bytes; 8 for f64), fixed at select() (the most any form writes; the
+//   direct form writes none of it).
 // Aliasing: no output may overlap any input or another output (the update's conv_state is
 //   read and written in place by design and must not overlap anything else).
 // Out-of-range: cache_seqlens are taken mod S (negative values wrap); state_indices outside
