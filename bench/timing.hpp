@@ -20,18 +20,19 @@
 
 namespace baracuda::bench {
 
-// Median time in ms of `reps` runs of fn, each bracketed by CUDA events (after `warm` warm-ups).
+// Median time in ms of `reps` runs of fn on `stream`, each bracketed by CUDA events (after `warm`
+// warm-ups).
 template <class F>
-double median_ms(F&& fn, int warm, int reps) {
+double median_ms(F&& fn, int warm, int reps, cudaStream_t stream = nullptr) {
   for (int i = 0; i < warm; ++i) fn();
   cudaEvent_t a, b;
   BENCH_CUDA_OK(cudaEventCreate(&a));
   BENCH_CUDA_OK(cudaEventCreate(&b));
   std::vector<float> t(reps);
   for (int i = 0; i < reps; ++i) {
-    BENCH_CUDA_OK(cudaEventRecord(a));
+    BENCH_CUDA_OK(cudaEventRecord(a, stream));
     fn();
-    BENCH_CUDA_OK(cudaEventRecord(b));
+    BENCH_CUDA_OK(cudaEventRecord(b, stream));
     BENCH_CUDA_OK(cudaEventSynchronize(b));
     BENCH_CUDA_OK(cudaEventElapsedTime(&t[i], a, b));
   }
@@ -42,9 +43,10 @@ double median_ms(F&& fn, int warm, int reps) {
 }
 
 // Device time per call in us: `calls` calls of fn(stream) captured into one CUDA graph, the
-// median of `reps` replays (each bracketed by CUDA events) divided by `calls`. Host work of the
-// calls (checks, launches) is outside the replay, so this is what the GPU spends, gaps between
-// the captured kernels included (performance.md §2.3: small shapes also under graph replay).
+// median of `reps` replays (median_ms on the capture stream, one warm-up) divided by `calls`.
+// Host work of the calls (checks, launches) is outside the replay, so this is what the GPU
+// spends, gaps between the captured kernels included (performance.md §2.3: small shapes also
+// under graph replay).
 template <class F>
 double median_graph_us(F&& fn, int calls, int reps) {
   cudaStream_t s;
@@ -55,25 +57,11 @@ double median_graph_us(F&& fn, int calls, int reps) {
   for (int i = 0; i < calls; ++i) fn(s);
   BENCH_CUDA_OK(cudaStreamEndCapture(s, &g));
   BENCH_CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  BENCH_CUDA_OK(cudaEventCreate(&a));
-  BENCH_CUDA_OK(cudaEventCreate(&b));
-  BENCH_CUDA_OK(cudaGraphLaunch(ge, s));  // warm-up
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    BENCH_CUDA_OK(cudaEventRecord(a, s));
-    BENCH_CUDA_OK(cudaGraphLaunch(ge, s));
-    BENCH_CUDA_OK(cudaEventRecord(b, s));
-    BENCH_CUDA_OK(cudaEventSynchronize(b));
-    BENCH_CUDA_OK(cudaEventElapsedTime(&t[i], a, b));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  const double ms = median_ms([&] { BENCH_CUDA_OK(cudaGraphLaunch(ge, s)); }, 1, reps, s);
   cudaGraphExecDestroy(ge);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
-  std::sort(t.begin(), t.end());
-  return 1000.0 * t[reps / 2] / calls;
+  return 1000.0 * ms / calls;
 }
 
 template <class F>

@@ -139,7 +139,6 @@ void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int
     p.warp_steps = detail::conv_time_task_bytes(es, backward) / es;
     p.segs = std::max<int64_t>(1, (p.L + p.warp_steps - 1) / p.warp_steps);
     p.tasks = p.B * p.C * p.segs;
-    p.task_rows = 1;
     if (backward && p.segs == 1 && p.L > 0) time_backward_rows(p, dtype_size(dt));
   } else {
     const int ne = vec ? detail::conv_chan_ne(static_cast<int>(dtype_size(dt)), kw, backward) : 1;
