@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/reduce_to_shape.hpp"
@@ -16,6 +19,7 @@
 #include "host/host_test_util.hpp"
 #include "ops/elementwise/ew_iter.hpp"
 #include "ops/elementwise/ew_math.hpp"
+#include "ops/elementwise/ew_ops.hpp"
 #include "ops/elementwise/ew_params.hpp"
 
 namespace baracuda {
@@ -613,6 +617,43 @@ TEST(EwReference, NextafterStepsOneUlpOfTheResultFormat) {
             0.10009765625);
   for (const Case& c : cases)
     expect_same(next(c.t, c.a, c.b), c.want, std::string("nextafter ") + std::string(dtype_name(c.t)) + " " + std::to_string(c.a) + " -> " + std::to_string(c.b));
+}
+
+// The flat kernel (every operand a tensor) evaluates Fwd::apply_dense: pow's and div_floor's
+// f_dense drop the branches for a Python-scalar operand (pow's special exponents, div_floor's
+// reciprocal). With the parameters of a tensor-tensor call they must give f's result bit for bit.
+template <class Op, class C>
+void expect_dense_form_is_f(EwOp op, DType t) {
+  auto p = ew::kernel_params("test", ElementwiseDescriptor::make(op, {EwOperand::tensor(t, {2}), EwOperand::tensor(t, {2})}), t, false);
+  ASSERT_TRUE(p.ok());
+  ew::P<C> q;
+  for (int k = 0; k < 4; ++k) q.v[k] = static_cast<C>((*p)[k]);
+  const std::vector<double> v = std::is_integral_v<C> ? std::vector<double>{0, 1, -1, 2, 3, -2, 7, -7, 40}
+                                                       : std::vector<double>{0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, -2.0, 0.3,
+                                                                             -2.5, 7.0, 1e-30, 1e30, kInf, -kInf, kNaN};
+  size_t n = 0;
+  for (double a : v)
+    for (double b : v) {
+      const C in[2] = {static_cast<C>(a), static_cast<C>(b)};
+      C general, dense;
+      ew::Fwd<Op, 2>::apply(in, &general, q);
+      ew::Fwd<Op, 2>::apply_dense(in, &dense, q);
+      const bool same = std::memcmp(&general, &dense, sizeof(C)) == 0 || (general != general && dense != dense);
+      EXPECT_TRUE(same) << ew_op_name(op) << " " << dtype_name(t) << " (" << a << ", " << b << "): " << general << " vs " << dense;
+      ++n;
+    }
+  EXPECT_EQ(n, v.size() * v.size());
+}
+
+TEST(EwReference, DenseFormsAreTheGeneralFormOnTensorOperands) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    expect_dense_form_is_f<ew::op_pow, float>(EwOp::pow, t);
+    expect_dense_form_is_f<ew::op_div_floor, float>(EwOp::div_floor, t);
+  }
+  expect_dense_form_is_f<ew::op_pow, double>(EwOp::pow, DType::f64);
+  expect_dense_form_is_f<ew::op_div_floor, double>(EwOp::div_floor, DType::f64);
+  expect_dense_form_is_f<ew::op_pow, int64_t>(EwOp::pow, DType::i64);
+  expect_dense_form_is_f<ew::op_div_floor, int64_t>(EwOp::div_floor, DType::i64);
 }
 
 TEST(EwReference, IntegerSemanticsAsPyTorch) {

@@ -134,15 +134,17 @@ __device__ __forceinline__ P<C> load_params(const EwScalars& s) {
   return p;
 }
 
-// The op on VEC elements: x[input][e] -> y[output][e].
-template <class A, int VEC, class C>
+// The op on VEC elements: x[input][e] -> y[output][e]. kDense: every operand is a tensor (the
+// flat kernel), so the adapter's apply_dense where it has one.
+template <class A, int VEC, bool kDense = false, class C>
 __device__ __forceinline__ void apply_vec(const C (&x)[A::NI][VEC], C (&y)[A::NO][VEC], const P<C>& p) {
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
     C in[A::NI], out[A::NO];
 #pragma unroll
     for (int i = 0; i < A::NI; ++i) in[i] = x[i][e];
-    A::apply(in, out, p);
+    if constexpr (kDense && requires(const C* i, C* o, const P<C>& q) { A::apply_dense(i, o, q); }) A::apply_dense(in, out, p);
+    else A::apply(in, out, p);
 #pragma unroll
     for (int o = 0; o < A::NO; ++o) y[o][e] = out[o];
   }
@@ -302,7 +304,7 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
       else to_c_vec<C, VEC, T>(raw[u][i], x[i]);
     }
     C y[NO][VEC];
-    apply_vec<A, VEC>(x, y, p);
+    apply_vec<A, VEC, true>(x, y, p);
     const uint32_t c0 = c_first + u * (kFlatThreads * VEC);
     auto store = [&]<int O>() {
       using TS = typename A::template out_t<O, TO>;

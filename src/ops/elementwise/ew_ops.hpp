@@ -223,6 +223,10 @@ struct FlatDepth {
 #define D1 template <class C> EW_HD static C df(C x, C g, const P<C>& p)
 #define F2 template <class C> EW_HD static C f(C a, C b, const P<C>& p)
 #define D2 template <class C> EW_HD static void df(C a, C b, C g, const P<C>& p, C& da, C& db)
+// f where every operand is a tensor (the flat kernel; no Python-scalar operand), for a binary op
+// whose f branches on how a scalar operand is treated (pow's special exponents, div_floor's
+// reciprocal): the flat kernel's code then holds no branch it never takes (Fwd::apply_dense).
+#define F2_DENSE template <class C> EW_HD static C f_dense(C a, C b, const P<C>& p)
 #define F3 template <class C> EW_HD static C f(C a, C b, C c, const P<C>& p)
 #define D3 template <class C> EW_HD static void df(C a, C b, C c, C g, const P<C>& p, C& da, C& db, C& dc)
 #define UNUSED_P (void)p
@@ -784,6 +788,7 @@ EW_UN(div_trunc) {
 // p0 = 1: b is a Python scalar (PyTorch's reciprocal form); p3: the data's 16-bit format
 EW_UN(div_floor) {
   F2 { return div_floor_any(a, b, p.v[0] != C(0) ? p.v[1] : C(0), p.v[3]); }
+  F2_DENSE { return div_floor_any(a, b, C(0), p.v[3]); }
   D2 { UNUSED_P; (void)a; (void)b; (void)g; da = C(0); db = C(0); }
 };
 EW_UN(remainder) {
@@ -830,6 +835,11 @@ EW_UN(pow) {
         default: return m::pow(a, b);
       }
     }
+  }
+  F2_DENSE {
+    UNUSED_P;
+    if constexpr (kIsInt<C>) return ipow(a, b);
+    else return m::pow(a, b);
   }
   D2 {
     UNUSED_P;
@@ -1122,6 +1132,7 @@ EW_UN(fma) {
 #undef F1
 #undef D1
 #undef F2
+#undef F2_DENSE
 #undef D2
 #undef F3
 #undef D3
@@ -1143,6 +1154,12 @@ struct Fwd {
     if constexpr (Arity == 1) out[0] = Op::f(in[0], p);
     else if constexpr (Arity == 2) out[0] = Op::f(in[0], in[1], p);
     else out[0] = Op::f(in[0], in[1], in[2], p);
+  }
+  // every operand a tensor (the flat kernel): the op's f_dense where it has one
+  template <class C>
+  EW_HD static void apply_dense(const C* in, C* out, const P<C>& p) {
+    if constexpr (Arity == 2 && requires(C a, const P<C>& q) { Op::f_dense(a, a, q); }) out[0] = Op::f_dense(in[0], in[1], p);
+    else apply(in, out, p);
   }
 };
 // frexp's two results (FrexpPlan): out = {mantissa, exponent}; the exponent is stored as i32
