@@ -77,6 +77,7 @@ struct BandwidthRec {
   double us, bytes;
   bool verified;
   double graph_us = 0;  // device time per call under graph replay (median_graph_us); 0: not measured
+  double copy_us = 0;   // eager time of a device-to-device copy moving the same bytes (copy_us); 0: not measured
   double tbps() const { return bytes / (us * 1e-6) / 1e12; }
 };
 
@@ -90,12 +91,14 @@ void print_bandwidth(const char* family, const std::vector<BandwidthRec<Case>>& 
                 r.verified ? "verified" : "VERIFY FAILED");
     if (r.graph_us > 0)
       std::printf("  graph %.1f us %5.1f%% of copy", r.graph_us, 100 * r.bytes / (r.graph_us * 1e-6) / 1e12 / ceiling);
+    if (r.copy_us > 0) std::printf("  same-size copy %.1f us (ours %.1f%% of its rate)", r.copy_us, 100 * r.copy_us / r.us);
     std::printf("\n");
   }
 }
 
 // {"copy_tbps": ceiling, <header>"records": [{<fields(case)>, "direction", "dtype", "sku", "ours_us",
-// "bytes", "achieved", "ceiling", "verified"[, "graph_us"]}, ...]}; header is empty or ends with ", ".
+// "bytes", "achieved", "ceiling", "verified"[, "graph_us"][, "copy_us"]}, ...]}; header is empty or ends
+// with ", ".
 template <class Case, class Fields>
 bool write_bandwidth_json(const std::string& path, double ceiling, const std::string& header,
                           const std::vector<BandwidthRec<Case>>& recs, Fields&& fields) {
@@ -110,6 +113,7 @@ bool write_bandwidth_json(const std::string& path, double ceiling, const std::st
                  fields(r.c).c_str(), r.dir.c_str(), std::string(dtype_name(r.c.dt)).c_str(), r.sku.c_str(), r.us, r.bytes,
                  r.tbps(), ceiling, r.verified ? "true" : "false");
     if (r.graph_us > 0) std::fprintf(f, ", \"graph_us\": %.3f", r.graph_us);
+    if (r.copy_us > 0) std::fprintf(f, ", \"copy_us\": %.3f", r.copy_us);
     std::fprintf(f, "}%s\n", i + 1 < recs.size() ? "," : "");
   }
   std::fprintf(f, "]}\n");

@@ -279,6 +279,8 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
   for (DType from : {DType::bf16, DType::f32})
     for (DType to : {DType::f32, DType::bf16, DType::f8e4m3}) {
       if (from == to) continue;
+      const std::string line = "to_" + std::string(dtype_name(to)) + " " + std::string(dtype_name(from)) + " contiguous";
+      if (!filter.empty() && line.find(filter) == std::string::npos) continue;
       ElementwiseDescriptor d = ElementwiseDescriptor::make(EwOp::to, {EwOperand::tensor(from, {n})});
       d.out_dtype = to;
       auto p = ElementwisePlan::select(d);

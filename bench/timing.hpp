@@ -78,13 +78,18 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
+// Eager time (us, CUDA events around one call, as the benchmarks time ours) of a device-to-device
+// copy of `bytes` (so 2 x bytes moved).
+inline double copy_us(size_t bytes, int warm = 3, int reps = 20) {
+  DeviceBuffer a(bytes), b(bytes);
+  BENCH_CUDA_OK(cudaMemset(a.p, 0x5a, bytes));
+  return median_us([&] { BENCH_CUDA_OK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); }, warm, reps);
+}
+
 // The copy-bandwidth ceiling: bytes read + written by a large device-to-device copy (TB/s).
 inline double measure_copy_tbps() {
   const size_t bytes = size_t{2} << 30;
-  DeviceBuffer a(bytes), b(bytes);
-  BENCH_CUDA_OK(cudaMemset(a.p, 0x5a, bytes));
-  const double us = median_us([&] { BENCH_CUDA_OK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20);
-  return 2.0 * bytes / (us * 1e-6) / 1e12;
+  return 2.0 * bytes / (copy_us(bytes) * 1e-6) / 1e12;
 }
 
 }  // namespace baracuda::bench
