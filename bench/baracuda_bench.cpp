@@ -27,6 +27,7 @@
 
 using namespace baracuda;
 using baracuda::bench::median_us;
+using baracuda::bench::filter_skips;
 
 namespace {
 
@@ -192,7 +193,7 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
   DType cur_dt = DType::f64;
   for (const Case& c : cases) {
     const std::string label = "pad_" + std::string(pad_mode_name(c.mode)) + " " + std::string(dtype_name(c.dtype)) + " " + json_list(c.shape);
-    if (!g_filter.empty() && label.find(g_filter) == std::string::npos) continue;
+    if (filter_skips(g_filter, label)) continue;
     auto d = descriptor(c);
     auto fwd = PadPlan::select(*d);
     auto bwd = PadBackwardPlan::select(*d);
@@ -309,6 +310,7 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
       std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT] [--pad-extra]\n"
+                  "  --filter: run the cases whose label contains TEXT, or one of its '|'-separated parts\n"
                   "  --pad-extra: pad cases of more bf16 row lengths besides the issue's table\n"
                   "  --family ew-parity (not part of all): writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
       return a == "--help" ? 0 : 2;

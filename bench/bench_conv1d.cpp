@@ -190,7 +190,7 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
   std::vector<BandwidthRec<ConvCase>> recs;
   int failures = 0;
   for (const ConvCase& c : conv_cases()) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (filter_skips(filter, c.name)) continue;
     const CausalConv1dDescriptor d = descriptor_of(c);
     auto fwd = CausalConv1dPlan::select(d);
     auto bwd = CausalConv1dBackwardPlan::select(d);
@@ -231,7 +231,7 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
     failures += !ok;
   }
   for (const ConvCase& c : update_cases()) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (filter_skips(filter, c.name)) continue;
     CausalConv1dUpdateDescriptor d;
     d.dtype = d.weight_dtype = c.dt;
     d.batch = c.B;

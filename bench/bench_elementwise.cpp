@@ -154,7 +154,7 @@ struct Runner {
     for (int k = 0; k < ar; ++k) d.operand[k] = EwOperand::tensor(operand_dtype(op, k, dt), shapes[k]);
     auto fwd = ElementwisePlan::select(d);
     const std::string line = std::string(ew_op_name(op)) + " " + std::string(dtype_name(dt)) + " " + variant;
-    if (!filter.empty() && line.find(filter) == std::string::npos) return;
+    if (filter_skips(filter, line)) return;
     if (!fwd) {
       std::printf("%-40s select failed: %s\n", line.c_str(), fwd.status().to_string().c_str());
       ++failures;
@@ -280,7 +280,7 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
     for (DType to : {DType::f32, DType::bf16, DType::f8e4m3}) {
       if (from == to) continue;
       const std::string line = "to_" + std::string(dtype_name(to)) + " " + std::string(dtype_name(from)) + " contiguous";
-      if (!filter.empty() && line.find(filter) == std::string::npos) continue;
+      if (filter_skips(filter, line)) continue;
       ElementwiseDescriptor d = ElementwiseDescriptor::make(EwOp::to, {EwOperand::tensor(from, {n})});
       d.out_dtype = to;
       auto p = ElementwisePlan::select(d);
@@ -304,7 +304,7 @@ int run_elementwise_family(const std::string& json_path, bool quick, const std::
   // frexp with both results (FrexpPlan): mantissa in the input dtype, exponent i32
   for (DType dt : {DType::bf16, DType::f32}) {
     const std::string line = "frexp2 " + std::string(dtype_name(dt)) + " contiguous";
-    if (!filter.empty() && line.find(filter) == std::string::npos) continue;
+    if (filter_skips(filter, line)) continue;
     auto p = FrexpPlan::select(ElementwiseDescriptor::make(EwOp::frexp, {EwOperand::tensor(dt, {n})}));
     if (!p) continue;
     DeviceBuffer x(n * dtype_size(dt)), m(n * dtype_size(dt)), e(n * 4);

@@ -128,7 +128,7 @@ int run_embedding_family(const std::string& json_path, bool quick, const std::st
   int failures = 0;
   for (EmbCase c : emb_cases()) {
     const std::string tag = c.name + "_" + std::string(dtype_name(c.dt));
-    if (!filter.empty() && tag.find(filter) == std::string::npos) continue;
+    if (filter_skips(filter, tag)) continue;
     const size_t es = dtype_size(c.dt);
     const int64_t rows_out = c.bag ? c.B : c.N;
     const std::vector<int64_t> ids = make_ids(c.dist, c.N, c.V, 11);

@@ -131,7 +131,7 @@ struct Dumper {
       d.operand[k] = scalar[k] ? EwOperand::scalar(*scalar[k]) : EwOperand::tensor(dts[k], {kN});
     const DType data_dt = dts[op == EwOp::where ? 1 : 0];  // where: the values' dtype, not the condition's
     const std::string line = strf("%s %s %s", std::string(ew_op_name(op)).c_str(), std::string(dtype_name(data_dt)).c_str(), form.c_str());
-    if (!filter.empty() && line.find(filter) == std::string::npos) return;
+    if (filter_skips(filter, line)) return;
     if (trace) std::fprintf(stderr, "%s\n", line.c_str());  // BARACUDA_PARITY_TRACE=1: the case about to run
     auto plan = ElementwisePlan::select(d);
     if (!plan) {  // a combination the op does not take (PyTorch rejects it too)

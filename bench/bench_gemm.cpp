@@ -195,7 +195,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
     for (const char* dir : {"fwd", "dgrad", "wgrad"}) {
       if (std::string(s.name) == "mm_8192" && std::string(dir) != "fwd") continue;
       const std::string label = std::string(s.name) + " " + dir;
-      if (!filter.empty() && label.find(filter) == std::string::npos) continue;
+      if (filter_skips(filter, label)) continue;
       // fwd: Y[T,out] = X[T,in]·Wᵀ;  dgrad: dX[T,in] = dY[T,out]·W[out,in];  wgrad: dW[out,in] = dYᵀ·X
       int64_t M, N, K;
       const std::string d(dir);
@@ -311,7 +311,7 @@ int run_gemm_family(const std::string& json_path, bool quick, const std::string&
     }
   }
   // nn.functional.bilinear: x1 [B, I], x2 [B, J], w [O, I, J], bias [O]; forward and all gradients
-  if (filter.empty() || std::string("bilinear").find(filter) != std::string::npos) {
+  if (!filter_skips(filter, "bilinear")) {
     const int64_t B = quick ? 1024 : 4096, I = 256, J = 256, O = 256;
     DeviceBuffer x1(size_t(B) * I * 2), x2(size_t(B) * J * 2), w(size_t(O) * I * J * 2), bias(size_t(O) * 2), y(size_t(B) * O * 2),
         dy(size_t(B) * O * 2), dx1(size_t(B) * I * 2), dx2(size_t(B) * J * 2), dw(size_t(O) * I * J * 2), db(size_t(O) * 2);

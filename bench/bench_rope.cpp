@@ -121,7 +121,7 @@ int run_rope_family(const std::string& json_path, bool quick, const std::string&
   std::vector<BandwidthRec<RopeCase>> recs;
   int failures = 0;
   for (const RopeCase& c : rope_cases()) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (filter_skips(filter, c.name)) continue;
     const RopeDescriptor d = descriptor_of(c);
     auto fwd = RopePlan::select(d);
     auto bwd = RopeBackwardPlan::select(d);

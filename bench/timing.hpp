@@ -1,5 +1,5 @@
 // Timing and device-memory helpers shared by the benchmark families: one CUDA-check macro,
-// CUDA-event medians, and an owning device buffer.
+// CUDA-event medians, an owning device buffer, and the --filter test.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define BENCH_CUDA_OK(expr)                                                                              \
@@ -19,6 +20,19 @@
   } while (0)
 
 namespace baracuda::bench {
+
+// --filter: a case runs when the filter is empty or one of its '|'-separated parts occurs in the
+// case's label ("pow f32 contiguous|erfc f32").
+inline bool filter_skips(const std::string& filter, const std::string& label) {
+  if (filter.empty()) return false;
+  for (size_t b = 0;;) {
+    const size_t e = filter.find('|', b);
+    const std::string part = filter.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (!part.empty() && label.find(part) != std::string::npos) return false;
+    if (e == std::string::npos) return true;
+    b = e + 1;
+  }
+}
 
 // Median time in ms of `reps` runs of fn on `stream`, each bracketed by CUDA events (after `warm`
 // warm-ups).

@@ -150,9 +150,9 @@ __device__ __forceinline__ void apply_vec(const C (&x)[A::NI][VEC], C (&y)[A::NO
   }
 }
 
-// VEC elements of storage type S at src[c0..], as stored, in unsigned words (RawVec: what one
-// vector access moves): one access when the vector is whole, else element by element (missing
-// ones read as zero bits) packed into the words. The kernels load every operand of a batch this
+// VEC elements of storage type S at `at` (column c0 of a row of `cols`), as stored, in unsigned
+// words (RawVec: what one vector access moves): one access when the vector is whole, else element
+// by element (those at column cols or beyond read as zero bits) packed into the words. The kernels load every operand of a batch this
 // way before converting any (to_c_vec). Converting right after each load made a 2-byte type's
 // second operand wait for its first: the whole and the partial path met in per-element
 // registers, so the vector load was unpacked at once (PRMT on the loaded register), two memory
@@ -166,12 +166,12 @@ template <class S, int VEC>
 using RawVec = typename RawWordOf<static_cast<int>(sizeof(S)) * VEC>::type;
 
 template <int VEC, class S>
-__device__ __forceinline__ RawVec<S, VEC> load_raw(const S* src, uint32_t c0, bool whole, uint32_t cols) {
+__device__ __forceinline__ RawVec<S, VEC> load_raw(const S* at, uint32_t c0, bool whole, uint32_t cols) {
   static_assert(sizeof(RawVec<S, VEC>) == sizeof(S) * VEC);
-  if (whole) return *reinterpret_cast<const RawVec<S, VEC>*>(src + c0);
+  if (whole) return *reinterpret_cast<const RawVec<S, VEC>*>(at);
   Vec<S, VEC> w;
 #pragma unroll
-  for (int e = 0; e < VEC; ++e) w.v[e] = c0 + e < cols ? src[c0 + e] : S{};
+  for (int e = 0; e < VEC; ++e) w.v[e] = c0 + e < cols ? at[e] : S{};
   RawVec<S, VEC> r;
   memcpy(&r, &w, sizeof r);
   return r;
@@ -184,16 +184,16 @@ __device__ __forceinline__ void to_c_vec(const RawVec<S, VEC>& r, C* x) {
   for (int e = 0; e < VEC; ++e) x[e] = to_c<C>(w.v[e]);
 }
 template <int VEC, class S, class C>
-__device__ __forceinline__ void store_vec(S* dst, uint32_t c0, bool whole, uint32_t cols, const C* y, bool sat_fp8) {
+__device__ __forceinline__ void store_vec(S* at, uint32_t c0, bool whole, uint32_t cols, const C* y, bool sat_fp8) {
   if (whole) {
     Vec<S, VEC> w;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) w.v[e] = from_c<S>(y[e], sat_fp8);
-    *reinterpret_cast<Vec<S, VEC>*>(dst + c0) = w;
+    *reinterpret_cast<Vec<S, VEC>*>(at) = w;
   } else {
 #pragma unroll
     for (int e = 0; e < VEC; ++e)
-      if (c0 + e < cols) dst[c0 + e] = from_c<S>(y[e], sat_fp8);
+      if (c0 + e < cols) at[e] = from_c<S>(y[e], sat_fp8);
   }
 }
 
@@ -225,8 +225,9 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
       const int64_t roff = static_cast<int64_t>(r) * g.in_rs[i];
       // a per-row scalar: its one element, in lane 0 of the vector
       const bool one = g.in_kind[i] == kRowScalar;
-      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + roff, one ? 0u : c0, !one && full, one ? 1u : g.cols);
-      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + roff, one ? 0u : c0, !one && full, one ? 1u : g.cols);
+      const uint32_t c = one ? 0u : c0;
+      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + roff + c, c, !one && full, one ? 1u : g.cols);
+      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + roff + c, c, !one && full, one ? 1u : g.cols);
     }
   }
 #pragma unroll
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const EwRows g) {
       using TS = typename A::template out_t<O, TO>;
       if (!g.out_on[O]) return;
       TS* dst = static_cast<TS*>(g.out[O]) + static_cast<int64_t>(row[u]) * g.out_rs[O];
-      store_vec<VEC>(dst, c0, full, g.cols, y[O], g.sat_fp8 != 0);
+      store_vec<VEC>(dst + c0, c0, full, g.cols, y[O], g.sat_fp8 != 0);
     };
     [&]<int... O>(std::integer_sequence<int, O...>) { (store.template operator()<O>(), ...); }(std::make_integer_sequence<int, NO>{});
   }
@@ -285,11 +286,6 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   const int32_t row = static_cast<int32_t>(blockIdx.y);
   const uint32_t c_first = blockIdx.x * kPerBlock + threadIdx.x * VEC;
   const bool whole = (blockIdx.x + 1u) * kPerBlock <= g.cols;
-  // elements of the row from vector u on (read by the guarded path of a row's last block only)
-  auto avail = [&](int u) {
-    const uint32_t c0 = c_first + u * kStep;
-    return c0 < g.cols ? g.cols - c0 : 0u;
-  };
   // every load of the batch (as stored: load_raw), then the conversions
   RawVec<T, VEC> raw[UNR][NI];
   RawVec<bool, VEC> mask_raw[UNR];  // operand MI, when there is one
@@ -298,8 +294,8 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
     const int32_t off = row * static_cast<int32_t>(g.in_rs[i]) + static_cast<int32_t>(c_first);
 #pragma unroll
     for (int u = 0; u < UNR; ++u) {
-      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + off + u * kStep, 0u, whole, avail(u));
-      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + off + u * kStep, 0u, whole, avail(u));
+      if (i == MI) mask_raw[u] = load_raw<VEC>(static_cast<const bool*>(g.in[i]) + off + u * kStep, c_first + u * kStep, whole, g.cols);
+      else raw[u][i] = load_raw<VEC>(static_cast<const T*>(g.in[i]) + off + u * kStep, c_first + u * kStep, whole, g.cols);
     }
   }
 #pragma unroll
@@ -317,7 +313,7 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
       using TS = typename A::template out_t<O, TO>;
       if (NO == 1 || g.out_on[O]) {
         const int32_t off = row * static_cast<int32_t>(g.out_rs[O]) + static_cast<int32_t>(c_first);
-        store_vec<VEC>(static_cast<TS*>(g.out[O]) + off + u * kStep, 0u, whole, avail(u), y[O], g.sat_fp8 != 0);
+        store_vec<VEC>(static_cast<TS*>(g.out[O]) + off + u * kStep, c_first + u * kStep, whole, g.cols, y[O], g.sat_fp8 != 0);
       }
     };
     [&]<int... O>(std::integer_sequence<int, O...>) { (store.template operator()<O>(), ...); }(std::make_integer_sequence<int, NO>{});
