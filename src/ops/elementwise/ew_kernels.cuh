@@ -152,11 +152,12 @@ __device__ __forceinline__ void apply_vec(const C (&x)[A::NI][VEC], C (&y)[A::NO
 
 // VEC elements of storage type S at `at` (column c0 of a row of `cols`), as stored, in unsigned
 // words (RawVec: what one vector access moves): one access when the vector is whole, else element
-// by element (those at column cols or beyond read as zero bits) packed into the words. The kernels load every operand of a batch this
-// way before converting any (to_c_vec). Converting right after each load made a 2-byte type's
-// second operand wait for its first: the whole and the partial path met in per-element
-// registers, so the vector load was unpacked at once (PRMT on the loaded register), two memory
-// latencies per thread (H200 SASS / ncu, bf16 binary ops: docs/perf/elementwise.md).
+// by element (those at column cols or beyond read as zero bits) packed into the words. The
+// kernels load every operand of a batch this way before converting any (to_c_vec). Converting
+// right after each load made a 2-byte type's second operand wait for its first: the whole and
+// the partial path met in per-element registers, so the vector load was unpacked at once (PRMT
+// on the loaded register), two memory latencies per thread (H200 SASS / ncu, bf16 binary ops:
+// docs/perf/elementwise.md).
 template <int kBytes> struct RawWordOf { using type = uint4; };
 template <> struct RawWordOf<8> { using type = uint2; };
 template <> struct RawWordOf<4> { using type = uint32_t; };
