@@ -310,7 +310,10 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
       std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT] [--pad-extra]\n"
-                  "  --filter: run the cases whose label contains TEXT, or one of its '|'-separated parts\n"
+                  "  --filter: run the cases whose label contains TEXT, or one of its '|'-separated parts ('^' at a\n"
+                  "    part's start: the label starts with it)\n"
+                  "  BARACUDA_BENCH_PROFILE=1 (environment): each timed call also runs once alone between\n"
+                  "    cudaProfilerStart / Stop, for ncu --profile-from-start off (bench/ncu_issue_table.py)\n"
                   "  --pad-extra: pad cases of more bf16 row lengths besides the issue's table\n"
                   "  --family ew-parity (not part of all): writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
       return a == "--help" ? 0 : 2;

@@ -2,6 +2,7 @@
 // CUDA-event medians, an owning device buffer, and the --filter test.
 #pragma once
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -22,16 +23,27 @@
 namespace baracuda::bench {
 
 // --filter: a case runs when the filter is empty or one of its '|'-separated parts occurs in the
-// case's label ("pow f32 contiguous|erfc f32").
+// case's label ("pow f32 contiguous|erfc f32"); a part starting with '^' must begin the label
+// ("^exp bf16" is exp alone, not logaddexp).
 inline bool filter_skips(const std::string& filter, const std::string& label) {
   if (filter.empty()) return false;
   for (size_t b = 0;;) {
     const size_t e = filter.find('|', b);
     const std::string part = filter.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if (!part.empty() && label.find(part) != std::string::npos) return false;
+    const bool anchored = !part.empty() && part[0] == '^';
+    const size_t at = label.find(anchored ? part.substr(1) : part);
+    if (!part.empty() && at != std::string::npos && (!anchored || at == 0)) return false;
     if (e == std::string::npos) return true;
     b = e + 1;
   }
+}
+
+// BARACUDA_BENCH_PROFILE set: every timed fn also runs once alone between cudaProfilerStart and
+// cudaProfilerStop (after its warm-ups), so `ncu --profile-from-start off` profiles each timed call
+// once, in the order the benchmark prints them.
+inline bool profile_one_call() {
+  static const bool on = std::getenv("BARACUDA_BENCH_PROFILE") != nullptr;
+  return on;
 }
 
 // Median time in ms of `reps` runs of fn on `stream`, each bracketed by CUDA events (after `warm`
@@ -39,6 +51,13 @@ inline bool filter_skips(const std::string& filter, const std::string& label) {
 template <class F>
 double median_ms(F&& fn, int warm, int reps, cudaStream_t stream = nullptr) {
   for (int i = 0; i < warm; ++i) fn();
+  if (profile_one_call()) {
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
+    BENCH_CUDA_OK(cudaProfilerStart());
+    fn();
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
+    BENCH_CUDA_OK(cudaProfilerStop());
+  }
   cudaEvent_t a, b;
   BENCH_CUDA_OK(cudaEventCreate(&a));
   BENCH_CUDA_OK(cudaEventCreate(&b));

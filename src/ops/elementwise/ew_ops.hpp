@@ -105,12 +105,17 @@ template <class C> EW_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0))
     return div_floor_f(a, b, recip, fmt);
   }
 }
-template <class C> EW_HD C gelu_erf(C x) { return C(0.5) * x * (C(1) + m::erf(x * C(0.70710678118654752440))); }
-template <class C> EW_HD C gelu_erf_d(C x) {
-  const C cdf = C(0.5) * (C(1) + m::erf(x * C(0.70710678118654752440)));
+// gelu(x) = x Phi(x) and gelu'(x) = cdf + x pdf, as PyTorch's Gelu / GeluBackward kernels; the
+// _of forms take e = erf(x / sqrt 2), for a caller that needs both (geglu's backward)
+template <class C> EW_HD C erf_sqrt1_2(C x) { return m::erf(x * C(0.70710678118654752440)); }
+template <class C> EW_HD C gelu_erf_of(C x, C e) { return C(0.5) * x * (C(1) + e); }
+template <class C> EW_HD C gelu_erf_d_of(C x, C e) {
+  const C cdf = C(0.5) * (C(1) + e);
   const C pdf = m::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
   return cdf + x * pdf;
 }
+template <class C> EW_HD C gelu_erf(C x) { return gelu_erf_of(x, erf_sqrt1_2(x)); }
+template <class C> EW_HD C gelu_erf_d(C x) { return gelu_erf_d_of(x, erf_sqrt1_2(x)); }
 template <class C> inline constexpr C kGeluBeta = C(0.79788456080286535588);  // sqrt(2/pi)
 template <class C> inline constexpr C kGeluKappa = C(0.044715);
 // PyTorch: x_cube = x * x * x, inner = beta * (x + kappa * x_cube) (the add contracted into an
@@ -207,7 +212,10 @@ EW_HD int64_t igcd(int64_t a, int64_t b) {
 //     ldexp / mish / sinc: the two sets differ.
 //   Session 26, a bare benchmark of the flat kernel (same H200, data in [0.25, 2] as the sweep):
 //     one = 4: f32 erfc 540 -> 523 µs, mish 532 -> 522, softplus 552 -> 528 (but exp, sigmoid,
-//     sinc +1-3 %, log_ndtr +10 %: not the default); one16 = 1: bf16 sinc 443 -> 423, softplus
+//     sinc +1-3 %, log_ndtr +10 %: not the default). Session 32, after the flat kernel's set-up
+//     cut (7edea60), median of 5 beside PyTorch: erfc is back at one = 2 (one = 2 / 4 / 8:
+//     508.7 / 525.8 / 528.7 µs, PyTorch 509.9); softplus keeps 4 (524.0 against 532.7 at 2),
+//     mish is even (527.5 / 527.8) and keeps 4; one16 = 1: bf16 sinc 443 -> 423, softplus
 //     531 -> 512 (erfc, mish, exp: no gain or a loss); vec_one = 4: bf16 lgamma 797 -> 729
 //     (f32 lgamma loses at 2: 753 -> 898); vec_many = 2: polygamma's backward bf16 16.5 -> 12.9
 //     ms, f32 14.8 -> 13.0 ms (lanes of a warp take different series lengths; fewer elements per
@@ -478,7 +486,6 @@ EW_UN(erf) {
   D1 { UNUSED_P; return g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
 EW_UN(erfc) {
-  static constexpr FlatDepth kDepth{.one = 4};
   F1 { UNUSED_P; return m::erfc(x); }
   D1 { UNUSED_P; return -g * C(1.12837916709551257390) * m::exp(-x * x); }
 };
@@ -738,9 +745,15 @@ EW_UN(swiglu) {
 EW_UN(geglu) {
   F2 { return (p.v[0] != C(0) ? gelu_tanh_f(a) : gelu_erf(a)) * b; }
   D2 {
-    const bool t = p.v[0] != C(0);
-    da = g * b * (t ? gelu_tanh_d(a) : gelu_erf_d(a));
-    db = g * (t ? gelu_tanh_f(a) : gelu_erf(a));
+    if (p.v[0] != C(0)) {
+      da = g * b * gelu_tanh_d(a);
+      db = g * gelu_tanh_f(a);
+      return;
+    }
+    // one erf for both results (the compiler did not merge two calls: bf16 918 -> 625 µs)
+    const C e = erf_sqrt1_2(a);
+    da = g * b * gelu_erf_d_of(a, e);
+    db = g * gelu_erf_of(a, e);
   }
 };
 EW_UN(reglu) {

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Runs PyTorch's counterpart of chosen elementwise benchmark rows once each, for Nsight Compute:
+
+  ncu --profile-from-start off --csv --page details ... \
+      python3 bench/torch_elementwise_profile.py --rows rows.json
+
+rows.json: a JSON array of records with the fields of docs/perf/elementwise.json (op, direction,
+dtype, shape, variant). Each row's call (after one warm-up) runs alone between
+cudaProfilerStart and cudaProfilerStop, preceded by torch.cuda._sleep's spin kernel, which marks
+where the row's kernels begin in ncu's output (ncu_issue_table.py splits on it).
+"""
+import argparse
+import json
+
+import torch
+
+from torch_elementwise_side_by_side import operands, torch_fn
+
+NO_GRAD = {"igamma": {0}, "igammac": {0}}  # PyTorch has no derivative in a (as ours)
+
+
+def call_of(r):
+    fn = torch_fn(r["op"])
+    xs = operands(r)
+    if r["direction"] == "fwd":
+        return lambda: fn(*xs)
+    leaves = [x.detach().requires_grad_(x.is_floating_point() and k not in NO_GRAD.get(r["op"], set())) for k, x in enumerate(xs)]
+    y = fn(*leaves)
+    g = torch.empty_like(y).uniform_(-1, 1)
+    need = [x for x in leaves if x.requires_grad]
+    return lambda: torch.autograd.grad(y, need, g, retain_graph=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", required=True)
+    rows = json.load(open(ap.parse_args().rows))
+    for r in rows:
+        fn = call_of(r)
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        torch.cuda._sleep(1000)
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        print("row", r["op"], r["direction"], r["dtype"], flush=True)
+        del fn
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
