@@ -24,10 +24,43 @@ using namespace baracuda::test;
 
 namespace {
 
+// An op's family: its group in elementwise_ops.hpp (unary math, special functions, activations
+// and gated, binary, comparison / logic / bitwise, ternary), casts apart.
+const char* op_family(EwOp op) {
+  if (op == EwOp::to) return "cast";
+  switch (op) {
+#define FAMILY_OF(name, arity, kind, grad, group) \
+  case EwOp::name: return #group;
+    BARACUDA_EW_OPS(FAMILY_OF)
+#undef FAMILY_OF
+  }
+  return "?";
+}
+
+struct Worst {
+  double ratio = 0;  // max |err| / tol
+  std::string at;
+};
 struct Stats {
   int64_t cases = 0, elements = 0, exact = 0, nonfinite = 0;
-  double worst = 0;  // max |err| / tol
-  std::string worst_at;
+  Worst worst;
+  std::map<std::string, Worst> family;  // the same per op family
+  // One element's error err against its tolerance tol (op on dtype dt); err > tol fails the
+  // caller's check, so tol 0 (exact results) counts only exact elements.
+  void record(EwOp op, DType dt, double err, double tol) {
+    Worst& fam = family[op_family(op)];
+    if (err == 0) {
+      exact++;
+      return;
+    }
+    if (tol <= 0) return;
+    const double r = err / tol;
+    auto up = [&](Worst& w) {
+      if (r > w.ratio) w.ratio = r, w.at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(dt));
+    };
+    up(worst);
+    up(fam);
+  }
 };
 std::map<std::string, Stats> g_stats;  // per "fwd"/"bwd"/"cast"/"reduce"
 
@@ -35,7 +68,11 @@ void print_stats(const char* tag, const char* what) {
   const Stats& s = g_stats[tag];
   std::printf("[elementwise %s] %lld cases, %lld %s (%lld exact, %lld non-finite), worst %.3f of tolerance (%s)\n", tag,
               static_cast<long long>(s.cases), static_cast<long long>(s.elements), what, static_cast<long long>(s.exact),
-              static_cast<long long>(s.nonfinite), s.worst, s.worst_at.c_str());
+              static_cast<long long>(s.nonfinite), s.worst.ratio, s.worst.at.c_str());
+  for (const auto& [fam, w] : s.family) {
+    if (w.ratio > 0) std::printf("[elementwise %s]   family %-10s worst %.3f of tolerance (%s)\n", tag, fam.c_str(), w.ratio, w.at.c_str());
+    else std::printf("[elementwise %s]   family %-10s every element exact\n", tag, fam.c_str());
+  }
 }
 
 bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
@@ -253,7 +290,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       int64_t gi = odt == DType::i64 ? static_cast<int64_t>(gb) : static_cast<int64_t>(got);
       if (odt == DType::boolean) gi = (gb & 0xff) != 0;
       S.elements++;
-      S.exact++;
+      S.record(op, odt, 0, 0);  // exact (checked below)
       nonzero += wi != 0;
       if (gi != wi) {
         ADD_FAILURE() << "repro: " << ew_op_name(op) << " out " << dtype_name(odt) << " shape " << shape_str(out_shape) << " seed " << seed
@@ -279,11 +316,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
     }
     const double tol = (odt == DType::boolean || !is_floating(odt)) ? 0.0 : tol_for(odt, op_k(op), want);
     const double err = std::fabs(got - want);
-    if (err == 0) S.exact++;
-    else if (tol > 0) {
-      const double fr = err / tol;
-      if (fr > S.worst) S.worst = fr, S.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(odt));
-    }
+    S.record(op, odt, err, tol);
     if (!(err <= tol)) {
       ADD_FAILURE() << "repro: " << ew_op_name(op) << " out " << dtype_name(odt) << " shape " << shape_str(out_shape) << " seed " << seed
                     << " elem " << f << " x=(" << x[0] << ", " << x[1] << ", " << x[2] << ") got " << got << " want " << want
@@ -497,8 +530,7 @@ TEST(ElementwiseDevice, SpecialFunctionsOverWideDomains) {
           continue;
         }
         const double err = std::fabs(got - want), tol = tol_for(dt, op_k(op), want);
-        if (err == 0) S.exact++;
-        else if (err / tol > S.worst) S.worst = err / tol, S.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(dt));
+        S.record(op, dt, err, tol);
         ASSERT_LE(err, tol) << "repro: " << ew_op_name(op) << " " << dtype_name(dt) << " (math " << dtype_name(cdt) << ") x=(" << x[0]
                             << ", " << x[1] << ") got " << got << " want " << want;
       }
@@ -688,6 +720,7 @@ TEST(ElementwiseDevice, EveryCastPair) {
         if (to == DType::f8e4m3 || to == DType::f8e5m2) fwd_case(EwOp::to, {T(from, {33, 65}, l)}, seed++, {}, to, false, true);
         if (HasFailure()) return;
       }
+  print_stats("fwd", "elements, casts included");
 }
 
 // fp8 overflow and rounding at the top of the range, as PyTorch (repro values from the probe).
@@ -804,8 +837,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       }
       const double tol = tol_for(specs[k].dtype, op_k(op) * 2, 0) * (1.0 + mag[t]) + ue * cond[t];
       const double err = std::fabs(got - w);
-      if (err == 0) Sx.exact++;
-      else if (err / tol > Sx.worst) Sx.worst = err / tol, Sx.worst_at = std::string(ew_op_name(op)) + " " + std::string(dtype_name(specs[k].dtype));
+      Sx.record(op, specs[k].dtype, err, tol);
       if (!(err <= tol)) {
         ADD_FAILURE() << "repro: d" << ew_op_name(op) << "/dx" << k << " " << dtype_name(specs[k].dtype) << " shape " << shape_str(specs[k].shape)
                       << " seed " << seed << " elem " << t << " got " << got << " want " << w << " tol " << tol;
