@@ -75,7 +75,7 @@ def operands(r):
     dt = DT[r["dtype"]]
     op, v, shape = r["op"], r["variant"], r["shape"]
     ar = 1 if op in UNARY else (2 if op in BINARY else 3)
-    if v == "contiguous":
+    if v in ("contiguous", "latency [4096, 4096]"):
         shapes, strided = [shape] * ar, [False] * ar
     elif v == "row-broadcast [n]":
         shapes, strided = [shape, [shape[1]]], [False, False]
@@ -139,7 +139,8 @@ def main():
             t = None
         rec = {
             "op": r["op"], "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"], "variant": r["variant"],
-            "ours_us": r["ours_us"], "torch_us": t, "speedup_vs_torch": (t / r["ours_us"]) if t else None, "bound": "memory",
+            "ours_us": r["ours_us"], "torch_us": t,
+            **({"ours_graph_us": r["graph_us"]} if r.get("graph_us") else {}), "speedup_vs_torch": (t / r["ours_us"]) if t else None, "bound": "memory",
             # achieved 0: every gradient is grad_out (passed on, no pass at all), as in PyTorch
             "achieved": r["achieved"] or None, "unit": "TB/s", "ceiling": r["ceiling"],
             "fraction_of_ceiling": (r["achieved"] / r["ceiling"]) if r["achieved"] else None,
