@@ -219,8 +219,13 @@ EW_HD int64_t igcd(int64_t a, int64_t b) {
 //     531 -> 512 (erfc, mish, exp: no gain or a loss); vec_one = 4: bf16 lgamma 797 -> 729
 //     (f32 lgamma loses at 2: 753 -> 898); vec_many = 2: polygamma's backward bf16 16.5 -> 12.9
 //     ms, f32 14.8 -> 13.0 ms (lanes of a warp take different series lengths; fewer elements per
-//     thread, more threads), while its forward lost 2-3 % at 2 in the sweep; logit's branch on
-//     eps (below) with one16 = 1: bf16 463 -> 439 µs at eps < 0, 425 -> 434 at eps >= 0.
+//     thread, more threads), while its forward lost 2-3 % at 2 in the sweep; session 32, the same
+//     for lanes of unequal work, median of 3 (µs, bf16 / f32, 16-byte vectors -> the choice):
+//     igammac fwd 19803 / 14944 -> 13878 / 13704 and zeta 15549 / 14239 -> 12431 / 12565 at 2
+//     (igammac bwd 1653 / 1502 -> 1540 / 1520); igamma fwd bf16 9876 -> 8344, bwd bf16 1634 ->
+//     1600 and i1e bwd bf16 1048 -> 974 at 4, f32 unchanged (at 2 their f32 backward lost 2-13 %);
+//     logit's branch on eps (below) with one16 = 1: bf16 463 -> 439 µs at eps < 0, 425 -> 434 at
+//     eps >= 0.
 struct FlatDepth {
   int one = 2, one16 = 2, many = 1, many16 = 1;
   int vec_one = 0, vec_many = 0;
@@ -529,6 +534,7 @@ EW_UN(i0e) {  // exp(-|x|) I0(x); i0e'(x) = i1e(x) - sgn(x) i0e(x) (0 at the kin
   D1 { UNUSED_P; return g * (m::bessel_i1e(x) - sgn(x) * m::bessel_i0e(x)); }
 };
 EW_UN(i1e) {  // exp(-|x|) I1(x); i1e'(x) = i0e(x) - i1e(x) (sgn(x) + 1/x), 1/2 at 0
+  static constexpr FlatDepth kDepth{.vec_many = 4};  // backward: 4 bf16 a thread (FlatDepth note)
   F1 { UNUSED_P; return m::bessel_i1e(x); }
   D1 {
     UNUSED_P;
@@ -539,10 +545,12 @@ EW_UN(i1e) {  // exp(-|x|) I1(x); i1e'(x) = i0e(x) - i1e(x) (sgn(x) + 1/x), 1/2 
 // (a, x): regularized lower / upper incomplete gamma; differentiable in x only (PyTorch has no
 // derivative in a either)
 EW_UN(igamma) {
+  static constexpr FlatDepth kDepth{.vec_many = 4};  // divergent series (FlatDepth note)
   F2 { UNUSED_P; return m::igamma_pq(a, b, false); }
   D2 { UNUSED_P; da = C(0); db = g * m::igamma_dx(a, b); }
 };
 EW_UN(igammac) {
+  static constexpr FlatDepth kDepth{.vec_many = 2};  // divergent lanes (FlatDepth note)
   F2 { UNUSED_P; return m::igamma_pq(a, b, true); }
   D2 { UNUSED_P; da = C(0); db = -g * m::igamma_dx(a, b); }
 };
@@ -553,6 +561,7 @@ EW_UN(polygamma) {
   D1 { return g * m::polygamma(static_cast<int>(p.v[0]) + 1, x); }
 };
 EW_UN(zeta) {
+  static constexpr FlatDepth kDepth{.vec_many = 2};  // divergent series (FlatDepth note)
   F2 { UNUSED_P; return m::zeta(a, b); }
 };
 EW_UN(sigmoid) {
