@@ -14,21 +14,7 @@ import json
 
 import torch
 
-from torch_elementwise_side_by_side import operands, torch_fn
-
-NO_GRAD = {"igamma": {0}, "igammac": {0}}  # PyTorch has no derivative in a (as ours)
-
-
-def call_of(r):
-    fn = torch_fn(r["op"])
-    xs = operands(r)
-    if r["direction"] == "fwd":
-        return lambda: fn(*xs)
-    leaves = [x.detach().requires_grad_(x.is_floating_point() and k not in NO_GRAD.get(r["op"], set())) for k, x in enumerate(xs)]
-    y = fn(*leaves)
-    g = torch.empty_like(y).uniform_(-1, 1)
-    need = [x for x in leaves if x.requires_grad]
-    return lambda: torch.autograd.grad(y, need, g, retain_graph=True)
+from torch_elementwise_side_by_side import call_of
 
 
 def main():

@@ -104,12 +104,17 @@ def torch_fn(op):
     return UNARY.get(op) or BINARY.get(op) or TERNARY.get(op)
 
 
-def torch_us(r):
+NO_GRAD = {"igamma": {0}, "igammac": {0}}  # PyTorch has no derivative in a (operand 0), nor do we
+
+
+def call_of(r):
+    """PyTorch's counterpart of record r as a callable (None where PyTorch has none). Backward:
+    torch.autograd.grad of the forward call with a random grad_output."""
     op = r["op"]
     if op.startswith("to_"):
         target = {"to_f32": torch.float32, "to_bf16": torch.bfloat16, "to_f8e4m3": torch.float8_e4m3fn}[op]
         x = make(r["shape"], False, DT[r["dtype"]])
-        return median_us(lambda: x.to(target), warm=3, reps=15)
+        return lambda: x.to(target)
     fn = torch_fn(op)
     if fn is None:
         return None
@@ -117,15 +122,18 @@ def torch_us(r):
     if r["direction"] == "fwd":
         if r["variant"] == "strided (transposed)":  # same work as ours: a contiguous result
             y = torch.empty(r["shape"], device="cuda", dtype=xs[0].dtype)
-            return median_us(lambda: torch.exp(xs[0], out=y), warm=3, reps=15)
-        return median_us(lambda: fn(*xs), warm=3, reps=15)
-    # igamma/igammac: PyTorch has no derivative in a (operand 0), nor do we
-    no_grad = {"igamma": {0}, "igammac": {0}}.get(op, set())
-    leaves = [x.detach().requires_grad_(x.is_floating_point() and k not in no_grad) for k, x in enumerate(xs)]
+            return lambda: torch.exp(xs[0], out=y)
+        return lambda: fn(*xs)
+    leaves = [x.detach().requires_grad_(x.is_floating_point() and k not in NO_GRAD.get(op, set())) for k, x in enumerate(xs)]
     y = fn(*leaves)
     g = torch.empty_like(y).uniform_(-1, 1)
     need = [x for x in leaves if x.requires_grad]
-    return median_us(lambda: torch.autograd.grad(y, need, g, retain_graph=True), warm=3, reps=15)
+    return lambda: torch.autograd.grad(y, need, g, retain_graph=True)
+
+
+def torch_us(r):
+    call = call_of(r)
+    return None if call is None else median_us(call, warm=3, reps=15)
 
 
 def main():
