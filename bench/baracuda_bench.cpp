@@ -114,7 +114,7 @@ bool verify_forward_sampled(const PadDescriptor& d, const void* x_dev, const voi
     BENCH_CUDA_OK(cudaMemcpy(&got, static_cast<const char*>(y_dev) + f * es, es, cudaMemcpyDeviceToHost));
     if (src >= 0) BENCH_CUDA_OK(cudaMemcpy(&want, static_cast<const char*>(x_dev) + src * es, es, cudaMemcpyDeviceToHost));
     if (got != want) {
-      std::fprintf(stderr, "VERIFY FAILED fwd %s at output %lld\n", std::string(pad_mode_name(d.mode)).c_str(), (long long)f);
+      std::fprintf(stderr, "VERIFY FAILED fwd %s at output %lld\n", std::string(enum_name(d.mode)).c_str(), (long long)f);
       return false;
     }
   }
@@ -192,7 +192,7 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
   std::vector<int64_t> cur_shape;
   DType cur_dt = DType::f64;
   for (const Case& c : cases) {
-    const std::string label = "pad_" + std::string(pad_mode_name(c.mode)) + " " + std::string(dtype_name(c.dtype)) + " " + json_list(c.shape);
+    const std::string label = "pad_" + std::string(enum_name(c.mode)) + " " + std::string(dtype_name(c.dtype)) + " " + json_list(c.shape);
     if (filter_skips(g_filter, label)) continue;
     auto d = descriptor(c);
     auto fwd = PadPlan::select(*d);
@@ -222,7 +222,7 @@ int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
     const TensorMut dxm = TensorMut::make(dx, c.dtype, c.shape);
     const int warm = quick ? 2 : 5, reps = quick ? 10 : 50;
     Record rf;
-    rf.op = "pad_" + std::string(pad_mode_name(c.mode));
+    rf.op = "pad_" + std::string(enum_name(c.mode));
     rf.dtype = std::string(dtype_name(c.dtype));
     rf.shape = c.shape;
     rf.pads = c.pads;

@@ -41,7 +41,7 @@ std::vector<ConvCase> conv_cases() {
     for (Conv1dLayout l : {Conv1dLayout::kBLC, Conv1dLayout::kBCL})
       for (const auto& s : shapes) {
         if (dt == DType::f32 && s[0] != 4) continue;  // f32 on the first shape only
-        cs.push_back({std::string(conv1d_layout_name(l)) + "_" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+        cs.push_back({std::string(enum_name(l)) + "_" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
                           std::to_string(s[2]),
                       dt, l, s[0], s[1], s[2]});
       }
@@ -264,7 +264,7 @@ int run_conv1d_family(const std::string& json_path, bool quick, const std::strin
       !write_bandwidth_json(json_path, ceiling, "", recs, [](const ConvCase& c) {
         return strf("\"op\": \"causal_conv1d\", \"case\": \"%s\", \"layout\": \"%s\", \"B\": %lld, \"L\": %lld, \"C\": %lld, "
                     "\"W\": %d, \"shape\": [%lld, %lld, %lld]",
-                    c.name.c_str(), std::string(conv1d_layout_name(c.layout)).c_str(), (long long)c.B, (long long)c.L,
+                    c.name.c_str(), std::string(enum_name(c.layout)).c_str(), (long long)c.B, (long long)c.L,
                     (long long)c.C, c.W, (long long)c.B, (long long)c.L, (long long)c.C);
       }))
     return failures + 1;

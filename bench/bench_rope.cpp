@@ -209,7 +209,7 @@ int run_rope_family(const std::string& json_path, bool quick, const std::string&
         return strf("\"op\": \"rope\", \"case\": \"%s\", \"shape\": %s, \"S\": %lld, \"Hq\": %lld, \"Hk\": %lld, \"D\": %lld, "
                     "\"R\": %lld, \"pairing\": \"%s\", \"cache\": %s, \"in_place\": %s",
                     c.name.c_str(), shape_json({c.S, c.Hq, c.D}).c_str(), (long long)c.S, (long long)c.Hq, (long long)c.Hk,
-                    (long long)c.D, (long long)c.R, std::string(rope_pairing_name(c.pairing)).c_str(), c.cache ? "true" : "false",
+                    (long long)c.D, (long long)c.R, std::string(enum_name(c.pairing)).c_str(), c.cache ? "true" : "false",
                     c.in_place ? "true" : "false");
       }))
     return failures + 1;

@@ -8,11 +8,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define BARACUDA_HD __host__ __device__ __forceinline__
-#else
-#define BARACUDA_HD inline
-#endif
+#include "core/hd.hpp"
 
 namespace baracuda::detail {
 
@@ -31,7 +27,11 @@ struct FastDiv {
   }
   // n / d for n < 2^31.
   BARACUDA_HD uint32_t div(uint32_t n) const {
+#if defined(__CUDA_ARCH__)
+    return (__umulhi(n, mul) + n) >> shift;
+#else
     return (static_cast<uint32_t>((static_cast<uint64_t>(n) * mul) >> 32) + n) >> shift;
+#endif
   }
 };
 

@@ -17,3 +17,10 @@ cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
 }
 
 }  // namespace baracuda
+
+// For launchers that chain several CUDA calls (memsets, kernels, CUB): returns the first error.
+#define BARACUDA_CUDA_TRY(expr)          \
+  do {                                   \
+    const cudaError_t e_ = (expr);       \
+    if (e_ != cudaSuccess) return e_;    \
+  } while (0)

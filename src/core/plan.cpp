@@ -10,32 +10,15 @@
 
 namespace baracuda {
 
-std::string_view backend_name(Backend b) {
-  switch (b) {
-    case Backend::kAny: return "any";
-    case Backend::kBespoke: return "bespoke";
-    case Backend::kCuBLASLt: return "cublaslt";
-    case Backend::kCuDNN: return "cudnn";
-    case Backend::kCUB: return "cub";
-    case Backend::kCuFFT: return "cufft";
-    case Backend::kCuSOLVER: return "cusolver";
-    case Backend::kCuRAND: return "curand";
-    case Backend::kNCCL: return "nccl";
-  }
-  return "?";
-}
-
-std::string_view direction_name(Direction d) { return d == Direction::kForward ? "fwd" : "bwd"; }
-
 std::string KernelSku::name() const {
   // <op-family>.<dir>.<op-variant>.<dtype>.<backend>.sm<arch>.<kernel-variant>
   std::string s = op;
   s += '.';
-  s += direction_name(direction);
+  s += enum_name(direction);
   s += '.';
   s += dtype_name(dtype);
   s += '.';
-  s += backend_name(backend);
+  s += enum_name(backend);
   s += ".sm";
   s += std::to_string(arch);
   if (!variant.empty()) {

@@ -13,12 +13,6 @@
 
 namespace baracuda::detail {
 
-inline size_t hash_preference(const PlanPreference& p) {
-  size_t h = static_cast<size_t>(p.determinism) | static_cast<size_t>(p.target_arch) << 8 |
-             static_cast<size_t>(p.forced_backend) << 24 | size_t{p.allow_tf32} << 32 | size_t{p.autotune} << 33;
-  return h ^ (p.max_workspace_bytes * 0x9E3779B97F4A7C15ull);
-}
-
 struct PlanCacheCounters {
   std::atomic<size_t> hits{0}, misses{0};
 };
@@ -63,7 +57,7 @@ class PlanCache {
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      return k.desc.hash() ^ (hash_preference(k.pref) * 31) ^ (static_cast<size_t>(k.device) << 56);
+      return hash_fields(k.desc) ^ (hash_fields(k.pref) * 31) ^ (static_cast<size_t>(k.device) << 56);
     }
   };
   PlanCacheCounters* counters_;

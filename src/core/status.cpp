@@ -1,5 +1,8 @@
 #include "baracuda/core/status.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace baracuda {
 
 std::string_view status_code_name(StatusCode c) {
@@ -24,6 +27,12 @@ std::string Status::to_string() const {
     s += message_;
   }
   return s;
+}
+
+void result_has_no_value(const Status& why) {
+  std::fprintf(stderr, "baracuda: Result::value() called on a Result that holds an error: %s\n", why.to_string().c_str());
+  std::fflush(stderr);
+  std::abort();
 }
 
 }  // namespace baracuda

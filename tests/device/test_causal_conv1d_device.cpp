@@ -77,7 +77,7 @@ bool run_case(DType dt, DType wdt, Conv1dLayout lay, int W, bool silu, bool stat
   char buf[400];
   std::snprintf(buf, sizeof buf, "conv1d %s w:%s %s W%d %s%s%s view %s B%lld C%lld L%lld seed %llu",
                 std::string(dtype_name(dt)).c_str(), std::string(dtype_name(wdt)).c_str(),
-                std::string(conv1d_layout_name(lay)).c_str(), W, silu ? "silu" : "none", states ? " states" : "",
+                std::string(enum_name(lay)).c_str(), W, silu ? "silu" : "none", states ? " states" : "",
                 bias ? " bias" : "", layout_name(view), (long long)z.B, (long long)z.C, (long long)z.L,
                 (unsigned long long)seed);
   const std::string repro = buf;
@@ -225,6 +225,9 @@ TEST(CausalConv1dDevice, ChunkedThroughStatesMatchesOnePass) {
     StridedBuffer y2 = make_buf(DType::bf16, data_shape(lay, B, C, L), Layout::kContiguous, nullptr);
     StridedBuffer st = make_buf(DType::bf16, {B, C, W - 1}, Layout::kContiguous, nullptr);
     CausalConv1dDescriptor d;
+    d.dtype = d.weight_dtype = DType::bf16;  // the former defaults: bf16, bias, SiLU
+    d.has_bias = true;
+    d.activation = Conv1dActivation::kSiLU;
     d.layout = lay;
     d.batch = B;
     d.channels = C;
@@ -261,7 +264,7 @@ TEST(CausalConv1dDevice, ChunkedThroughStatesMatchesOnePass) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     y.download();
     y2.download();
-    EXPECT_EQ(y.host, y2.host) << conv1d_layout_name(lay);
+    EXPECT_EQ(y.host, y2.host) << enum_name(lay);
   }
 }
 
@@ -287,6 +290,7 @@ TEST(CausalConv1dDevice, UpdateMatchesReference) {
         d.state_batch = rows;
         d.circular = form & 1;
         d.state_indices = form & 2;
+        d.has_bias = true;
         d.activation = seed % 4 == 1 ? Conv1dActivation::kNone : Conv1dActivation::kSiLU;
         std::mt19937_64 rng(seed);
         StridedBuffer x = make_buf(dt, data_shape(lay, B, C, n), Layout::kContiguous, &rng);
@@ -327,7 +331,7 @@ TEST(CausalConv1dDevice, UpdateMatchesReference) {
         for (size_t i = 0; i < mag.size(); ++i) mag[i] = 2 * mag0[i];
         char repro[200];
         std::snprintf(repro, sizeof repro, "update %s W%d S%lld n%lld form %d %s seed %llu", std::string(dtype_name(dt)).c_str(),
-                      W, (long long)S, (long long)n, form, std::string(conv1d_layout_name(lay)).c_str(), (unsigned long long)seed);
+                      W, (long long)S, (long long)n, form, std::string(enum_name(lay)).c_str(), (unsigned long long)seed);
         const std::vector<int64_t> bcl{B, C, n};
         bool ok = compare("y", repro, y, want, mag, dt, &bcl, lay, g_stats[2]);
         ok = ok && compare("conv_state", repro, st, state, std::vector<double>(state.size(), 0.0), dt, nullptr, lay, g_stats[2]);
@@ -348,6 +352,9 @@ TEST(CausalConv1dDevice, BackwardBitwiseDeterministic) {
     const int64_t C = 512, L = 3000, W = 4;
     std::mt19937_64 rng(9);
     CausalConv1dDescriptor d;
+    d.dtype = d.weight_dtype = DType::bf16;  // the former defaults: bf16, bias, SiLU
+    d.has_bias = true;
+    d.activation = Conv1dActivation::kSiLU;
     d.layout = lay;
     d.batch = B;
     d.channels = C;
@@ -393,6 +400,9 @@ TEST(CausalConv1dDevice, GraphCapture) {
   const int64_t B = 2, C = 256, L = 1000, W = 4;
   std::mt19937_64 rng(4);
   CausalConv1dDescriptor d;
+  d.dtype = d.weight_dtype = DType::bf16;  // the former defaults: bf16, bias, SiLU
+  d.has_bias = true;
+  d.activation = Conv1dActivation::kSiLU;
   d.batch = B;
   d.channels = C;
   d.seq = L;
@@ -465,6 +475,8 @@ TEST(CausalConv1dDevice, BeyondTwoToThe31Elements) {
     cudaMemcpy(w, wv.data(), wv.size() * 2, cudaMemcpyHostToDevice);
     cudaMemcpy(b, bv.data(), bv.size() * 2, cudaMemcpyHostToDevice);
     CausalConv1dDescriptor d;
+    d.dtype = d.weight_dtype = DType::bf16;
+    d.has_bias = true;
     d.layout = lay;
     d.channels = C;
     d.seq = L;
@@ -481,7 +493,7 @@ TEST(CausalConv1dDevice, BeyondTwoToThe31Elements) {
     for (int64_t at : {(int64_t{1} << 31) - 2048, n - 4096}) {
       std::vector<uint16_t> h(4096);
       cudaMemcpy(h.data(), static_cast<uint16_t*>(y) + at, 4096 * 2, cudaMemcpyDeviceToHost);
-      for (int64_t i = 0; i < 4096; ++i) ASSERT_EQ(h[static_cast<size_t>(i)], want) << conv1d_layout_name(lay) << " element " << at + i;
+      for (int64_t i = 0; i < 4096; ++i) ASSERT_EQ(h[static_cast<size_t>(i)], want) << enum_name(lay) << " element " << at + i;
     }
     cudaFree(x);
     cudaFree(y);

@@ -1162,7 +1162,7 @@ TEST(ReduceToShapeDevice, AllOpsShapesAndReruns) {
                                        // a product of n factors: n roundings, each relative
                                        : (dtype_eps(odt) + cnt[t] * (is_floating(odt) && odt != DType::f64 ? 1.2e-7 : 2.3e-16)) * std::fabs(w);
           if (std::isinf(w)) ASSERT_EQ(got, w);
-          else ASSERT_LE(std::fabs(got - w), tol) << "repro: reduce " << reduce_op_name(op) << " " << dtype_name(dt) << " " << shape_str(c.in)
+          else ASSERT_LE(std::fabs(got - w), tol) << "repro: reduce " << enum_name(op) << " " << dtype_name(dt) << " " << shape_str(c.in)
                                                    << " -> " << shape_str(c.out) << " elem " << t << " got " << got << " want " << w;
         }
         g_stats["reduce"].cases++;

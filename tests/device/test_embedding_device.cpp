@@ -147,7 +147,7 @@ struct BagCase {
 bool run_bag(const BagCase& c, uint64_t seed) {
   char buf[300];
   std::snprintf(buf, sizeof buf, "embedding_bag %s %s idx:%s V%lld D%lld B%lld bag_size %lld%s%s%s pattern %d wview %s %s seed %llu",
-                std::string(embedding_bag_mode_name(c.mode)).c_str(), std::string(dtype_name(c.dt)).c_str(),
+                std::string(enum_name(c.mode)).c_str(), std::string(dtype_name(c.dt)).c_str(),
                 std::string(dtype_name(c.it)).c_str(), (long long)c.V, (long long)c.D, (long long)c.B,
                 (long long)c.bag_size, c.include_last ? " include_last" : "", c.psw ? " psw" : "", c.pad ? " pad" : "",
                 c.pattern, layout_name(c.wl), c.sorted ? "sort" : "scatter", (unsigned long long)seed);

@@ -204,7 +204,8 @@ void run_forward(const Case& cs, uint64_t seed) {
   if (cptr) args.c = cptr->ref();
   if (cs.has_bias) args.bias = bias.ref();
   if (cs.preact) args.preact = pre.mut();
-  if (fp8) args.a_scale = scales, args.b_scale = scales + 4;
+  if (fp8)
+    args.a_scale = TensorRef::make(scales, DType::f32, {}), args.b_scale = TensorRef::make(scales + 4, DType::f32, {});
   if (grad) args.aux = aux.ref();
   if (cs.bias_grad) args.bias_grad = bgrad.mut();
   if (cs.autotune) EXPECT_NE(plan->sku().name().find(".tuned"), std::string::npos) << plan->sku().name();
@@ -538,7 +539,7 @@ TEST_F(GemmDevice, LinearEpiloguesFusedAndSeparate) {
         for (bool pre : {false, true}) {
           if (pre && act == GemmActivation::kNone) continue;
           Case c;
-          c.name = std::string("linear_") + std::string(gemm_activation_name(act)) + (pre ? "_preact" : "") +
+          c.name = std::string("linear_") + std::string(enum_name(act)) + (pre ? "_preact" : "") +
                    (epi == GemmEpilogueImpl::kSeparate ? "_sep" : "");
           c.dt = dt;
           c.a = {{3, 40, 64}}, c.b = {{72, 64}}, c.transpose_b = true, c.out = {{3, 40, 72}};
@@ -666,7 +667,7 @@ TEST_F(GemmDevice, BackwardEpilogues) {
           const bool fusable = act == GemmActivation::kGeluTanh && (dt == DType::bf16 || dt == DType::f16);
           if (epi == GemmEpilogueImpl::kFused && !fusable) continue;
           Case c;
-          c.name = std::string("dact_") + std::string(gemm_activation_name(act)) + (bg ? "_bgrad" : "") +
+          c.name = std::string("dact_") + std::string(enum_name(act)) + (bg ? "_bgrad" : "") +
                    (epi == GemmEpilogueImpl::kSeparate ? "_sep" : epi == GemmEpilogueImpl::kFused ? "_fused" : "");
           c.dt = dt;
           // dH [M, N] = dY [M, O] · W [O, N]   (the da GEMM of the next layer)

@@ -86,7 +86,7 @@ Problem make_problem(DType dt, PadMode mode, const std::vector<int64_t>& in, std
 }
 
 std::string repro(const char* dir, const Problem& p, Layout lx, Layout ly, uint64_t seed) {
-  std::string s = std::string("pad ") + dir + " mode=" + std::string(pad_mode_name(p.d.mode)) +
+  std::string s = std::string("pad ") + dir + " mode=" + std::string(enum_name(p.d.mode)) +
                   " dtype=" + std::string(dtype_name(p.d.dtype)) + " in=" + shape_str(p.in) + " pads=";
   for (int a = 0; a < p.d.rank; ++a) s += "(" + std::to_string(p.d.pad_low[a]) + "," + std::to_string(p.d.pad_high[a]) + ")";
   return s + " x_layout=" + layout_name(lx) + " y_layout=" + layout_name(ly) + " seed=" + std::to_string(seed);
@@ -412,8 +412,8 @@ TEST_F(PadDevice, BitwiseRerunsAreIdentical) {
         first_dx = dx.host;
         first_y = y.host;
       } else {
-        ASSERT_EQ(dx.host, first_dx) << pad_mode_name(mode) << " backward differs on rerun " << rep;
-        ASSERT_EQ(y.host, first_y) << pad_mode_name(mode) << " forward differs on rerun " << rep;
+        ASSERT_EQ(dx.host, first_dx) << enum_name(mode) << " backward differs on rerun " << rep;
+        ASSERT_EQ(y.host, first_y) << enum_name(mode) << " forward differs on rerun " << rep;
       }
     }
   }
@@ -532,7 +532,7 @@ TEST_F(PadDevice, LargeElementOffsetUses64BitPath) {
     BARACUDA_CUDA_OK(cudaMemcpy(rows.data(), xr, W * 2, cudaMemcpyDeviceToHost));
     BARACUDA_CUDA_OK(cudaMemcpy(rows.data() + W, xr + big, W * 2, cudaMemcpyDeviceToHost));
     for (int64_t i = 0; i < 2 * W; ++i)
-      ASSERT_NEAR(bf16_bits_to_float(rows[i]), gwant[i], 8e-3 * std::abs(gwant[i]) + 1e-6) << pad_mode_name(mode) << " " << i;
+      ASSERT_NEAR(bf16_bits_to_float(rows[i]), gwant[i], 8e-3 * std::abs(gwant[i]) + 1e-6) << enum_name(mode) << " " << i;
     cudaFree(xd);
   }
 }

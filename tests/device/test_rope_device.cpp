@@ -135,7 +135,7 @@ bool run_case(DType dt, RopePairing pr, RopeLayout lay, const Config& c, int ang
   std::mt19937_64 rng(seed);
   char repro[512];
   std::snprintf(repro, sizeof repro, "rope %s %s %s %s B%lld S%lld Hq%lld Hk%lld D%lld R%lld angles %d pos %d q:%s k:%s seed %llu",
-                backward ? "bwd" : "fwd", std::string(dtype_name(dt)).c_str(), std::string(rope_pairing_name(pr)).c_str(),
+                backward ? "bwd" : "fwd", std::string(dtype_name(dt)).c_str(), std::string(enum_name(pr)).c_str(),
                 lay == RopeLayout::kBHSD ? "BHSD" : "BSHD", (long long)c.B, (long long)c.S, (long long)c.Hq, (long long)c.Hk,
                 (long long)c.D, (long long)R, angles, pos_form, view_name(vq), view_name(vk), (unsigned long long)seed);
   const int nt = c.Hk > 0 ? 2 : 1;

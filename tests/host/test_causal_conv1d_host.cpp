@@ -163,6 +163,8 @@ CausalConv1dDescriptor small_desc() {
   d.dtype = DType::bf16;
   d.weight_dtype = DType::f32;
   d.layout = Conv1dLayout::kBLC;
+  d.has_bias = true;
+  d.activation = Conv1dActivation::kSiLU;
   d.batch = 2;
   d.channels = 64;
   d.seq = 1000;
@@ -195,13 +197,16 @@ TEST(CausalConv1dPlanHost, SelectSkuWorkspace) {
   PlanPreference tight = hopper();
   tight.max_workspace_bytes = 100;
   expect_error(CausalConv1dBackwardPlan::select(d, tight).status(), StatusCode::kUnsupported, "workspace bytes");
-  EXPECT_EQ(std::hash<CausalConv1dDescriptor>{}(d), d.hash());
-  CausalConv1dUpdateDescriptor u;
+  EXPECT_EQ(std::hash<CausalConv1dDescriptor>{}(d), hash_fields(d));
+  CausalConv1dUpdateDescriptor u;  // the defaults are causal_conv1d_update's: f32, no bias, no activation
   u.channels = 8;
   u.batch = 4;
   auto up = CausalConv1dUpdatePlan::select(u, hopper());
   ASSERT_TRUE(up.ok()) << up.status().to_string();
-  EXPECT_EQ(up->sku().name(), "causal_conv1d_update.silu.fwd.bf16.bespoke.sm90.thread.shift");
+  EXPECT_EQ(up->sku().name(), "causal_conv1d_update.fwd.f32.bespoke.sm90.thread.shift");
+  EXPECT_EQ(CausalConv1dDescriptor{}.layout, Conv1dLayout::kBCL);  // channel-first, as causal_conv1d_fn
+  EXPECT_FALSE(CausalConv1dDescriptor{}.has_bias);
+  EXPECT_EQ(CausalConv1dDescriptor{}.activation, Conv1dActivation::kNone);
   EXPECT_EQ(up->descriptor().state_length(), 3);
 }
 
@@ -277,8 +282,11 @@ TEST(CausalConv1dPlanHost, ArgumentErrors) {
   expect_error(gw([&](auto& b) { b.dx.data = ybuf; }), StatusCode::kInvalidProblem, "dx overlaps dy");
   expect_error(gw([&](auto& b) { b.dweight.data = w; }), StatusCode::kInvalidProblem, "dweight overlaps weight");
   expect_error(gw([](auto& b) { b.dbias.shape[0] = 3; }), StatusCode::kInvalidProblem, "dbias");
-  expect_error(bw->run(nullptr, Workspace{}, g), StatusCode::kWorkspaceTooSmall, "workspace of 0 bytes");
+  expect_error(bw->run(nullptr, Workspace{}, g), StatusCode::kWorkspaceTooSmall, "workspace bytes, got 0");
   CausalConv1dUpdateDescriptor u;
+  u.dtype = u.weight_dtype = DType::bf16;
+  u.has_bias = true;
+  u.activation = Conv1dActivation::kSiLU;
   u.channels = 64;
   u.batch = 2;
   u.circular = u.state_indices = true;

@@ -862,7 +862,7 @@ TEST(EwValidation, ArgsOverlapAndShapes) {
   a.out = TensorMut::make(buf, DType::f32, {4, 8});  // exact in-place on in[0]
   EXPECT_TRUE(plan->can_implement(a).ok()) << plan->can_implement(a).to_string();
   a.out = TensorMut::make(buf + 1, DType::f32, {4, 8});  // shifted by one element
-  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "partially overlaps in[0]");
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "out overlaps in[0] without being exactly in place");
   a.out = TensorMut::make(buf + 128, DType::f32, {4, 7});
   expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "shape");
   a.out = TensorMut::make(buf + 128, DType::f32, {4, 8}, {0, 1});
@@ -924,7 +924,7 @@ TEST(EwValidation, GradientsThatAreGradOut) {
   auto mul = ElementwiseBackwardPlan::select(ElementwiseDescriptor::make(EwOp::mul, {f32({4, 8}), f32({4, 8})}), host_pref());
   ASSERT_TRUE(mul.ok());
   a.grad_in[1] = TensorMut::make(buf, DType::f32, {4, 8});  // mul's gradients are written: may not share
-  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "overlaps grad_in[0]");
+  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "grad_in[0] overlaps grad_in[1]");
 
   // operands the derivative reads; the others may be left empty
   EXPECT_EQ(add->operands_read(), 0u);
@@ -946,7 +946,7 @@ TEST(EwValidation, GradientsThatAreGradOut) {
   a.in[0] = a.in[1] = TensorRef{};  // add reads neither
   EXPECT_TRUE(add->can_implement(a).ok()) << add->can_implement(a).to_string();
   a.grad_in[0] = TensorMut::make(buf + 32, DType::f32, {4, 8});
-  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "in[0] shape");  // mul reads both
+  expect_error(mul->can_implement(a), StatusCode::kInvalidProblem, "in[0] is missing");  // mul reads both
   a.in[0] = TensorRef::make(buf + 64, DType::f32, {4, 7});  // given, so checked, read or not
   expect_error(add->can_implement(a), StatusCode::kInvalidProblem, "shape");
 }
@@ -975,7 +975,7 @@ TEST(EwValidation, FrexpPlan) {
   expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "exponent");
   a.mantissa = TensorMut::make(ms, DType::bf16, {4, 8});
   a.exponent = TensorMut::make(ms, DType::i32, {4, 8});  // on the mantissa's bytes
-  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "exponent overlaps mantissa");
+  expect_error(plan->can_implement(a), StatusCode::kInvalidProblem, "mantissa overlaps exponent");
 }
 
 TEST(EwValidation, SplitHalvesAreDisjointViews) {

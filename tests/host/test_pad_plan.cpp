@@ -51,14 +51,14 @@ TEST(PadPlan, SelectWithoutGpuForExplicitArch) {
     auto fwd = PadPlan::select(d, hopper());
     ASSERT_TRUE(fwd.ok()) << fwd.status().to_string();
     EXPECT_EQ(fwd->workspace_size(), 0u);
-    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".fwd.bf16.bespoke.sm90.flat-warprows");
+    EXPECT_EQ(fwd->sku().name(), std::string("pad.") + std::string(enum_name(mode)) + ".fwd.bf16.bespoke.sm90.flat-warprows");
     EXPECT_TRUE(fwd->precision_guarantee().bit_exact);
     EXPECT_EQ(fwd->precision_guarantee().determinism, Determinism::kRunToRun);
     auto bwd = PadBackwardPlan::select(d, hopper());
     ASSERT_TRUE(bwd.ok()) << bwd.status().to_string();
     EXPECT_EQ(bwd->precision_guarantee().accumulator, DType::f32);
     EXPECT_EQ(bwd->precision_guarantee().bit_exact, mode == PadMode::kConstant);
-    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(pad_mode_name(mode)) + ".bwd.bf16.bespoke.sm90.flat-warprows");
+    EXPECT_EQ(bwd->sku().name(), std::string("pad.") + std::string(enum_name(mode)) + ".bwd.bf16.bespoke.sm90.flat-warprows");
   }
   auto d64 = make(DType::f64, {4, 4}, {1, 1}, PadMode::kReflect);
   EXPECT_EQ(PadBackwardPlan::select(d64, hopper())->precision_guarantee().accumulator, DType::f64);
@@ -177,7 +177,7 @@ TEST(PadPlan, CanImplementErrorPaths) {
   expect_error(plan->can_implement({x, TensorMut::of(yb, {3, 6}, {0, 1})}), StatusCode::kInvalidProblem,
                "pad: y has internally overlapping strides");
   expect_error(plan->can_implement({TensorRef::of(yb + 4, {2, 3}), y}), StatusCode::kInvalidProblem,
-               "pad: y overlaps x (pad has no in-place form)");
+               "pad: y overlaps x");
   expect_error(plan->can_implement({TensorRef::of(xb, {2, 3, 1, 1, 1, 1, 1, 1, 1}), y}), StatusCode::kInvalidProblem,
                "pad: x rank = -1 must be in [0, 8]");
   expect_error(plan->can_implement({TensorRef::of(xb, {2, 3}, {INT64_MAX / 2, 1}), y}), StatusCode::kInvalidProblem,
@@ -197,7 +197,7 @@ TEST(PadPlan, CanImplementErrorPaths) {
   expect_error(bplan->can_implement({TensorRef::of(yb, {3, 6}), TensorMut::of(xb, {2, 3}, {1, 0})}),
                StatusCode::kInvalidProblem, "pad_backward: dx has internally overlapping strides");
   expect_error(bplan->can_implement({TensorRef::of(yb, {3, 6}), TensorMut::of(yb + 2, {2, 3})}),
-               StatusCode::kInvalidProblem, "pad_backward: dy overlaps dx");
+               StatusCode::kInvalidProblem, "pad_backward: dx overlaps dy");
 }
 
 TEST(PadGeometry, CoalescesUnpaddedContiguousAxes) {
@@ -291,7 +291,7 @@ TEST(PadGeometry, ColumnCellRuleListsEveryPreimageInOrder) {
       if (x + cc.lo >= 0 && x + cc.lo < cc.m) got.push_back(x + cc.lo);
       if (static_cast<uint64_t>(x - cc.h0) < static_cast<uint64_t>(cc.hw))
         for (int64_t t = 0; t < cc.hlen; ++t) got.push_back(cc.ph * x + cc.qh + t);
-      ASSERT_EQ(got, want) << pad_mode_name(mode) << " n=" << n << " m=" << m << " lo=" << lo << " x=" << x;
+      ASSERT_EQ(got, want) << enum_name(mode) << " n=" << n << " m=" << m << " lo=" << lo << " x=" << x;
       ++checked;
     }
   });
@@ -390,7 +390,7 @@ TEST(PadGeometry, SingleIntervalIsTheIdentityOnlyColumns) {
       if (mode == PadMode::kReflect && (x == 0 || x == n - 1) && (lo > 0 || hi > 0)) {
         EXPECT_TRUE(!in || single) << "n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
       } else {
-        EXPECT_EQ(in, single) << pad_mode_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
+        EXPECT_EQ(in, single) << enum_name(mode) << " n=" << n << " pads (" << lo << ", " << hi << ") x=" << x;
       }
       ++checked;
     }
@@ -443,7 +443,7 @@ TEST(PadGeometry, SegmentBackwardPlanning) {
   // reflect / replicate / circular columns have several cells: the flat kernel's
   for (PadMode m : {PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular}) {
     g = plan(make(DType::f32, {64, 40}, {1, 1}, m), {64, 40}, {64, 42}, 4);
-    EXPECT_EQ(g.seg_tasks, 0) << pad_mode_name(m);
+    EXPECT_EQ(g.seg_tasks, 0) << enum_name(m);
   }
   // 5 preimage rows (replicate (2, 2) of a row axis of 1) or rows under 4 chunks: not taken
   g = plan(make(DType::f32, {1, 40}, {0, 0, 2, 2}, PadMode::kReplicate), {1, 40}, {5, 40}, 4);

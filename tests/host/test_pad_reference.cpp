@@ -87,7 +87,7 @@ TEST(PadReference, AdjointIdentityEveryMode) {
     ASSERT_GT(dot(x, x), 0.0);
     const double lhs = dot(ref::pad_forward(*d, x), dy);
     const double rhs = dot(x, ref::pad_backward(*d, dy));
-    EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::abs(lhs))) << pad_mode_name(c.mode);
+    EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::abs(lhs))) << enum_name(c.mode);
   }
 }
 
@@ -110,7 +110,7 @@ TEST(PadReference, BackwardMatchesCentralFiniteDifferences) {
       xp[i] += eps;
       xm[i] -= eps;
       const double fd = (dot(ref::pad_forward(d, xp), w) - dot(ref::pad_forward(d, xm), w)) / (2 * eps);
-      EXPECT_NEAR(grad[i], fd, 1e-5 + 1e-3 * std::abs(fd)) << pad_mode_name(mode) << " i=" << i;
+      EXPECT_NEAR(grad[i], fd, 1e-5 + 1e-3 * std::abs(fd)) << enum_name(mode) << " i=" << i;
     }
   }
 }

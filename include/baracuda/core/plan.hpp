@@ -13,7 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/operands.hpp"
 
 typedef struct CUstream_st* cudaStream_t;  // the CUDA runtime's own opaque declaration
 
@@ -25,26 +27,15 @@ struct Workspace {
   size_t bytes = 0;
 };
 
-enum class Determinism : uint8_t {
-  kAny,       // atomics and run-to-run variation allowed
-  kRunToRun,  // same inputs, same device, same plan => bitwise-identical outputs
-};
+BARACUDA_ENUM(Determinism, uint8_t,
+              (kAny, "any"),              // atomics and run-to-run variation allowed
+              (kRunToRun, "run_to_run"));  // same inputs, same device, same plan => bitwise-identical outputs
 
-enum class Backend : uint8_t {
-  kAny,  // let select() choose (a forced backend below narrows the candidate list)
-  kBespoke,
-  kCuBLASLt,
-  kCuDNN,
-  kCUB,
-  kCuFFT,
-  kCuSOLVER,
-  kCuRAND,
-  kNCCL,
-};
-std::string_view backend_name(Backend b);
+// kAny lets select() choose; a forced backend narrows the candidate list to that library.
+BARACUDA_ENUM(Backend, uint8_t, (kAny, "any"), (kBespoke, "bespoke"), (kCuBLASLt, "cublaslt"), (kCuDNN, "cudnn"),
+              (kCUB, "cub"), (kCuFFT, "cufft"), (kCuSOLVER, "cusolver"), (kCuRAND, "curand"), (kNCCL, "nccl"));
 
-enum class Direction : uint8_t { kForward, kBackward };
-std::string_view direction_name(Direction d);
+BARACUDA_ENUM(Direction, uint8_t, (kForward, "fwd"), (kBackward, "bwd"));
 
 struct PlanPreference {
   Determinism determinism = Determinism::kAny;
@@ -63,6 +54,7 @@ struct PlanPreference {
 
   bool operator==(const PlanPreference&) const = default;
 };
+BARACUDA_DESCRIBE(PlanPreference, determinism, target_arch, max_workspace_bytes, forced_backend, allow_tf32, autotune);
 
 // What the chosen implementation promises about its numerics.
 struct PrecisionGuarantee {
@@ -85,6 +77,29 @@ struct KernelSku {
   std::string variant;
 
   std::string name() const;
+};
+
+// What every plan class shares: the descriptor it was selected for and what select() fixed.
+// Plans derive from it (no virtual functions; plans stay value types) and add select(),
+// can_implement() and run() with their own Args.
+template <class Desc>
+class PlanBase {
+ public:
+  const Desc& descriptor() const { return desc_; }
+  size_t workspace_size() const { return workspace_; }
+  const KernelSku& sku() const { return sku_; }
+  PrecisionGuarantee precision_guarantee() const { return guarantee_; }
+  // The views run() takes, from the descriptor (core/operands.hpp).
+  const OperandSpecs& expected_operands() const { return operands_; }
+  // False for a default-constructed plan: its can_implement() and run() refuse to do anything.
+  bool selected() const { return sku_.arch != 0; }
+
+ protected:
+  Desc desc_{};
+  KernelSku sku_;
+  PrecisionGuarantee guarantee_;
+  size_t workspace_ = 0;
+  OperandSpecs operands_;
 };
 
 // Compute capability of the current CUDA device (major*10+minor), or an error Status message

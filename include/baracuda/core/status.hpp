@@ -45,7 +45,12 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// A value or the Status that explains why there is none.
+// Reports a Result's error on stderr and aborts: what value() / * / -> do when the Result holds
+// no value (a programming error; the library throws no exceptions, so this is the clear end).
+[[noreturn]] void result_has_no_value(const Status& why);
+
+// A value or the Status that explains why there is none. Test ok() (or the bool conversion)
+// before value(), * or ->: on a Result that holds an error they print the Status and abort.
 template <class T>
 class [[nodiscard]] Result {
  public:
@@ -58,17 +63,21 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
   const Status& status() const {
     static const Status kOkStatus;
-    return ok() ? kOkStatus : std::get<Status>(v_);
+    return ok() ? kOkStatus : *std::get_if<Status>(&v_);
   }
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& value() & { return *checked(); }
+  const T& value() const& { return *const_cast<Result*>(this)->checked(); }
+  T&& value() && { return std::move(*checked()); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
  private:
+  T* checked() {
+    if (T* p = std::get_if<T>(&v_)) return p;
+    result_has_no_value(*std::get_if<Status>(&v_));
+  }
   std::variant<T, Status> v_;
 };
 

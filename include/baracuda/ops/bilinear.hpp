@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
@@ -36,53 +37,45 @@ struct BilinearDescriptor {
   bool has_bias = false;
   int pointer_alignment = 16;  // bytes every operand pointer is guaranteed to be aligned to
 
-  bool operator==(const BilinearDescriptor&) const;
-  size_t hash() const;
+  bool operator==(const BilinearDescriptor& o) const;  // every field (fields_equal)
 };
+BARACUDA_DESCRIBE(BilinearDescriptor, x1, x2, weight, out, bias, has_bias, pointer_alignment);
+inline bool BilinearDescriptor::operator==(const BilinearDescriptor& o) const { return fields_equal(*this, o); }
 
 struct BilinearArgs {
   TensorRef x1, x2, weight, bias;
   TensorMut out;
 };
+BARACUDA_DESCRIBE(BilinearArgs, x1, x2, weight, bias, out);
 
+// Each gradient is optional: a null pointer skips it.
 struct BilinearBackwardArgs {
   TensorRef x1, x2, weight, d_out;  // d_out has out's layout
   TensorMut dx1, dx2, dweight, dbias;
 };
+BARACUDA_DESCRIBE(BilinearBackwardArgs, x1, x2, weight, d_out, dx1, dx2, dweight, dbias);
 
 namespace detail {
 struct BilinearExec;
 }
 
-class BilinearPlan {
+class BilinearPlan : public PlanBase<BilinearDescriptor> {
  public:
   static Result<BilinearPlan> select(const BilinearDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const BilinearArgs& args) const;
-  size_t workspace_size() const;
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const BilinearArgs& args) const;
-  const BilinearDescriptor& descriptor() const { return desc_; }
 
  private:
-  BilinearDescriptor desc_;
-  KernelSku sku_;
   std::shared_ptr<const detail::BilinearExec> exec_;
 };
 
-class BilinearBackwardPlan {
+class BilinearBackwardPlan : public PlanBase<BilinearDescriptor> {
  public:
   static Result<BilinearBackwardPlan> select(const BilinearDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const BilinearBackwardArgs& args) const;
-  size_t workspace_size() const;
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const BilinearBackwardArgs& args) const;
-  const BilinearDescriptor& descriptor() const { return desc_; }
 
  private:
-  BilinearDescriptor desc_;
-  KernelSku sku_;
   std::shared_ptr<const detail::BilinearExec> exec_;
 };
 

@@ -48,32 +48,35 @@
 #include <cstdint>
 #include <string_view>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-enum class Conv1dLayout : uint8_t { kBCL, kBLC };
-enum class Conv1dActivation : uint8_t { kNone, kSiLU };
-std::string_view conv1d_layout_name(Conv1dLayout l);
+BARACUDA_ENUM(Conv1dLayout, uint8_t, (kBCL, "bcl"), (kBLC, "blc"));
+BARACUDA_ENUM(Conv1dActivation, uint8_t, (kNone, "none"), (kSiLU, "silu"));
 
 inline constexpr int kCausalConv1dMaxWidth = 8;
 
+// Defaults are those of causal_conv1d_fn(x, weight, bias=None, activation=None): channel-first
+// x, no bias, no activation, PyTorch's default dtype.
 struct CausalConv1dDescriptor {
-  DType dtype = DType::bf16;         // x, y, states and their gradients
-  DType weight_dtype = DType::bf16;  // weight, bias, dweight, dbias
-  Conv1dLayout layout = Conv1dLayout::kBLC;
+  DType dtype = DType::f32;         // x, y, states and their gradients
+  DType weight_dtype = DType::f32;  // weight, bias, dweight, dbias
+  Conv1dLayout layout = Conv1dLayout::kBCL;
   int64_t batch = 1, channels = 0, seq = 0;
   int width = 4;  // W in [2, 8]
-  bool has_bias = true;
-  Conv1dActivation activation = Conv1dActivation::kSiLU;
+  bool has_bias = false;
+  Conv1dActivation activation = Conv1dActivation::kNone;
   bool initial_states = false;  // forward input s0; the backward then returns d(s0)
   bool final_states = false;    // forward output; the backward then takes its gradient
 
   bool operator==(const CausalConv1dDescriptor&) const = default;
-  size_t hash() const;
 };
+BARACUDA_DESCRIBE(CausalConv1dDescriptor, dtype, weight_dtype, layout, batch, channels, seq, width, has_bias, activation,
+                  initial_states, final_states);
 
 struct CausalConv1dArgs {
   TensorRef x;
@@ -83,6 +86,7 @@ struct CausalConv1dArgs {
   TensorMut y;
   TensorMut final_states;    // when final_states
 };
+BARACUDA_DESCRIBE(CausalConv1dArgs, x, weight, bias, initial_states, y, final_states);
 
 using CausalConv1dBackwardDescriptor = CausalConv1dDescriptor;
 struct CausalConv1dBackwardArgs {
@@ -97,25 +101,29 @@ struct CausalConv1dBackwardArgs {
   TensorMut dbias;            // when has_bias
   TensorMut dinitial_states;  // when initial_states
 };
+BARACUDA_DESCRIBE(CausalConv1dBackwardArgs, x, weight, bias, initial_states, dy, dfinal_states, dx, dweight, dbias,
+                  dinitial_states);
 
+// Defaults as causal_conv1d_update(x, conv_state, weight, bias=None, activation=None).
 struct CausalConv1dUpdateDescriptor {
-  DType dtype = DType::bf16;  // x, y, conv_state
-  DType weight_dtype = DType::bf16;
+  DType dtype = DType::f32;  // x, y, conv_state
+  DType weight_dtype = DType::f32;
   Conv1dLayout layout = Conv1dLayout::kBCL;  // of x and y: [B, C, n] or [B, n, C]
   int64_t batch = 1, channels = 0, seq = 1;  // seq = n new tokens per row (>= 1)
   int width = 4;
   int64_t state_len = 0;     // S >= W−1 (0: W−1)
   int64_t state_batch = 0;   // rows of conv_state (0: batch); must equal batch without state_indices
-  bool has_bias = true;
-  Conv1dActivation activation = Conv1dActivation::kSiLU;
+  bool has_bias = false;
+  Conv1dActivation activation = Conv1dActivation::kNone;
   bool circular = false;       // circular buffer addressed by cache_seqlens (i32 [B])
   bool state_indices = false;  // i32 [B]: state row of each batch row
 
   int64_t state_length() const { return state_len == 0 ? width - 1 : state_len; }
   int64_t state_rows() const { return state_batch == 0 ? batch : state_batch; }
   bool operator==(const CausalConv1dUpdateDescriptor&) const = default;
-  size_t hash() const;
 };
+BARACUDA_DESCRIBE(CausalConv1dUpdateDescriptor, dtype, weight_dtype, layout, batch, channels, seq, width, state_len,
+                  state_batch, has_bias, activation, circular, state_indices);
 
 struct CausalConv1dUpdateArgs {
   TensorRef x;  // [B, C, n] or [B, n, C]
@@ -126,61 +134,29 @@ struct CausalConv1dUpdateArgs {
   TensorMut conv_state;     // [state_batch, C, S], updated in place
   TensorMut y;
 };
+BARACUDA_DESCRIBE(CausalConv1dUpdateArgs, x, weight, bias, cache_seqlens, state_indices, conv_state, y);
 
-class CausalConv1dPlan {
+class CausalConv1dPlan : public PlanBase<CausalConv1dDescriptor> {
  public:
   static Result<CausalConv1dPlan> select(const CausalConv1dDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const CausalConv1dArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const CausalConv1dDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const CausalConv1dArgs& args) const;
-
- private:
-  CausalConv1dDescriptor desc_;
-  KernelSku sku_;
 };
 
-class CausalConv1dBackwardPlan {
+class CausalConv1dBackwardPlan : public PlanBase<CausalConv1dBackwardDescriptor> {
  public:
   static Result<CausalConv1dBackwardPlan> select(const CausalConv1dBackwardDescriptor& desc,
                                                  const PlanPreference& pref = {});
   Status can_implement(const CausalConv1dBackwardArgs& args) const;
-  size_t workspace_size() const;
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const CausalConv1dBackwardDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const CausalConv1dBackwardArgs& args) const;
-
- private:
-  CausalConv1dBackwardDescriptor desc_;
-  KernelSku sku_;
 };
 
-class CausalConv1dUpdatePlan {
+class CausalConv1dUpdatePlan : public PlanBase<CausalConv1dUpdateDescriptor> {
  public:
   static Result<CausalConv1dUpdatePlan> select(const CausalConv1dUpdateDescriptor& desc,
                                                const PlanPreference& pref = {});
   Status can_implement(const CausalConv1dUpdateArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const CausalConv1dUpdateDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const CausalConv1dUpdateArgs& args) const;
-
- private:
-  CausalConv1dUpdateDescriptor desc_;
-  KernelSku sku_;
 };
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::CausalConv1dDescriptor> {
-  size_t operator()(const baracuda::CausalConv1dDescriptor& d) const { return d.hash(); }
-};
-template <>
-struct std::hash<baracuda::CausalConv1dUpdateDescriptor> {
-  size_t operator()(const baracuda::CausalConv1dUpdateDescriptor& d) const { return d.hash(); }
-};

@@ -47,7 +47,9 @@
 #include <span>
 #include <string_view>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
+#include "baracuda/core/promotion.hpp"
 #include "baracuda/core/scalar.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
@@ -58,16 +60,22 @@ namespace baracuda {
 inline constexpr int kEwMaxOperands = 3;
 inline constexpr int kEwMaxParams = 4;
 
-std::string_view ew_op_name(EwOp op);
+template <>
+struct EnumTraits<EwOp> {
+  static constexpr std::string_view kTypeName = "EwOp";
+  static constexpr EnumEntry<EwOp> kEntries[] = {
+#define BARACUDA_X(name, arity, kind, grad, group) {EwOp::name, #name},
+      BARACUDA_EW_OPS(BARACUDA_X)
+#undef BARACUDA_X
+  };
+};
+
+inline std::string_view ew_op_name(EwOp op) { return enum_name(op); }
 int ew_op_arity(EwOp op);
 EwKind ew_op_kind(EwOp op);
 // Bit i set: differentiable in operand i.
 unsigned ew_op_grad_mask(EwOp op);
-bool ew_parse_op(std::string_view name, EwOp* out);
-
-// PyTorch's promote_types (bool < integers < floating; u8+i8 -> i16, f16+bf16 -> f32 ...).
-// Fails for fp8 and complex pairs, which PyTorch does not promote either.
-Result<DType> promote_types(DType a, DType b);
+inline bool ew_parse_op(std::string_view name, EwOp* out) { return enum_parse(name, out); }
 
 // One operand of an elementwise op: a tensor (dtype + shape) or a Scalar.
 struct EwOperand {
@@ -90,6 +98,11 @@ struct EwOperand {
   }
   bool operator==(const EwOperand&) const = default;
 };
+// Problem-line form: a tensor as "bf16[4096,4096]", a scalar as its number ("2", "0.5", "true").
+void describe_put(std::string& out, const EwOperand& o);
+std::string describe_get(std::string_view s, EwOperand* o);
+void describe_hash(HashMix& h, const EwOperand& o);
+bool describe_check_enums(const EwOperand& o);  // a tensor operand's dtype is a DType
 
 struct ElementwiseDescriptor {
   EwOp op = EwOp::add;
@@ -101,13 +114,21 @@ struct ElementwiseDescriptor {
   // Backward only: bit k set = run() writes operand k's gradient (only differentiable operands).
   unsigned needs_grad = 0x7;
 
-  // The descriptor with PyTorch's default parameters for op; num_operands set from the list.
+  // The descriptor with PyTorch's default parameters for op; num_operands set from the list
+  // (at most kEwMaxOperands operands and kEwMaxParams parameters are kept; select() checks the
+  // count against the op's arity). The span form takes operand lists built at run time.
+  static ElementwiseDescriptor make(EwOp op, std::span<const EwOperand> operands, std::span<const Scalar> params = {});
   static ElementwiseDescriptor make(EwOp op, std::initializer_list<EwOperand> operands,
-                                    std::initializer_list<Scalar> params = {});
+                                    std::initializer_list<Scalar> params = {}) {
+    return make(op, std::span<const EwOperand>(operands.begin(), operands.size()),
+                std::span<const Scalar>(params.begin(), params.size()));
+  }
 
   bool operator==(const ElementwiseDescriptor&) const = default;
-  size_t hash() const;
 };
+BARACUDA_DESCRIBE(ElementwiseDescriptor, op, num_operands, operand, param, out_dtype, saturate_fp8, needs_grad);
+// from_string: num_operands defaults to op's arity and param to op's defaults when not given.
+void describe_complete(ElementwiseDescriptor& d, uint64_t given);
 
 // PyTorch's default parameters of op (p0..p3), e.g. leaky_relu {0.01}, softplus {1, 20}.
 void ew_default_params(EwOp op, Scalar out[kEwMaxParams]);
@@ -127,6 +148,7 @@ struct ElementwiseArgs {
   TensorRef in[kEwMaxOperands];  // in[k] ignored for scalar operands
   TensorMut out;                 // broadcast shape, dtype out_dtype (or the result type)
 };
+BARACUDA_DESCRIBE(ElementwiseArgs, in, out);
 
 struct ElementwiseBackwardArgs {
   TensorRef grad_out;                     // broadcast shape, dtype of the forward output
@@ -134,38 +156,29 @@ struct ElementwiseBackwardArgs {
                                           // for those outside the plan's operands_read())
   TensorMut grad_in[kEwMaxOperands];      // operand k's shape and dtype, for k in needs_grad
 };
+BARACUDA_DESCRIBE(ElementwiseBackwardArgs, grad_out, in, grad_in);
 
 namespace detail {
 struct EwResolved;  // dtypes, compute type and launchers fixed at select (src/ops/elementwise)
 }
 
-class ElementwisePlan {
+class ElementwisePlan : public PlanBase<ElementwiseDescriptor> {
  public:
   static Result<ElementwisePlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const ElementwiseArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const ElementwiseArgs& args) const;
-  const ElementwiseDescriptor& descriptor() const { return desc_; }
   DType out_dtype() const { return out_dtype_; }
 
  private:
-  ElementwiseDescriptor desc_;
-  KernelSku sku_;
   DType out_dtype_ = DType::f32;
   std::shared_ptr<const detail::EwResolved> r_;  // immutable after select; copies share it
 };
 
-class ElementwiseBackwardPlan {
+class ElementwiseBackwardPlan : public PlanBase<ElementwiseDescriptor> {
  public:
   static Result<ElementwiseBackwardPlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const ElementwiseBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& args) const;
-  const ElementwiseDescriptor& descriptor() const { return desc_; }
   // True when operand k's gradient is grad_out itself: d out / d operand k is exactly 1 (add,
   // sub's minuend, rsub's second operand, add with alpha 1 in both, frac, a same-dtype cast,
   // the added term of addcmul / addcdiv / fma) and the operand has grad_out's shape and dtype.
@@ -180,9 +193,6 @@ class ElementwiseBackwardPlan {
   unsigned operands_read() const;
 
  private:
-  ElementwiseDescriptor desc_;
-  KernelSku sku_;
-  size_t workspace_ = 0;
   std::shared_ptr<const detail::EwResolved> r_;  // immutable after select; copies share it
 };
 
@@ -198,20 +208,15 @@ struct FrexpArgs {
   TensorMut mantissa;
   TensorMut exponent;
 };
+BARACUDA_DESCRIBE(FrexpArgs, in, mantissa, exponent);
 
-class FrexpPlan {
+class FrexpPlan : public PlanBase<ElementwiseDescriptor> {
  public:
   static Result<FrexpPlan> select(const ElementwiseDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const FrexpArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const FrexpArgs& args) const;
-  const ElementwiseDescriptor& descriptor() const { return desc_; }
 
  private:
-  ElementwiseDescriptor desc_;
-  KernelSku sku_;
   std::shared_ptr<const detail::EwResolved> r_;
 };
 
@@ -221,8 +226,3 @@ Status split_halves(const TensorRef& x, int dim, TensorRef* a, TensorRef* b);
 Status split_halves(const TensorMut& x, int dim, TensorMut* a, TensorMut* b);
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::ElementwiseDescriptor> {
-  size_t operator()(const baracuda::ElementwiseDescriptor& d) const { return d.hash(); }
-};

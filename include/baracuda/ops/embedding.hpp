@@ -64,6 +64,7 @@
 #include <optional>
 #include <string_view>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
@@ -71,12 +72,13 @@
 namespace baracuda {
 
 // The backward's implementation (see Determinism above).
-enum class EmbeddingBackwardAlgo : uint8_t { kAuto, kSort, kScatter };
+BARACUDA_ENUM(EmbeddingBackwardAlgo, uint8_t, (kAuto, "auto"), (kSort, "sort"), (kScatter, "scatter"));
 // kAuto's switch from scatter to sort: this many index occurrences (N) or more.
 inline constexpr int64_t kSortFromIndices = int64_t{1} << 18;
 
+struct EmbeddingArgs;
 struct EmbeddingDescriptor {
-  DType dtype = DType::bf16;        // weight, out, dout, dweight
+  DType dtype = DType::f32;         // weight, out, dout, dweight
   DType index_dtype = DType::i64;   // i32 or i64
   int64_t num_embeddings = 0;       // V
   int64_t embedding_dim = 0;        // D
@@ -87,8 +89,14 @@ struct EmbeddingDescriptor {
   EmbeddingBackwardAlgo backward_algo = EmbeddingBackwardAlgo::kAuto;  // backward only
 
   bool operator==(const EmbeddingDescriptor&) const = default;
-  size_t hash() const;
+
+  // The descriptor a.weight and a.indices describe (dtype, index_dtype, num_embeddings,
+  // embedding_dim, num_indices; count_invalid when a.invalid_count is given); the backward-only
+  // fields keep their defaults. Fails when weight is not rank 2.
+  static Result<EmbeddingDescriptor> from_args(const EmbeddingArgs& a);
 };
+BARACUDA_DESCRIBE(EmbeddingDescriptor, dtype, index_dtype, num_embeddings, embedding_dim, num_indices, padding_idx,
+                  scale_grad_by_freq, count_invalid, backward_algo);
 
 struct EmbeddingArgs {
   TensorRef weight;         // [V, D]
@@ -96,6 +104,7 @@ struct EmbeddingArgs {
   TensorMut out;            // [S..., D]
   TensorMut invalid_count;  // when count_invalid: i64, numel 1
 };
+BARACUDA_DESCRIBE(EmbeddingArgs, weight, indices, out, invalid_count);
 
 using EmbeddingBackwardDescriptor = EmbeddingDescriptor;
 struct EmbeddingBackwardArgs {
@@ -104,16 +113,18 @@ struct EmbeddingBackwardArgs {
   TensorMut dweight;        // [V, D], fully written
   TensorMut invalid_count;  // when count_invalid
 };
+BARACUDA_DESCRIBE(EmbeddingBackwardArgs, indices, dout, dweight, invalid_count);
 
-enum class EmbeddingBagMode : uint8_t { kSum, kMean, kMax };
-std::string_view embedding_bag_mode_name(EmbeddingBagMode m);
+BARACUDA_ENUM(EmbeddingBagMode, uint8_t, (kSum, "sum"), (kMean, "mean"), (kMax, "max"));
 
+struct EmbeddingBagArgs;
+// Defaults as torch.nn.functional.embedding_bag (mode "mean", PyTorch's default dtype).
 struct EmbeddingBagDescriptor {
   DType dtype = DType::f32;
   DType index_dtype = DType::i64;
   int64_t num_embeddings = 0;  // V
   int64_t embedding_dim = 0;   // D
-  EmbeddingBagMode mode = EmbeddingBagMode::kSum;
+  EmbeddingBagMode mode = EmbeddingBagMode::kMean;
   int64_t num_bags = 0;        // B
   // > 0: 2-D indices [B, bag_size] (no offsets). 0: 1-D indices [num_indices] with offsets.
   int64_t bag_size = 0;
@@ -128,8 +139,17 @@ struct EmbeddingBagDescriptor {
 
   int64_t indices_count() const { return bag_size > 0 ? num_bags * bag_size : num_indices; }
   bool operator==(const EmbeddingBagDescriptor&) const = default;
-  size_t hash() const;
+
+  // The descriptor the views of `a` describe for `mode`: dtype, index_dtype, num_embeddings,
+  // embedding_dim from weight; the 2-D form (bag_size) from 2-D indices, else num_indices and
+  // num_bags = offsets' extent minus include_last_offset; per_sample_weights and count_invalid
+  // from whether those views are given. Backward-only fields keep their defaults.
+  static Result<EmbeddingBagDescriptor> from_args(const EmbeddingBagArgs& a, EmbeddingBagMode mode,
+                                                   bool include_last_offset = false);
 };
+BARACUDA_DESCRIBE(EmbeddingBagDescriptor, dtype, index_dtype, num_embeddings, embedding_dim, mode, num_bags, bag_size,
+                  num_indices, include_last_offset, per_sample_weights, padding_idx, scale_grad_by_freq,
+                  per_sample_weights_grad, count_invalid, backward_algo);
 
 struct EmbeddingBagArgs {
   TensorRef weight;              // [V, D]
@@ -140,6 +160,7 @@ struct EmbeddingBagArgs {
   TensorMut max_indices;         // max mode: [B, D], index_dtype
   TensorMut invalid_count;       // when count_invalid
 };
+BARACUDA_DESCRIBE(EmbeddingBagArgs, weight, indices, offsets, per_sample_weights, out, max_indices, invalid_count);
 
 using EmbeddingBagBackwardDescriptor = EmbeddingBagDescriptor;
 struct EmbeddingBagBackwardArgs {
@@ -153,79 +174,42 @@ struct EmbeddingBagBackwardArgs {
   TensorMut dper_sample_weights;  // when per_sample_weights_grad: shaped like indices
   TensorMut invalid_count;        // when count_invalid
 };
+BARACUDA_DESCRIBE(EmbeddingBagBackwardArgs, indices, offsets, per_sample_weights, max_indices, weight, dout, dweight,
+                  dper_sample_weights, invalid_count);
 
-class EmbeddingPlan {
+class EmbeddingPlan : public PlanBase<EmbeddingDescriptor> {
  public:
   static Result<EmbeddingPlan> select(const EmbeddingDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const EmbeddingArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const EmbeddingDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const EmbeddingArgs& args) const;
-
- private:
-  EmbeddingDescriptor desc_;
-  KernelSku sku_;
 };
 
-class EmbeddingBackwardPlan {
+class EmbeddingBackwardPlan : public PlanBase<EmbeddingBackwardDescriptor> {
  public:
   static Result<EmbeddingBackwardPlan> select(const EmbeddingBackwardDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const EmbeddingBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const EmbeddingBackwardDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const EmbeddingBackwardArgs& args) const;
 
  private:
-  EmbeddingBackwardDescriptor desc_;
-  KernelSku sku_;
   bool sorted_ = true;
-  size_t workspace_ = 0;
 };
 
-class EmbeddingBagPlan {
+class EmbeddingBagPlan : public PlanBase<EmbeddingBagDescriptor> {
  public:
   static Result<EmbeddingBagPlan> select(const EmbeddingBagDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const EmbeddingBagArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const EmbeddingBagDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const EmbeddingBagArgs& args) const;
-
- private:
-  EmbeddingBagDescriptor desc_;
-  KernelSku sku_;
 };
 
-class EmbeddingBagBackwardPlan {
+class EmbeddingBagBackwardPlan : public PlanBase<EmbeddingBagBackwardDescriptor> {
  public:
   static Result<EmbeddingBagBackwardPlan> select(const EmbeddingBagBackwardDescriptor& desc,
                                                  const PlanPreference& pref = {});
   Status can_implement(const EmbeddingBagBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const EmbeddingBagBackwardDescriptor& descriptor() const { return desc_; }
   Status run(cudaStream_t stream, Workspace ws, const EmbeddingBagBackwardArgs& args) const;
 
  private:
-  EmbeddingBagBackwardDescriptor desc_;
-  KernelSku sku_;
   bool sorted_ = true;
-  size_t workspace_ = 0;
 };
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::EmbeddingDescriptor> {
-  size_t operator()(const baracuda::EmbeddingDescriptor& d) const { return d.hash(); }
-};
-template <>
-struct std::hash<baracuda::EmbeddingBagDescriptor> {
-  size_t operator()(const baracuda::EmbeddingBagDescriptor& d) const { return d.hash(); }
-};

@@ -61,21 +61,20 @@
 #include <cstdint>
 #include <memory>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-enum class GemmActivation : uint8_t { kNone, kRelu, kGeluTanh, kGeluErf };
-std::string_view gemm_activation_name(GemmActivation a);
+BARACUDA_ENUM(GemmActivation, uint8_t, (kNone, "none"), (kRelu, "relu"), (kGeluTanh, "gelu_tanh"), (kGeluErf, "gelu_erf"));
 
 // Where the epilogue (bias, activation, preact) runs.
-enum class GemmEpilogueImpl : uint8_t {
-  kAuto,      // fused into cuBLASLt where it can be; otherwise the bespoke epilogue kernel
-  kFused,     // cuBLASLt epilogue only (select fails if it cannot express it)
-  kSeparate,  // plain GEMM, then the bespoke epilogue kernel (one pass over out)
-};
+BARACUDA_ENUM(GemmEpilogueImpl, uint8_t,
+              (kAuto, "auto"),           // fused into cuBLASLt where it can be; otherwise the bespoke epilogue kernel
+              (kFused, "fused"),         // cuBLASLt epilogue only (select fails if it cannot express it)
+              (kSeparate, "separate"));  // plain GEMM, then the bespoke epilogue kernel (one pass over out)
 
 struct GemmDescriptor {
   TensorLayout a;                 // [..., M, K] or [K]
@@ -98,8 +97,7 @@ struct GemmDescriptor {
   GemmActivation grad_activation = GemmActivation::kNone;  // backward epilogue: out = Z ⊙ gact'(aux)
   bool has_bias_grad = false;       // bias_grad = Σ_rows out (with or without grad_activation)
 
-  bool operator==(const GemmDescriptor&) const;
-  size_t hash() const;
+  bool operator==(const GemmDescriptor& o) const;  // every field (fields_equal)
 
   // PyTorch's ops as descriptors (shapes as torch documents them; out shape checked at select).
   static GemmDescriptor matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out);
@@ -136,6 +134,10 @@ struct GemmDescriptor {
   // inner(a, b) for a [..., K], b [K] or b [N, K] (b's leading dims must fold into one N).
   static GemmDescriptor inner(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out);
 };
+BARACUDA_DESCRIBE(GemmDescriptor, a, b, out, c, bias, transpose_b, has_c, has_bias, alpha, beta, activation, save_preactivation,
+                  epilogue_impl, pointer_alignment, allow_reduced_precision_reduction, fp8_fast_accum, sum_batch,
+                  grad_activation, has_bias_grad);
+inline bool GemmDescriptor::operator==(const GemmDescriptor& o) const { return fields_equal(*this, o); }
 
 struct GemmArgs {
   TensorRef a, b;
@@ -143,11 +145,12 @@ struct GemmArgs {
   TensorRef bias;       // when has_bias
   TensorMut out;
   TensorMut preact;     // when save_preactivation
-  const float* a_scale = nullptr;  // fp8 (required): device f32 dequantisation factors, 16-byte aligned
-  const float* b_scale = nullptr;
+  TensorRef a_scale;    // fp8 (required): f32 dequantisation factors, 0-dim (one element), 16-byte aligned
+  TensorRef b_scale;
   TensorRef aux;        // when grad_activation != kNone: out-shaped, row-major contiguous
   TensorMut bias_grad;  // when has_bias_grad: [N], unit stride
 };
+BARACUDA_DESCRIBE(GemmArgs, a, b, c, bias, a_scale, b_scale, aux, out, preact, bias_grad);
 
 // The library-wide cache of selected GEMM plans (GemmPlan and GemmBackwardPlan; bilinear plans are
 // not cached).
@@ -162,19 +165,13 @@ struct GemmExec;          // the resolved forward: canonical dims, cuBLASLt call
 struct GemmBackwardExec;  // dZ step, the da / db GEMMs, the column sums
 }
 
-class GemmPlan {
+class GemmPlan : public PlanBase<GemmDescriptor> {
  public:
   static Result<GemmPlan> select(const GemmDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const GemmArgs& args) const;
-  size_t workspace_size() const;
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const GemmArgs& args) const;
-  const GemmDescriptor& descriptor() const { return desc_; }
 
  private:
-  GemmDescriptor desc_;
-  KernelSku sku_;
   std::shared_ptr<const detail::GemmExec> exec_;  // immutable after select; shared by copies
 };
 
@@ -193,26 +190,16 @@ struct GemmBackwardArgs {
   TensorRef d_out;
   TensorMut da, db, dbias, dc;
 };
+BARACUDA_DESCRIBE(GemmBackwardArgs, a, b, out, preact, d_out, da, db, dbias, dc);
 
-class GemmBackwardPlan {
+class GemmBackwardPlan : public PlanBase<GemmBackwardDescriptor> {
  public:
   static Result<GemmBackwardPlan> select(const GemmBackwardDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const GemmBackwardArgs& args) const;
-  size_t workspace_size() const;
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const GemmBackwardArgs& args) const;
-  const GemmBackwardDescriptor& descriptor() const { return desc_; }
 
  private:
-  GemmBackwardDescriptor desc_;
-  KernelSku sku_;
   std::shared_ptr<const detail::GemmBackwardExec> exec_;
 };
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::GemmDescriptor> {
-  size_t operator()(const baracuda::GemmDescriptor& d) const { return d.hash(); }
-};

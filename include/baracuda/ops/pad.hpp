@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <span>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/scalar.hpp"
 #include "baracuda/core/status.hpp"
@@ -42,8 +43,8 @@
 
 namespace baracuda {
 
-enum class PadMode : uint8_t { kConstant, kReflect, kReplicate, kCircular };
-std::string_view pad_mode_name(PadMode m);
+BARACUDA_ENUM(PadMode, uint8_t, (kConstant, "constant"), (kReflect, "reflect"), (kReplicate, "replicate"),
+              (kCircular, "circular"));
 
 struct PadDescriptor {
   DType dtype = DType::f32;
@@ -73,14 +74,15 @@ struct PadDescriptor {
   std::span<const int64_t> in_span() const { return {in_shape, static_cast<size_t>(rank < 0 ? 0 : rank)}; }
 
   bool operator==(const PadDescriptor&) const = default;
-  size_t hash() const;
 };
+BARACUDA_DESCRIBE(PadDescriptor, dtype, mode, rank, in_shape, pad_low, pad_high, value);
 
 // Forward: y = pad(x).
 struct PadArgs {
   TensorRef x;  // shape in_shape
   TensorMut y;  // shape out_shape
 };
+BARACUDA_DESCRIBE(PadArgs, x, y);
 
 // Backward of the forward problem described by the same PadDescriptor: dx = pad_backward(dy).
 using PadBackwardDescriptor = PadDescriptor;
@@ -88,51 +90,23 @@ struct PadBackwardArgs {
   TensorRef dy;  // shape out_shape
   TensorMut dx;  // shape in_shape (fully written)
 };
+BARACUDA_DESCRIBE(PadBackwardArgs, dy, dx);
 
-namespace detail {
-struct PadGeometry;  // coalesced problem handed to the kernels (src/ops/pad/pad_geometry.hpp)
-// An instantiated kernel launcher; returns the cudaError_t of the launch as an int.
-using PadLaunchFn = int (*)(const PadGeometry&, cudaStream_t);
-}  // namespace detail
-
-class PadPlan {
+class PadPlan : public PlanBase<PadDescriptor> {
  public:
   static Result<PadPlan> select(const PadDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const PadArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const PadArgs& args) const;
-  const PadDescriptor& descriptor() const { return desc_; }
 
  private:
-  PadDescriptor desc_;
-  KernelSku sku_;
   uint64_t fill_bits_ = 0;  // value converted to dtype, as raw bits
-  detail::PadLaunchFn launch32_ = nullptr;  // 32-bit index math
-  detail::PadLaunchFn launch64_ = nullptr;  // 64-bit index math
 };
 
-class PadBackwardPlan {
+class PadBackwardPlan : public PlanBase<PadBackwardDescriptor> {
  public:
   static Result<PadBackwardPlan> select(const PadBackwardDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const PadBackwardArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const PadBackwardArgs& args) const;
-  const PadBackwardDescriptor& descriptor() const { return desc_; }
-
- private:
-  PadBackwardDescriptor desc_;
-  KernelSku sku_;
-  detail::PadLaunchFn launch32_ = nullptr;  // 32-bit index math
-  detail::PadLaunchFn launch64_ = nullptr;  // 64-bit index math
 };
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::PadDescriptor> {
-  size_t operator()(const baracuda::PadDescriptor& d) const { return d.hash(); }
-};

@@ -18,14 +18,14 @@
 #include <cstdint>
 #include <span>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-enum class ReduceOp : uint8_t { kSum, kProd, kMax, kMin };
-std::string_view reduce_op_name(ReduceOp op);
+BARACUDA_ENUM(ReduceOp, uint8_t, (kSum, "sum"), (kProd, "prod"), (kMax, "max"), (kMin, "min"));
 
 struct ReduceToShapeDescriptor {
   ReduceOp op = ReduceOp::kSum;
@@ -39,29 +39,20 @@ struct ReduceToShapeDescriptor {
   static ReduceToShapeDescriptor make(ReduceOp op, DType in_dtype, std::span<const int64_t> in_shape,
                                       DType out_dtype, std::span<const int64_t> out_shape);
   bool operator==(const ReduceToShapeDescriptor&) const = default;
-  size_t hash() const;
 };
+BARACUDA_DESCRIBE(ReduceToShapeDescriptor, op, in_dtype, out_dtype, in_rank, in_shape, out_rank, out_shape);
 
 struct ReduceToShapeArgs {
   TensorRef x;
   TensorMut y;
 };
+BARACUDA_DESCRIBE(ReduceToShapeArgs, x, y);
 
-class ReduceToShapePlan {
+class ReduceToShapePlan : public PlanBase<ReduceToShapeDescriptor> {
  public:
   static Result<ReduceToShapePlan> select(const ReduceToShapeDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const ReduceToShapeArgs& args) const;
-  size_t workspace_size() const { return workspace_; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
   Status run(cudaStream_t stream, Workspace ws, const ReduceToShapeArgs& args) const;
-  const ReduceToShapeDescriptor& descriptor() const { return desc_; }
-
- private:
-  ReduceToShapeDescriptor desc_;
-  KernelSku sku_;
-  size_t workspace_ = 0;
-  int sm_count_ = 132;
 };
 
 }  // namespace baracuda

@@ -41,17 +41,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-enum class RopeLayout : uint8_t { kBHSD, kBSHD };
-enum class RopePairing : uint8_t { kHalf, kInterleaved };
-enum class RopeScaling : uint8_t { kNone, kLinear, kYaRN, kLlama3 };
-std::string_view rope_pairing_name(RopePairing p);
-std::string_view rope_scaling_name(RopeScaling s);
+BARACUDA_ENUM(RopeLayout, uint8_t, (kBHSD, "bhsd"), (kBSHD, "bshd"));
+BARACUDA_ENUM(RopePairing, uint8_t, (kHalf, "half"), (kInterleaved, "interleaved"));
+BARACUDA_ENUM(RopeScaling, uint8_t, (kNone, "none"), (kLinear, "linear"), (kYaRN, "yarn"), (kLlama3, "llama3"));
 
 inline constexpr int kRopeMaxComputedPairs = 256;  // rotary_dim <= 512 with computed angles
 
@@ -63,6 +62,10 @@ struct RopeScalingParams {
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // kLlama3 (high > low)
   bool operator==(const RopeScalingParams&) const = default;
 };
+BARACUDA_DESCRIBE(RopeScalingParams, factor, original_max_position, beta_fast, beta_slow, attention_factor, low_freq_factor,
+                  high_freq_factor);
+
+struct RopeArgs;
 
 struct RopeDescriptor {
   DType dtype = DType::bf16;
@@ -84,8 +87,17 @@ struct RopeDescriptor {
 
   int64_t rot_dim() const { return rotary_dim == 0 ? head_dim : rotary_dim; }
   bool operator==(const RopeDescriptor&) const = default;
-  size_t hash() const;
+
+  // The descriptor the views of `a` describe: dtype, batch, seq, heads_q, heads_k (0 when a.k
+  // is empty), head_dim from q / k in `layout`; positions_rank / positions_dtype from
+  // a.positions (none when empty); cos_sin_cache / cache_dtype / cache_rows from a.cos (none
+  // when empty). The rest (pairing, rotary_dim, base, scaling, position_offset) keeps its
+  // default for the caller to set. Fails when q is not rank 4 (shapes are checked by select()
+  // and can_implement()).
+  static Result<RopeDescriptor> from_args(const RopeArgs& a, RopeLayout layout);
 };
+BARACUDA_DESCRIBE(RopeDescriptor, dtype, layout, pairing, batch, seq, heads_q, heads_k, head_dim, rotary_dim, base, scaling,
+                  scale, positions_rank, positions_dtype, position_offset, cos_sin_cache, cache_dtype, cache_rows);
 
 // Forward: q_out = rope(q), k_out = rope(k) (k fields ignored when heads_k == 0).
 struct RopeArgs {
@@ -96,6 +108,7 @@ struct RopeArgs {
   TensorRef positions;  // when positions_rank > 0
   TensorRef cos, sin;   // when cos_sin_cache
 };
+BARACUDA_DESCRIBE(RopeArgs, q, q_out, k, k_out, positions, cos, sin);
 
 // Backward of the forward with the same descriptor: dq = rope_backward(dq_out), same for k.
 using RopeBackwardDescriptor = RopeDescriptor;
@@ -107,6 +120,7 @@ struct RopeBackwardArgs {
   TensorRef positions;
   TensorRef cos, sin;
 };
+BARACUDA_DESCRIBE(RopeBackwardArgs, dq_out, dq, dk_out, dk, positions, cos, sin);
 
 // The rotary_dim/2 frequencies ω_f after scaling, and the factor cos/sin are multiplied by
 // (YaRN's attention factor, else 1), in float64 — what a caller needs to build its own cache.
@@ -114,22 +128,13 @@ struct RopeBackwardArgs {
 Status rope_frequencies(const RopeDescriptor& d, double* inv_freq, double* attention_factor);
 
 // What both directions share (the backward is the same rotation by −θ).
-class RopePlanBase {
- public:
-  size_t workspace_size() const { return 0; }
-  const KernelSku& sku() const { return sku_; }
-  PrecisionGuarantee precision_guarantee() const;
-  const RopeDescriptor& descriptor() const { return desc_; }
-
+class RopePlanBase : public PlanBase<RopeDescriptor> {
  protected:
   // in/out: [0] = q side, [1] = k side (ignored when heads_k == 0)
   Status select_impl(const RopeDescriptor& desc, const PlanPreference& pref, bool backward);
-  Status check(const TensorRef (&in)[2], const TensorMut (&out)[2], const TensorRef& positions,
-               const TensorRef& cos, const TensorRef& sin) const;
-  Status launch(cudaStream_t stream, const TensorRef (&in)[2], const TensorMut (&out)[2],
-                const TensorRef& positions, const TensorRef& cos, const TensorRef& sin) const;
-  RopeDescriptor desc_;
-  KernelSku sku_;
+  Status check(const TensorRef (&in)[2], const TensorMut (&out)[2]) const;
+  Status launch(cudaStream_t stream, const TensorRef (&in)[2], const TensorMut (&out)[2], const TensorRef& positions,
+                const TensorRef& cos, const TensorRef& sin) const;
   bool backward_ = false;
   double attention_factor_ = 1.0;
   double inv_freq_[kRopeMaxComputedPairs] = {};
@@ -150,8 +155,3 @@ class RopeBackwardPlan : public RopePlanBase {
 };
 
 }  // namespace baracuda
-
-template <>
-struct std::hash<baracuda::RopeDescriptor> {
-  size_t operator()(const baracuda::RopeDescriptor& d) const { return d.hash(); }
-};

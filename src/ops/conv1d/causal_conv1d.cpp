@@ -11,8 +11,9 @@
 #include "core/arch.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
-#include "core/hash.hpp"
+#include "core/plan_kit.hpp"
 #include "core/validate.hpp"
+#include "core/workspace.hpp"
 #include "ops/conv1d/conv1d_geometry.hpp"
 
 namespace baracuda {
@@ -23,25 +24,20 @@ constexpr std::string_view kFwd = "causal_conv1d", kBwd = "causal_conv1d_backwar
 
 using detail::ConvKernel;
 
-Status check_common(std::string_view op, DType dtype, DType wdtype, Conv1dLayout layout, int64_t B, int64_t C,
-                    int64_t L, int width, Conv1dActivation activation, const PlanPreference& pref) {
-  auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
-  if (!FloatDTypes::contains(dtype))
-    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(dtype), " is not supported (supported: ",
-                 FloatDTypes::names(), ")");
-  if (!FloatDTypes::contains(wdtype))
-    return error(StatusCode::kUnsupported, op, ": weight_dtype ", dtype_name(wdtype), " is not supported (supported: ",
-                 FloatDTypes::names(), ")");
-  if (static_cast<int>(layout) > static_cast<int>(Conv1dLayout::kBLC)) return bad("layout is not a Conv1dLayout");
-  if (static_cast<int>(activation) > static_cast<int>(Conv1dActivation::kSiLU))
-    return bad("activation is not a Conv1dActivation");
-  if (B < 0 || C < 0 || L < 0) return bad("batch, channels and seq must be >= 0 (got ", B, ", ", C, ", ", L, ")");
-  if (width < 2 || width > kCausalConv1dMaxWidth)
-    return error(StatusCode::kUnsupported, op, ": width = ", width, " is not in [2, ", kCausalConv1dMaxWidth, "]");
-  if (C > 0 && B > INT64_MAX / C) return bad("batch * channels overflows int64");
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no causal_conv1d implementation (candidates: bespoke)");
+// What every direction checks: enums, preference, dtypes, sizes, width.
+template <class Desc>
+Status check_common(std::string_view op, const Desc& d, const PlanPreference& pref, KernelSku* sku) {
+  if (Status s = begin_select(op, d, pref, sku); !s.ok()) return s;
+  if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(op, "weight_dtype", d.weight_dtype, FloatDTypes{}); !s.ok()) return s;
+  if (d.batch < 0 || d.channels < 0 || d.seq < 0)
+    return error(StatusCode::kInvalidProblem, op, ": batch, channels and seq must be >= 0 (got ", d.batch, ", ", d.channels,
+                 ", ", d.seq, ")");
+  if (d.width < 2 || d.width > kCausalConv1dMaxWidth)
+    return error(StatusCode::kUnsupported, op, ": width = ", d.width, " is not in [2, ", kCausalConv1dMaxWidth, "]");
+  if (d.channels > 0 && d.batch > INT64_MAX / d.channels)
+    return error(StatusCode::kInvalidProblem, op, ": batch * channels overflows int64");
+  sku->dtype = d.dtype;
   return {};
 }
 
@@ -156,34 +152,34 @@ void set_geometry(detail::Conv1dParams& p, ConvKernel k, bool vec, DType dt, int
   }
 }
 
-void fill_sku(KernelSku& sku, std::string_view op, Direction dir, DType dt, int arch, const char* variant) {
-  sku.op = std::string(op);
-  sku.direction = dir;
-  sku.dtype = dt;
-  sku.backend = Backend::kBespoke;
-  sku.arch = arch;
-  sku.variant = variant;
-}
-
-PrecisionGuarantee guarantee(DType dt) {
-  const DType acc = dt == DType::f64 ? DType::f64 : DType::f32;
-  return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
-}
-
-// Validation, architecture and sku shared by the forward and backward select().
+// Validation, architecture, sku, guarantee and operands shared by the forward and backward select().
+template <class Plan>
 Status select_main(std::string_view op, const CausalConv1dDescriptor& d, const PlanPreference& pref, bool backward,
-                   KernelSku* sku) {
-  if (Status s = check_common(op, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width, d.activation,
-                              pref);
-      !s.ok())
-    return s;
-  auto arch = resolve_arch(op, pref);
-  if (!arch) return arch.status();
-  const char* variant = d.layout == Conv1dLayout::kBCL ? (backward ? "time.partials" : "time")
-                                                       : (backward ? "chan.partials" : "chan");
-  fill_sku(*sku, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d",
-           backward ? Direction::kBackward : Direction::kForward, d.dtype, *arch, variant);
-  return {};
+                   KernelSku* sku, PrecisionGuarantee* guarantee, OperandSpecs* ops) {
+  if (Status s = check_common(op, d, pref, sku); !s.ok()) return s;
+  sku->op = d.activation == Conv1dActivation::kSiLU ? "causal_conv1d.silu" : "causal_conv1d";
+  sku->direction = backward ? Direction::kBackward : Direction::kForward;
+  sku->variant = d.layout == Conv1dLayout::kBCL ? (backward ? "time.partials" : "time") : (backward ? "chan.partials" : "chan");
+  *guarantee = float_guarantee(d.dtype);
+  const int64_t B = d.batch, C = d.channels, W = d.width;
+  int64_t xs[3];
+  data_shape(d.layout, B, C, d.seq, xs);
+  ops->input("x", d.dtype, xs);
+  if (backward) ops->input("dy", d.dtype, xs);
+  ops->input("weight", d.weight_dtype, {C, W});
+  if (d.has_bias) ops->input("bias", d.weight_dtype, {C});
+  if (d.initial_states) ops->input("initial_states", d.dtype, {B, C, W - 1});
+  if (backward && d.final_states) ops->input("dfinal_states", d.dtype, {B, C, W - 1});
+  if (backward) {
+    ops->output("dx", d.dtype, xs);
+    ops->output("dweight", d.weight_dtype, {C, W});
+    if (d.has_bias) ops->output("dbias", d.weight_dtype, {C});
+    if (d.initial_states) ops->output("dinitial_states", d.dtype, {B, C, W - 1});
+    return resolve_operands<CausalConv1dBackwardArgs>(op, *ops);
+  }
+  ops->output("y", d.dtype, xs);
+  if (d.final_states) ops->output("final_states", d.dtype, {B, C, W - 1});
+  return resolve_operands<CausalConv1dArgs>(op, *ops);
 }
 
 // The parameters both directions share: sizes, x, the [B, C, L]-indexed output, weight,
@@ -228,57 +224,23 @@ Status launch_main(std::string_view op, const CausalConv1dDescriptor& d, bool ba
   const detail::Conv1dLaunchFn fn = backward ? detail::conv1d_bwd_launcher(d.dtype, ch.kernel, ch.vec, d.width)
                                              : detail::conv1d_fwd_launcher(d.dtype, ch.kernel, ch.vec, d.width);
   if (fn == nullptr) return error(StatusCode::kInternal, op, ": no kernel for ", dtype_name(d.dtype));
-  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), op);
+  return cuda_status(fn(p, stream), op);
 }
 
 }  // namespace
-
-std::string_view conv1d_layout_name(Conv1dLayout l) {
-  return l == Conv1dLayout::kBCL ? "bcl" : l == Conv1dLayout::kBLC ? "blc" : "?";
-}
-
-size_t CausalConv1dDescriptor::hash() const {
-  Fnv1a f;
-  for (int64_t v : {int64_t(dtype), int64_t(weight_dtype), int64_t(layout), batch, channels, seq, int64_t(width),
-                    int64_t(has_bias), int64_t(activation), int64_t(initial_states), int64_t(final_states)})
-    f.mix(v);
-  return f.value();
-}
-
-size_t CausalConv1dUpdateDescriptor::hash() const {
-  Fnv1a f;
-  for (int64_t v : {int64_t(dtype), int64_t(weight_dtype), int64_t(layout), batch, channels, seq, int64_t(width),
-                    state_len, state_batch, int64_t(has_bias), int64_t(activation), int64_t(circular),
-                    int64_t(state_indices)})
-    f.mix(v);
-  return f.value();
-}
 
 // ---------------------------------------------------------------- forward
 
 Result<CausalConv1dPlan> CausalConv1dPlan::select(const CausalConv1dDescriptor& d, const PlanPreference& pref) {
   CausalConv1dPlan plan;
   plan.desc_ = d;
-  if (Status s = select_main(kFwd, d, pref, /*backward=*/false, &plan.sku_); !s.ok()) return s;
+  if (Status s = select_main<CausalConv1dPlan>(kFwd, d, pref, false, &plan.sku_, &plan.guarantee_, &plan.operands_); !s.ok())
+    return s;
   return plan;
 }
 
-PrecisionGuarantee CausalConv1dPlan::precision_guarantee() const { return guarantee(desc_.dtype); }
-
 Status CausalConv1dPlan::can_implement(const CausalConv1dArgs& a) const {
-  const CausalConv1dDescriptor& d = desc_;
-  const int64_t B = d.batch, C = d.channels, W = d.width;
-  OperandList ops;
-  Operand x{"x", &a.x, a.x.data, d.dtype, {}, 3, false};
-  data_shape(d.layout, B, C, d.seq, x.shape);
-  Operand y{"y", &a.y, a.y.data, d.dtype, {x.shape[0], x.shape[1], x.shape[2]}, 3, true};
-  ops.push_back(x);
-  ops.push_back(y);
-  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
-  if (d.has_bias) ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
-  if (d.initial_states) ops.push_back({"initial_states", &a.initial_states, a.initial_states.data, d.dtype, {B, C, W - 1}, 3, false});
-  if (d.final_states) ops.push_back({"final_states", &a.final_states, a.final_states.data, d.dtype, {B, C, W - 1}, 3, true});
-  return check_operands(kFwd, ops);
+  return check_plan_args(kFwd, selected(), operands_, a);
 }
 
 Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dArgs& a) const {
@@ -299,50 +261,29 @@ Result<CausalConv1dBackwardPlan> CausalConv1dBackwardPlan::select(const CausalCo
                                                                   const PlanPreference& pref) {
   CausalConv1dBackwardPlan plan;
   plan.desc_ = d;
-  if (Status s = select_main(kBwd, d, pref, /*backward=*/true, &plan.sku_); !s.ok()) return s;
-  if (Status s = check_workspace_budget(kBwd, plan.workspace_size(), pref.max_workspace_bytes); !s.ok()) return s;
+  if (Status s = select_main<CausalConv1dBackwardPlan>(kBwd, d, pref, true, &plan.sku_, &plan.guarantee_, &plan.operands_);
+      !s.ok())
+    return s;
+  // partial rows of dweight / dbias (B * parts * C * (W + 1) accumulator words): the most any form writes
+  WorkspaceLayout w;
+  size_t rows = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(d.batch), static_cast<size_t>(parts_per_batch(d.seq)), &rows) ||
+      __builtin_mul_overflow(rows, static_cast<size_t>(d.channels) * static_cast<size_t>(d.width + 1), &rows))
+    rows = SIZE_MAX / 8;
+  w.take(rows * dtype_size(acc_of(d.dtype)));
+  plan.workspace_ = w.total();
+  if (Status s = check_workspace_budget(kBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
 }
 
-size_t CausalConv1dBackwardPlan::workspace_size() const {
-  const CausalConv1dDescriptor& d = desc_;
-  const size_t acc = d.dtype == DType::f64 ? 8 : 4;
-  return static_cast<size_t>(d.batch * parts_per_batch(d.seq)) * static_cast<size_t>(d.channels) *
-         static_cast<size_t>(d.width + 1) * acc;
-}
-
-PrecisionGuarantee CausalConv1dBackwardPlan::precision_guarantee() const { return guarantee(desc_.dtype); }
-
 Status CausalConv1dBackwardPlan::can_implement(const CausalConv1dBackwardArgs& a) const {
-  const CausalConv1dDescriptor& d = desc_;
-  const int64_t B = d.batch, C = d.channels, W = d.width;
-  OperandList ops;
-  int64_t s[3];
-  data_shape(d.layout, B, C, d.seq, s);
-  ops.push_back({"x", &a.x, a.x.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
-  ops.push_back({"dy", &a.dy, a.dy.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
-  ops.push_back({"dx", &a.dx, a.dx.data, d.dtype, {s[0], s[1], s[2]}, 3, true});
-  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
-  ops.push_back({"dweight", &a.dweight, a.dweight.data, d.weight_dtype, {C, W}, 2, true});
-  if (d.has_bias) {
-    ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
-    ops.push_back({"dbias", &a.dbias, a.dbias.data, d.weight_dtype, {C}, 1, true});
-  }
-  if (d.initial_states) {
-    ops.push_back({"initial_states", &a.initial_states, a.initial_states.data, d.dtype, {B, C, W - 1}, 3, false});
-    ops.push_back({"dinitial_states", &a.dinitial_states, a.dinitial_states.data, d.dtype, {B, C, W - 1}, 3, true});
-  }
-  if (d.final_states)
-    ops.push_back({"dfinal_states", &a.dfinal_states, a.dfinal_states.data, d.dtype, {B, C, W - 1}, 3, false});
-  return check_operands(kBwd, ops);
+  return check_plan_args(kBwd, selected(), operands_, a);
 }
 
 Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const CausalConv1dBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   const CausalConv1dDescriptor& d = desc_;
-  const size_t need = workspace_size();
-  if (need > 0 && (ws.ptr == nullptr || ws.bytes < need))
-    return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes at ", ws.ptr, ", needs ", need);
+  if (Status s = check_workspace(kBwd, ws, workspace_); !s.ok()) return s;
   if (d.channels == 0) return {};
   detail::Conv1dReduceParams r;
   r.C = d.channels;
@@ -378,17 +319,15 @@ Status CausalConv1dBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ca
     if (p.direct) return {};  // the main kernel wrote dweight / dbias
     r.parts = p.B * p.segs;
   }
-  return cuda_status(static_cast<cudaError_t>(detail::conv1d_reduce_launch(d.dtype, r, stream)), kBwd);
+  return cuda_status(detail::conv1d_reduce_launch(d.dtype, r, stream), kBwd);
 }
 
 // ---------------------------------------------------------------- update
 
 Result<CausalConv1dUpdatePlan> CausalConv1dUpdatePlan::select(const CausalConv1dUpdateDescriptor& d,
                                                               const PlanPreference& pref) {
-  if (Status s = check_common(kUpd, d.dtype, d.weight_dtype, d.layout, d.batch, d.channels, d.seq, d.width,
-                              d.activation, pref);
-      !s.ok())
-    return s;
+  CausalConv1dUpdatePlan plan;
+  if (Status s = check_common(kUpd, d, pref, &plan.sku_); !s.ok()) return s;
   auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, kUpd, ": ", parts...); };
   if (d.seq < 1) return bad("seq = ", d.seq, " new tokens must be >= 1");
   if (d.state_len != 0 && d.state_len < d.width - 1)
@@ -396,31 +335,27 @@ Result<CausalConv1dUpdatePlan> CausalConv1dUpdatePlan::select(const CausalConv1d
   if (d.state_batch < 0) return bad("state_batch = ", d.state_batch, " must be >= 0 (0: batch)");
   if (!d.state_indices && d.state_rows() != d.batch)
     return bad("state_batch = ", d.state_batch, " must equal batch = ", d.batch, " without state_indices");
-  auto arch = resolve_arch(kUpd, pref);
-  if (!arch) return arch.status();
-  CausalConv1dUpdatePlan plan;
   plan.desc_ = d;
-  fill_sku(plan.sku_, d.activation == Conv1dActivation::kSiLU ? "causal_conv1d_update.silu" : "causal_conv1d_update",
-           Direction::kForward, d.dtype, *arch, d.circular ? "thread.circular" : "thread.shift");
+  plan.sku_.op = d.activation == Conv1dActivation::kSiLU ? "causal_conv1d_update.silu" : "causal_conv1d_update";
+  plan.sku_.variant = d.circular ? "thread.circular" : "thread.shift";
+  plan.guarantee_ = float_guarantee(d.dtype);
+  const int64_t B = d.batch, C = d.channels;
+  int64_t xs[3];
+  data_shape(d.layout, B, C, d.seq, xs);
+  OperandSpecs& ops = plan.operands_;
+  ops.input("x", d.dtype, xs);
+  ops.input("weight", d.weight_dtype, {C, d.width});
+  if (d.has_bias) ops.input("bias", d.weight_dtype, {C});
+  if (d.circular) ops.input("cache_seqlens", DType::i32, {B});
+  if (d.state_indices) ops.input("state_indices", DType::i32, {B});
+  ops.add("conv_state", OperandRole::kInOut, d.dtype, {d.state_rows(), C, d.state_length()});
+  ops.output("y", d.dtype, xs);
+  if (Status s = resolve_operands<CausalConv1dUpdateArgs>(kUpd, ops); !s.ok()) return s;
   return plan;
 }
 
-PrecisionGuarantee CausalConv1dUpdatePlan::precision_guarantee() const { return guarantee(desc_.dtype); }
-
 Status CausalConv1dUpdatePlan::can_implement(const CausalConv1dUpdateArgs& a) const {
-  const CausalConv1dUpdateDescriptor& d = desc_;
-  const int64_t B = d.batch, C = d.channels, W = d.width;
-  OperandList ops;
-  int64_t s[3];
-  data_shape(d.layout, B, C, d.seq, s);
-  ops.push_back({"x", &a.x, a.x.data, d.dtype, {s[0], s[1], s[2]}, 3, false});
-  ops.push_back({"y", &a.y, a.y.data, d.dtype, {s[0], s[1], s[2]}, 3, true});
-  ops.push_back({"conv_state", &a.conv_state, a.conv_state.data, d.dtype, {d.state_rows(), C, d.state_length()}, 3, true});
-  ops.push_back({"weight", &a.weight, a.weight.data, d.weight_dtype, {C, W}, 2, false});
-  if (d.has_bias) ops.push_back({"bias", &a.bias, a.bias.data, d.weight_dtype, {C}, 1, false});
-  if (d.circular) ops.push_back({"cache_seqlens", &a.cache_seqlens, a.cache_seqlens.data, DType::i32, {B}, 1, false});
-  if (d.state_indices) ops.push_back({"state_indices", &a.state_indices, a.state_indices.data, DType::i32, {B}, 1, false});
-  return check_operands(kUpd, ops);
+  return check_plan_args(kUpd, selected(), operands_, a);
 }
 
 Status CausalConv1dUpdatePlan::run(cudaStream_t stream, Workspace, const CausalConv1dUpdateArgs& a) const {
@@ -459,7 +394,7 @@ Status CausalConv1dUpdatePlan::run(cudaStream_t stream, Workspace, const CausalC
     p.indices = static_cast<const int32_t*>(a.state_indices.data);
     p.indices_s = a.state_indices.stride[0];
   }
-  return cuda_status(static_cast<cudaError_t>(detail::conv1d_update_launcher(d.dtype, d.width)(p, stream)), kUpd);
+  return cuda_status(detail::conv1d_update_launcher(d.dtype, d.width)(p, stream), kUpd);
 }
 
 }  // namespace baracuda

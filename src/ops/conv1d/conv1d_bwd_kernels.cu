@@ -459,11 +459,11 @@ __global__ void __launch_bounds__(256) reduce_parts(const Conv1dReduceParams p) 
 struct Bwd {  // this direction's launch templates for direction_launcher
   static constexpr bool kBackward = true;
   template <class T, int NE, int KW, bool kEx>
-  static int time(const Conv1dParams& p, cudaStream_t s) {
+  static cudaError_t time(const Conv1dParams& p, cudaStream_t s) {
     return launch_conv(bwd_time<T, NE, KW, kEx>, ConvKernel::kTime, p, s);
   }
   template <class T, int NE, int KW, bool kEx>
-  static int chan(const Conv1dParams& p, cudaStream_t s) {
+  static cudaError_t chan(const Conv1dParams& p, cudaStream_t s) {
     return launch_conv(bwd_chan<T, NE, KW, kEx>, ConvKernel::kChan, p, s);
   }
 };
@@ -475,13 +475,12 @@ Conv1dLaunchFn conv1d_bwd_launcher(DType t, ConvKernel k, bool vec, int width) {
   return direction_launcher<Bwd>(t, k, vec, width);
 }
 
-int conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s) {
+cudaError_t conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s) {
   const int64_t n = p.C * (p.W + 1);
-  if (n == 0) return 0;
+  if (n == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>((n + 255) / 256));
-  const cudaError_t e = t == DType::f64 ? launch_kernel(reduce_parts<double>, grid, dim3(256), 0, s, p)
-                                        : launch_kernel(reduce_parts<float>, grid, dim3(256), 0, s, p);
-  return static_cast<int>(e);
+  return t == DType::f64 ? launch_kernel(reduce_parts<double>, grid, dim3(256), 0, s, p)
+                         : launch_kernel(reduce_parts<float>, grid, dim3(256), 0, s, p);
 }
 
 }  // namespace baracuda::detail

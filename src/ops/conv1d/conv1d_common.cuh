@@ -284,10 +284,10 @@ __device__ __forceinline__ acc_t<T> dfinal_at(const Conv1dParams& p, int64_t b, 
 }
 
 // Launch shape: the time kernels run 4 warp tasks per block, the chan kernels one block per task.
-inline int launch_conv(void (*kernel)(Conv1dParams), ConvKernel k, const Conv1dParams& p, cudaStream_t s) {
+inline cudaError_t launch_conv(void (*kernel)(Conv1dParams), ConvKernel k, const Conv1dParams& p, cudaStream_t s) {
   const int64_t per_block = k == ConvKernel::kTime ? kConvThreads / 32 : 1;
   const int64_t blocks = (p.tasks + per_block - 1) / per_block;
-  return static_cast<int>(launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p);
 }
 
 // The launcher table of one direction. Dir provides kBackward and the static launch templates

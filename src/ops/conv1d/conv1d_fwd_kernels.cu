@@ -185,11 +185,11 @@ __global__ void __launch_bounds__(kConvThreads, 6) fwd_chan(const Conv1dParams p
 struct Fwd {  // this direction's launch templates for direction_launcher
   static constexpr bool kBackward = false;
   template <class T, int NE, int KW, bool kEx>
-  static int time(const Conv1dParams& p, cudaStream_t s) {
+  static cudaError_t time(const Conv1dParams& p, cudaStream_t s) {
     return launch_conv(fwd_time<T, NE, KW, kEx>, ConvKernel::kTime, p, s);
   }
   template <class T, int NE, int KW, bool kEx>
-  static int chan(const Conv1dParams& p, cudaStream_t s) {
+  static cudaError_t chan(const Conv1dParams& p, cudaStream_t s) {
     return launch_conv(fwd_chan<T, NE, KW, kEx>, ConvKernel::kChan, p, s);
   }
 };
@@ -275,10 +275,9 @@ __global__ void __launch_bounds__(kConvThreads) update_kernel(const Conv1dUpdate
 }
 
 template <class T, int KM>
-int launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
+cudaError_t launch_update(const Conv1dUpdateParams& p, cudaStream_t s) {
   const int64_t blocks = ((p.B + kUpdRows - 1) / kUpdRows * p.C + kConvThreads - 1) / kConvThreads;
-  return static_cast<int>(
-      launch_kernel(update_kernel<T, KM>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p));
+  return launch_kernel(update_kernel<T, KM>, dim3(static_cast<unsigned>(blocks)), dim3(kConvThreads), 0, s, p);
 }
 
 }  // namespace

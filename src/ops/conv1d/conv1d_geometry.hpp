@@ -20,8 +20,8 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/ops/causal_conv1d.hpp"
+#include "core/launch_fn.hpp"
 
-typedef struct CUstream_st* cudaStream_t;
 
 namespace baracuda::detail {
 
@@ -118,9 +118,8 @@ struct Conv1dUpdateParams {
   int silu = 0;
 };
 
-// Returns the cudaError_t of the launch(es) as an int.
-using Conv1dLaunchFn = int (*)(const Conv1dParams&, cudaStream_t);
-using Conv1dUpdateLaunchFn = int (*)(const Conv1dUpdateParams&, cudaStream_t);
+using Conv1dLaunchFn = LaunchFn<Conv1dParams>;
+using Conv1dUpdateLaunchFn = LaunchFn<Conv1dUpdateParams>;
 
 // Elements per vector: the time kernel uses 16-byte vectors; the chan kernel keeps KW·NE
 // values per register ring (the forward two rings, the backward four) and so narrows NE to
@@ -152,6 +151,6 @@ struct Conv1dReduceParams {
   int64_t dbs = 0;
   int wdt = 0;
 };
-int conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s);
+cudaError_t conv1d_reduce_launch(DType t, const Conv1dReduceParams& p, cudaStream_t s);
 
 }  // namespace baracuda::detail

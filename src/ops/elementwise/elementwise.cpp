@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "baracuda/ops/reduce_to_shape.hpp"
-#include "core/arch.hpp"
-#include "core/hash.hpp"
+#include "core/plan_kit.hpp"
 #include "core/validate.hpp"
+#include "core/workspace.hpp"
 #include "ops/elementwise/ew_geometry.hpp"
 #include "ops/elementwise/ew_iter.hpp"
 #include "ops/elementwise/ew_params.hpp"
@@ -59,79 +59,26 @@ bool is_float_t(DType t) { return t == DType::f32 || t == DType::f16 || t == DTy
 bool is_int_t(DType t) { return is_integral(t); }
 bool is_exotic(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2 || is_complex(t); }
 
-// Integer rank for promotion: u8 is special (u8 + i8 -> i16).
-int int_bits(DType t) {
-  switch (t) {
-    case DType::i8: case DType::u8: return 8;
-    case DType::i16: return 16;
-    case DType::i32: return 32;
-    default: return 64;
-  }
-}
-int float_rank(DType t) {
-  switch (t) {
-    case DType::f16: case DType::bf16: return 1;
-    case DType::f32: return 2;
-    default: return 3;
-  }
-}
-
-// Undefined is modelled by std::nullopt.
-using Opt = std::optional<DType>;
-
-Opt promote_opt(Opt a, Opt b, bool* ok) {
-  if (!a) return b;
-  if (!b) return a;
-  auto r = promote_types(*a, *b);
-  if (!r) {
-    *ok = false;
-    return a;
-  }
-  return *r;
-}
-
-Opt combine_categories(Opt higher, Opt lower, bool* ok) {
-  if (higher && is_float_t(*higher)) return higher;
-  if ((higher && *higher == DType::boolean) || (lower && is_float_t(*lower))) return promote_opt(higher, lower, ok);
-  if (higher) return higher;
-  return lower;
-}
-
-DType wrapped_dtype(const Scalar& s) {
-  if (s.is_bool()) return DType::boolean;
-  if (s.is_int()) return DType::i64;
-  return DType::f32;
-}
-
 std::string operand_desc(const EwOperand& o) {
   return o.is_scalar ? std::string("scalar") : cat(dtype_name(o.dtype), " tensor");
 }
 
-// PyTorch's result_type over a subset of the operands (bit k of `which`).
+// PyTorch's result_type over a subset of the operands (bit k of `which`; core/promotion.hpp).
 Result<DType> promote_operands(std::string_view opn, const ElementwiseDescriptor& d, unsigned which) {
-  Opt dim, zero, wrapped;
-  bool ok = true;
+  PromotionOperand ops[kEwMaxOperands];
+  int n = 0;
   for (int k = 0; k < d.num_operands; ++k) {
     if (!(which >> k & 1u)) continue;
     const EwOperand& o = d.operand[k];
-    if (o.is_scalar) wrapped = promote_opt(wrapped, wrapped_dtype(o.value), &ok);
-    else if (o.rank == 0) zero = promote_opt(zero, o.dtype, &ok);
-    else dim = promote_opt(dim, o.dtype, &ok);
-    if (!ok) break;
     if (!o.is_scalar && is_exotic(o.dtype))
       return error(StatusCode::kUnsupported, opn, ": operand ", k, " dtype ", dtype_name(o.dtype),
                    " takes part in no type promotion (only `to` accepts fp8 and complex is not supported)");
+    ops[n++] = o.is_scalar ? PromotionOperand{scalar_dtype(o.value), PromotionTier::kScalar}
+                           : PromotionOperand{o.dtype, o.rank == 0 ? PromotionTier::kZeroDim : PromotionTier::kTensor};
   }
-  if (!ok) return error(StatusCode::kUnsupported, opn, ": operand dtypes do not promote");
-  Opt r = combine_categories(dim, combine_categories(zero, wrapped, &ok), &ok);
-  if (!ok || !r) return error(StatusCode::kUnsupported, opn, ": operand dtypes do not promote");
+  auto r = result_type(std::span<const PromotionOperand>(ops, static_cast<size_t>(n)));
+  if (!r) return error(StatusCode::kUnsupported, opn, ": operand dtypes do not promote");
   return *r;
-}
-
-bool can_cast(DType from, DType to) {
-  if (is_float_t(from) && (is_int_t(to) || to == DType::boolean)) return false;
-  if (from != DType::boolean && to == DType::boolean) return false;
-  return true;
 }
 
 // Result type and compute ("common") type of a validated descriptor.
@@ -283,16 +230,6 @@ bool same_shape(const EwOperand& o, int r, const int64_t* shape) {
 // out is in itself (same data, same strides): the in-place form.
 bool aliases_exactly(const TensorMut& out, const TensorRef& in) { return out.data == in.data && out.identical(in); }
 
-// Checks out/grad views against the operands: exact aliasing allowed, other overlap not.
-Status check_alias(std::string_view opn, const char* oname, const TensorMut& out, const char* iname, const TensorRef& in) {
-  if (out.numel() == 0 || in.numel() == 0 || in.data == nullptr) return {};
-  if (aliases_exactly(out, in)) return {};
-  if (views_may_overlap(out, out.data, in, in.data))
-    return error(StatusCode::kInvalidProblem, opn, ": ", oname, " partially overlaps ", iname,
-                 " (only exact aliasing, the in-place form, is allowed)");
-  return {};
-}
-
 // Operands (bit k) whose values an op's derivative reads; the others are not loaded by the
 // backward kernel. Default: all.
 unsigned bwd_reads(EwOp op) {
@@ -359,40 +296,9 @@ struct EwResolved {
 }  // namespace detail
 
 // ------------------------------------------------------------------ public metadata
-std::string_view ew_op_name(EwOp op) { return info(op) ? info(op)->name : "?"; }
 int ew_op_arity(EwOp op) { return info(op) ? info(op)->arity : 0; }
 EwKind ew_op_kind(EwOp op) { return info(op) ? info(op)->kind : EwKind::kFloat; }
 unsigned ew_op_grad_mask(EwOp op) { return info(op) ? info(op)->grad : 0; }
-bool ew_parse_op(std::string_view name, EwOp* out) {
-  for (int i = 0; i < kNumEwOps; ++i)
-    if (kOps[i].name == name) {
-      *out = static_cast<EwOp>(i);
-      return true;
-    }
-  return false;
-}
-
-Result<DType> promote_types(DType a, DType b) {
-  if (a == b) return a;
-  if (is_exotic(a) || is_exotic(b))
-    return error(StatusCode::kUnsupported, "promote_types: ", dtype_name(a), " and ", dtype_name(b), " do not promote");
-  if (a == DType::boolean) return b;
-  if (b == DType::boolean) return a;
-  const bool fa = is_float_t(a), fb = is_float_t(b);
-  if (fa && fb) {
-    if ((a == DType::f16 && b == DType::bf16) || (a == DType::bf16 && b == DType::f16)) return DType::f32;
-    return float_rank(a) >= float_rank(b) ? a : b;
-  }
-  if (fa) return a;
-  if (fb) return b;
-  // both integers
-  if (a == DType::u8 || b == DType::u8) {
-    const DType o = a == DType::u8 ? b : a;
-    if (o == DType::i8) return DType::i16;
-    return o;
-  }
-  return int_bits(a) >= int_bits(b) ? a : b;
-}
 
 EwOperand EwOperand::tensor(DType dtype, std::span<const int64_t> shape) {
   EwOperand o;
@@ -426,38 +332,52 @@ void ew_default_params(EwOp op, Scalar out[kEwMaxParams]) {
   }
 }
 
-ElementwiseDescriptor ElementwiseDescriptor::make(EwOp op, std::initializer_list<EwOperand> operands,
-                                                  std::initializer_list<Scalar> params) {
+ElementwiseDescriptor ElementwiseDescriptor::make(EwOp op, std::span<const EwOperand> operands, std::span<const Scalar> params) {
   ElementwiseDescriptor d;
   d.op = op;
   ew_default_params(op, d.param);
   int k = 0;
   for (const EwOperand& o : operands)
     if (k < kEwMaxOperands) d.operand[k++] = o;
-  d.num_operands = static_cast<int>(operands.size());
+  d.num_operands = static_cast<int>(std::min<size_t>(operands.size(), 1024));
   k = 0;
   for (const Scalar& s : params)
     if (k < kEwMaxParams) d.param[k++] = s;
   return d;
 }
 
-size_t ElementwiseDescriptor::hash() const {
-  Fnv1a f;
-  f.mix(op);
-  f.mix(num_operands);
-  for (int k = 0; k < std::clamp(num_operands, 0, kEwMaxOperands); ++k) {
-    const EwOperand& o = operand[k];
-    f.mix(o.is_scalar);
-    f.mix(o.dtype);
-    f.mix(o.rank);
-    f.mix_all(o.shape, std::clamp(o.rank, 0, kMaxRank));
-    f.mix_scalar(o.value);
+void describe_put(std::string& out, const EwOperand& o) {
+  if (o.is_scalar) return describe_put(out, o.value);
+  describe_put(out, TensorLayout::make(o.dtype, std::span<const int64_t>(o.shape, static_cast<size_t>(std::clamp(o.rank, 0, kMaxRank)))));
+}
+
+std::string describe_get(std::string_view s, EwOperand* o) {
+  if (s.find('[') != std::string_view::npos) {
+    TensorLayout t;
+    std::string why = describe_get(s, &t);
+    if (!why.empty() || !t.is_contiguous()) return "a tensor dtype[shape] (no strides) or a scalar number";
+    *o = EwOperand::tensor(t);
+    return {};
   }
-  for (const Scalar& p : param) f.mix_scalar(p);
-  f.mix(out_dtype ? static_cast<int>(*out_dtype) + 1 : 0);
-  f.mix(saturate_fp8);
-  f.mix(needs_grad);
-  return f.value();
+  Scalar v;
+  if (std::string why = describe_get(s, &v); !why.empty()) return "a tensor dtype[shape] or a scalar number";
+  *o = EwOperand::scalar(v);
+  return {};
+}
+
+void describe_hash(HashMix& h, const EwOperand& o) {
+  h.word(o.is_scalar);
+  if (o.is_scalar) return describe_hash(h, o.value);
+  h.word(static_cast<uint64_t>(o.dtype));
+  h.word(static_cast<uint64_t>(o.rank));
+  for (int a = 0; a < std::clamp(o.rank, 0, kMaxRank); ++a) h.word(static_cast<uint64_t>(o.shape[a]));
+}
+
+bool describe_check_enums(const EwOperand& o) { return o.is_scalar || enum_valid(o.dtype); }
+
+void describe_complete(ElementwiseDescriptor& d, uint64_t given) {
+  if (!(given >> field_index<ElementwiseDescriptor>("num_operands") & 1u)) d.num_operands = ew_op_arity(d.op);
+  if (!(given >> field_index<ElementwiseDescriptor>("param") & 1u)) ew_default_params(d.op, d.param);
 }
 
 Result<DType> ew_result_dtype(const ElementwiseDescriptor& desc) {
@@ -528,6 +448,7 @@ constexpr const char* kGradName[] = {"grad_in[0]", "grad_in[1]", "grad_in[2]"};
 
 Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, const PlanPreference& pref,
                          bool backward, KernelSku* sku, int* out_rank, int64_t* out_shape) {
+  if (Status s = begin_select(opn, d, pref, sku); !s.ok()) return s;
   if (Status s = validate(opn, d); !s.ok()) return s;
   if (Status s = ew_broadcast_shape(d, out_rank, out_shape); !s.ok()) return s;
   auto t = typing(opn, d);
@@ -545,11 +466,6 @@ Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, c
   r.compute = compute_of(r.common);
   if (oi->kind == EwKind::kCast) r.compute = is_float_t(r.common) || r.common == DType::f8e4m3 || r.common == DType::f8e5m2 ? ew::EwCompute::kF64 : ew::EwCompute::kI64;
   r.mask_operand = oi->kind == EwKind::kSelect ? 0 : (oi->kind == EwKind::kMasked ? 1 : -1);
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, opn, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no elementwise implementation (candidates: bespoke)");
-  auto arch = resolve_arch(opn, pref);
-  if (!arch) return arch.status();
   auto kp = ew::kernel_params(opn, d, r.result, compute_of(r.common) == ew::EwCompute::kI64);
   if (!kp) return kp.status();
   fill_scalars(*kp, d, backward ? 1 : 0, &r.s);
@@ -598,8 +514,6 @@ Result<Resolved> resolve(std::string_view opn, const ElementwiseDescriptor& d, c
   sku->op = cat("ew.", oi->name);
   sku->direction = backward ? Direction::kBackward : Direction::kForward;
   sku->dtype = r.out;
-  sku->backend = Backend::kBespoke;
-  sku->arch = *arch;
   sku->variant = r.k.rows ? cat("rows", r.k.rows_vec, "+strided") : "strided";
   return r;
 }
@@ -612,17 +526,6 @@ PrecisionGuarantee guarantee(const Resolved& r) {
   g.bit_exact = r.kop == EwOp::to;
   g.determinism = Determinism::kRunToRun;
   return g;
-}
-
-// Operand views against the descriptor; bit k of may_be_empty: in[k] may be left empty (data
-// nullptr, an operand the backward does not read).
-Status check_operands(std::string_view opn, const ElementwiseDescriptor& d, const TensorRef* in, unsigned may_be_empty = 0) {
-  for (int k = 0; k < d.num_operands; ++k) {
-    const EwOperand& o = d.operand[k];
-    if (o.is_scalar || ((may_be_empty >> k & 1u) && in[k].data == nullptr)) continue;
-    if (Status s = check_view(opn, kInName[k], in[k], in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
-  }
-  return {};
 }
 
 void fill_operand(const ElementwiseDescriptor& d, int k, const TensorRef& t, int r, const int64_t* shape, ew::IterOperand* io) {
@@ -668,22 +571,19 @@ Result<ElementwisePlan> ElementwisePlan::select(const ElementwiseDescriptor& des
   p.r_ = res;
   p.desc_ = desc;
   p.out_dtype_ = res->r.out;
+  p.guarantee_ = guarantee(res->r);
+  for (int k = 0; k < desc.num_operands; ++k)
+    if (!desc.operand[k].is_scalar) p.operands_.input(kInName[k], desc.operand[k].dtype, span_of(desc.operand[k]));
+  p.operands_.output("out", res->r.out, std::span<const int64_t>(res->out_shape, res->out_rank));
+  for (int k = 0; k < desc.num_operands; ++k)  // in place on an operand of out's shape and dtype
+    if (!desc.operand[k].is_scalar && same_shape(desc.operand[k], res->out_rank, res->out_shape) && desc.operand[k].dtype == res->r.out)
+      p.operands_.may_alias("out", kInName[k]);
+  if (Status s = resolve_operands<ElementwiseArgs>(kFwd, p.operands_); !s.ok()) return s;
   return p;
 }
 
-PrecisionGuarantee ElementwisePlan::precision_guarantee() const { return guarantee(r_->r); }
-
 Status ElementwisePlan::can_implement(const ElementwiseArgs& a) const {
-  if (!r_) return error(StatusCode::kInvalidProblem, kFwd, ": plan was not selected");
-  if (Status s = check_operands(kFwd, desc_, a.in); !s.ok()) return s;
-  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
-  if (Status s = check_view(kFwd, "out", a.out, a.out.data, out_dtype_, os); !s.ok()) return s;
-  if (Status s = check_no_internal_overlap(kFwd, "out", a.out); !s.ok()) return s;
-  for (int k = 0; k < desc_.num_operands; ++k) {
-    if (desc_.operand[k].is_scalar) continue;
-    if (Status s = check_alias(kFwd, "out", a.out, kInName[k], a.in[k]); !s.ok()) return s;
-  }
-  return {};
+  return check_plan_args(kFwd, selected(), operands_, a);
 }
 
 Status ElementwisePlan::run(cudaStream_t stream, Workspace, const ElementwiseArgs& a) const {
@@ -717,30 +617,18 @@ Result<FrexpPlan> FrexpPlan::select(const ElementwiseDescriptor& desc, const Pla
   p.sku_.op = "ew.frexp2";
   p.sku_.variant = res->r.k.rows ? cat("rows", res->r.k.rows_vec, "+strided") : "strided";
   p.desc_ = desc;
+  p.guarantee_ = guarantee(res->r);
+  p.guarantee_.bit_exact = true;
+  const std::span<const int64_t> os(res->out_shape, res->out_rank);
+  if (!desc.operand[0].is_scalar) p.operands_.input("in", desc.operand[0].dtype, span_of(desc.operand[0]));
+  p.operands_.output("mantissa", res->r.out, os);
+  p.operands_.output("exponent", DType::i32, os);
+  p.operands_.may_alias("mantissa", "in");
+  if (Status s = resolve_operands<FrexpArgs>(kFrexp, p.operands_); !s.ok()) return s;
   return p;
 }
 
-PrecisionGuarantee FrexpPlan::precision_guarantee() const {
-  PrecisionGuarantee g = guarantee(r_->r);
-  g.bit_exact = true;
-  return g;
-}
-
-Status FrexpPlan::can_implement(const FrexpArgs& a) const {
-  if (!r_) return error(StatusCode::kInvalidProblem, kFrexp, ": plan was not selected");
-  if (Status s = check_operands(kFrexp, desc_, &a.in); !s.ok()) return s;
-  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
-  if (Status s = check_view(kFrexp, "mantissa", a.mantissa, a.mantissa.data, r_->r.out, os); !s.ok()) return s;
-  if (Status s = check_view(kFrexp, "exponent", a.exponent, a.exponent.data, DType::i32, os); !s.ok()) return s;
-  if (Status s = check_no_internal_overlap(kFrexp, "mantissa", a.mantissa); !s.ok()) return s;
-  if (Status s = check_no_internal_overlap(kFrexp, "exponent", a.exponent); !s.ok()) return s;
-  if (Status s = check_alias(kFrexp, "mantissa", a.mantissa, "in", a.in); !s.ok()) return s;
-  if (a.exponent.numel() > 0 && views_may_overlap(a.exponent, a.exponent.data, a.in, a.in.data))
-    return error(StatusCode::kInvalidProblem, kFrexp, ": exponent overlaps in");
-  if (a.exponent.numel() > 0 && views_may_overlap(a.exponent, a.exponent.data, a.mantissa, a.mantissa.data))
-    return error(StatusCode::kInvalidProblem, kFrexp, ": exponent overlaps mantissa");
-  return {};
-}
+Status FrexpPlan::can_implement(const FrexpArgs& a) const { return check_plan_args(kFrexp, selected(), operands_, a); }
 
 Status FrexpPlan::run(cudaStream_t stream, Workspace, const FrexpArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
@@ -800,10 +688,29 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
   res->reduce_ws_offset = off;
   p.workspace_ = off + reduce_ws;
   if (Status s = check_workspace_budget(kBwd, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
+  p.guarantee_ = guarantee(res->r);
+  // operands: grad_out, the forward operands the derivative reads, the gradients written
+  const std::span<const int64_t> os(res->out_shape, res->out_rank);
+  OperandSpecs& ops = p.operands_;
+  ops.input("grad_out", res->r.out, os);
+  for (int k = 0; k < desc.num_operands; ++k)  // an operand the derivative does not read may be left empty
+    if (!desc.operand[k].is_scalar)
+      ops.input(kInName[k], desc.operand[k].dtype, span_of(desc.operand[k])).optional = !(p.operands_read() >> k & 1u);
+  for (int k = 0; k < desc.num_operands; ++k) {
+    const EwOperand& o = desc.operand[k];
+    if (o.is_scalar || !(desc.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
+    ops.output(kGradName[k], o.dtype, span_of(o));
+    // exactly in place on grad_out (not for a broadcast operand, reduced after the pass) or on
+    // an operand of its shape and dtype
+    if (!res->reduce[k] && o.dtype == res->r.out) ops.may_alias(kGradName[k], "grad_out");
+    for (int j = 0; j < desc.num_operands; ++j)
+      if ((p.operands_read() >> j & 1u) && desc.operand[j].dtype == o.dtype && desc.operand[j].rank == o.rank &&
+          std::equal(o.shape, o.shape + o.rank, desc.operand[j].shape))
+        ops.may_alias(kGradName[k], kInName[j]);
+  }
+  if (Status s = resolve_operands<ElementwiseBackwardArgs>(kBwd, ops); !s.ok()) return s;
   return p;
 }
-
-PrecisionGuarantee ElementwiseBackwardPlan::precision_guarantee() const { return guarantee(r_->r); }
 
 bool ElementwiseBackwardPlan::grad_is_grad_out(int k) const { return r_ && k >= 0 && k < kEwMaxOperands && r_->pass_through[k]; }
 
@@ -822,42 +729,21 @@ unsigned ElementwiseBackwardPlan::operands_read() const {
 }
 
 Status ElementwiseBackwardPlan::can_implement(const ElementwiseBackwardArgs& a) const {
-  if (!r_) return error(StatusCode::kInvalidProblem, kBwd, ": plan was not selected");
-  if (Status s = check_operands(kBwd, desc_, a.in, ~operands_read()); !s.ok()) return s;
-  const std::span<const int64_t> os(r_->out_shape, r_->out_rank);
-  if (Status s = check_view(kBwd, "grad_out", a.grad_out, a.grad_out.data, r_->r.out, os); !s.ok()) return s;
-  const unsigned gm = ew_op_grad_mask(desc_.op);
-  for (int k = 0; k < desc_.num_operands; ++k) {
-    const EwOperand& o = desc_.operand[k];
-    if (o.is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
-    const char* f = kGradName[k];
-    if (Status s = check_view(kBwd, f, a.grad_in[k], a.grad_in[k].data, o.dtype, span_of(o)); !s.ok()) return s;
-    if (Status s = check_no_internal_overlap(kBwd, f, a.grad_in[k]); !s.ok()) return s;
-    if (r_->reduce[k]) {
-      if (ranges_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_out, a.grad_out.data))
-        return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_out (operand ", k, " is broadcast)");
-    } else if (Status s = check_alias(kBwd, f, a.grad_in[k], "grad_out", a.grad_out); !s.ok()) {
-      return s;
-    }
-    for (int j = 0; j < desc_.num_operands; ++j) {
-      if (desc_.operand[j].is_scalar) continue;
-      if (Status s = check_alias(kBwd, f, a.grad_in[k], kInName[j], a.in[j]); !s.ok()) return s;
-    }
-    for (int j = 0; j < k; ++j) {
-      const EwOperand& oj = desc_.operand[j];
-      if (oj.is_scalar || !(desc_.needs_grad >> j & 1u) || !(gm >> j & 1u)) continue;
-      if (left_in_place(*r_, a, k) && left_in_place(*r_, a, j)) continue;  // both are grad_out, unwritten
-      if (views_may_overlap(a.grad_in[k], a.grad_in[k].data, a.grad_in[j], a.grad_in[j].data))
-        return error(StatusCode::kInvalidProblem, kBwd, ": ", f, " overlaps grad_in[", j, "]");
-    }
+  if (!selected()) return check_plan_args(kBwd, false, operands_, a);
+  // A gradient that is grad_out and is passed aliasing grad_out is not written: it is left out
+  // of the check, so two of them may alias grad_out and each other.
+  BoundView v[1 + 2 * kEwMaxOperands];
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    const OperandSpec& o = operands_[i];
+    v[i] = bound_view(a, o.field, o.element);
+    v[i].skip = o.writes() && left_in_place(*r_, a, o.element);
   }
-  return {};
+  return check_operands(kBwd, operands_, std::span<const BoundView>(v, operands_.size()));
 }
 
 Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const ElementwiseBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
-  if (workspace_ > 0 && (ws.ptr == nullptr || ws.bytes < workspace_))
-    return error(StatusCode::kWorkspaceTooSmall, kBwd, ": workspace of ", ws.bytes, " bytes (ptr ", ws.ptr, "); needs ", workspace_);
+  if (Status s = check_workspace(kBwd, ws, workspace_); !s.ok()) return s;
   const unsigned gm = ew_op_grad_mask(desc_.op);
   ew::Iter it = iter_over(*r_, desc_.num_operands + 1, desc_.num_operands);
   it.in[0].data = a.grad_out.data;

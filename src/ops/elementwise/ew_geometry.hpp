@@ -17,6 +17,7 @@
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "core/fast_div.hpp"
 
 namespace baracuda::ew {
 
@@ -24,19 +25,7 @@ inline constexpr int kMaxIn = 4;   // forward: 3 operands; backward: g + 3 opera
 inline constexpr int kMaxOut = 3;  // backward of a ternary op
 inline constexpr int kLiteralSlot = 4;  // EwScalars slots 4..7 hold literal scalar operands
 
-// n / d for n < 2^31 by multiply-high (Granlund-Montgomery): q = (umulhi(n, mul) + n) >> shift.
-struct FastDiv {
-  uint32_t d = 1, mul = 0, shift = 0;
-  static FastDiv make(uint32_t d) {
-    FastDiv f;
-    f.d = d;
-    uint32_t s = 0;
-    while ((uint64_t{1} << s) < d) ++s;
-    f.shift = s;
-    f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1);
-    return f;
-  }
-};
+using FastDiv = ::baracuda::detail::FastDiv;  // n / d for n < 2^31 by multiply-high (core/fast_div.hpp)
 
 // Parameters and literal scalars in every compute type (the kernel reads the one it uses).
 struct EwScalars {

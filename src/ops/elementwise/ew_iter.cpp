@@ -172,7 +172,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   if (cols > kLimit32 || vpr > kLimit32) return false;
   g.cols = static_cast<uint32_t>(cols);
   g.vecs_per_row = static_cast<uint32_t>(vpr);
-  g.vpr = FastDiv::make(g.vecs_per_row);
+  g.vpr = FastDiv(g.vecs_per_row);
   // rows per launch so that rows * vecs_per_row < 2^31
   const int64_t chunk = std::max<int64_t>(1, kLimit32 / vpr);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
@@ -283,14 +283,14 @@ Status launch_strided(const StridedCtx& c, int from, const int64_t* size, const 
   int r = 0;
   for (int a = it.rank - 1; a >= from; --a, ++r) {  // innermost first
     g.size[r] = static_cast<uint32_t>(size[a]);
-    g.div[r] = FastDiv::make(g.size[r]);
+    g.div[r] = FastDiv(static_cast<uint32_t>(g.size[r]));
     n *= size[a];
     for (int i = 0; i < it.ni; ++i) g.in_st[i][r] = static_cast<int32_t>(it.in[i].stride[a]);
     for (int o = 0; o < it.no; ++o) g.out_st[o][r] = static_cast<int32_t>(it.out[o].stride[a]);
   }
   if (r == 0) {
     g.size[0] = 1;
-    g.div[0] = FastDiv::make(1);
+    g.div[0] = FastDiv(1);
     r = 1;
   }
   g.rank = r;

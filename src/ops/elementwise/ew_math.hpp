@@ -9,17 +9,14 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define EW_HD __host__ __device__ __forceinline__
-#else
-#define EW_HD inline
-#endif
+#include "core/arith.hpp"
+#include "core/hd.hpp"
 
 namespace baracuda::ew::m {
 
 #define EW_UNARY_FN(name, fname, dname)                   \
-  EW_HD float name(float x) { return ::fname(x); }       \
-  EW_HD double name(double x) { return ::dname(x); }
+  BARACUDA_HD float name(float x) { return ::fname(x); }       \
+  BARACUDA_HD double name(double x) { return ::dname(x); }
 EW_UNARY_FN(exp, expf, exp)
 EW_UNARY_FN(exp2, exp2f, exp2)
 EW_UNARY_FN(expm1, expm1f, expm1)
@@ -52,8 +49,8 @@ EW_UNARY_FN(rint, rintf, rint)  // half-to-even under the default rounding mode
 #undef EW_UNARY_FN
 
 #define EW_BINARY_FN(name, fname, dname)                            \
-  EW_HD float name(float x, float y) { return ::fname(x, y); }     \
-  EW_HD double name(double x, double y) { return ::dname(x, y); }
+  BARACUDA_HD float name(float x, float y) { return ::fname(x, y); }     \
+  BARACUDA_HD double name(double x, double y) { return ::dname(x, y); }
 EW_BINARY_FN(fmod, fmodf, fmod)
 EW_BINARY_FN(pow, powf, pow)
 EW_BINARY_FN(atan2, atan2f, atan2)
@@ -62,65 +59,23 @@ EW_BINARY_FN(copysign, copysignf, copysign)
 EW_BINARY_FN(nextafter, nextafterf, nextafter)
 #undef EW_BINARY_FN
 
-// NaN-ignoring max/min ordering -0 below +0 (what the GPU's fmax/fmin do; the C library may
-// return either zero).
-template <class T> EW_HD T fmax_host(T a, T b) {
-  if (a != a) return b;
-  if (b != b) return a;
-  if (a > b) return a;
-  if (b > a) return b;
-  return std::signbit(a) ? b : a;
-}
-template <class T> EW_HD T fmin_host(T a, T b) {
-  if (a != a) return b;
-  if (b != b) return a;
-  if (a < b) return a;
-  if (b < a) return b;
-  return std::signbit(a) ? a : b;
-}
-EW_HD float fmax(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return ::fmaxf(a, b);
-#else
-  return fmax_host(a, b);
-#endif
-}
-EW_HD double fmax(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return ::fmax(a, b);
-#else
-  return fmax_host(a, b);
-#endif
-}
-EW_HD float fmin(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return ::fminf(a, b);
-#else
-  return fmin_host(a, b);
-#endif
-}
-EW_HD double fmin(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return ::fmin(a, b);
-#else
-  return fmin_host(a, b);
-#endif
-}
+using ::baracuda::fmax;  // NaN-ignoring, -0 below +0 on host and device (core/arith.hpp)
+using ::baracuda::fmin;
 
-EW_HD float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
-EW_HD double fma(double a, double b, double c) { return ::fma(a, b, c); }
+BARACUDA_HD float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+BARACUDA_HD double fma(double a, double b, double c) { return ::fma(a, b, c); }
 
-template <class T> EW_HD bool isnan(T x) { return x != x; }
-template <class T> EW_HD bool isinf(T x) { return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity(); }
-template <class T> EW_HD bool isfinite(T x) { return !isnan(x) && !isinf(x); }
-EW_HD bool signbit(float x) {
+template <class T> BARACUDA_HD bool isnan(T x) { return x != x; }
+template <class T> BARACUDA_HD bool isinf(T x) { return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity(); }
+template <class T> BARACUDA_HD bool isfinite(T x) { return !isnan(x) && !isinf(x); }
+BARACUDA_HD bool signbit(float x) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(x) >> 31;
 #else
   return std::signbit(x);
 #endif
 }
-EW_HD bool signbit(double x) {
+BARACUDA_HD bool signbit(double x) {
 #if defined(__CUDA_ARCH__)
   return static_cast<unsigned long long>(__double_as_longlong(x)) >> 63;
 #else
@@ -130,14 +85,14 @@ EW_HD bool signbit(double x) {
 
 // a * b rounded on its own, never fused with a following add (nvcc contracts a * b + c into an
 // FMA by default): for formulas PyTorch computes in separate kernels.
-EW_HD float mul_rn(float a, float b) {
+BARACUDA_HD float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
 #else
   return a * b;
 #endif
 }
-EW_HD double mul_rn(double a, double b) {
+BARACUDA_HD double mul_rn(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dmul_rn(a, b);
 #else
@@ -145,14 +100,14 @@ EW_HD double mul_rn(double a, double b) {
 #endif
 }
 
-EW_HD float rsqrt(float x) {
+BARACUDA_HD float rsqrt(float x) {
 #if defined(__CUDA_ARCH__)
   return ::rsqrtf(x);
 #else
   return 1.0f / std::sqrt(x);
 #endif
 }
-EW_HD double rsqrt(double x) {
+BARACUDA_HD double rsqrt(double x) {
 #if defined(__CUDA_ARCH__)
   return ::rsqrt(x);
 #else
@@ -161,16 +116,16 @@ EW_HD double rsqrt(double x) {
 }
 
 // frexp with PyTorch's exponent for 0, inf and NaN (0; the value itself is the mantissa).
-EW_HD float frexp(float x, int* e) {
+BARACUDA_HD float frexp(float x, int* e) {
   *e = 0;
   return isfinite(x) ? ::frexpf(x, e) : x;
 }
-EW_HD double frexp(double x, int* e) {
+BARACUDA_HD double frexp(double x, int* e) {
   *e = 0;
   return isfinite(x) ? ::frexp(x, e) : x;
 }
-EW_HD float ldexp(float x, int e) { return ::ldexpf(x, e); }
-EW_HD double ldexp(double x, int e) { return ::ldexp(x, e); }
+BARACUDA_HD float ldexp(float x, int e) { return ::ldexpf(x, e); }
+BARACUDA_HD double ldexp(double x, int e) { return ::ldexp(x, e); }
 
 // ---- host implementations where the C library has none (double; float goes through double)
 namespace host {
@@ -228,28 +183,28 @@ inline double erfcx(double x) {
 }
 }  // namespace host
 
-EW_HD float erfinv(float x) {
+BARACUDA_HD float erfinv(float x) {
 #if defined(__CUDA_ARCH__)
   return ::erfinvf(x);
 #else
   return static_cast<float>(host::erfinv(x));
 #endif
 }
-EW_HD double erfinv(double x) {
+BARACUDA_HD double erfinv(double x) {
 #if defined(__CUDA_ARCH__)
   return ::erfinv(x);
 #else
   return host::erfinv(x);
 #endif
 }
-EW_HD float erfcx(float x) {
+BARACUDA_HD float erfcx(float x) {
 #if defined(__CUDA_ARCH__)
   return ::erfcxf(x);
 #else
   return static_cast<float>(host::erfcx(x));
 #endif
 }
-EW_HD double erfcx(double x) {
+BARACUDA_HD double erfcx(double x) {
 #if defined(__CUDA_ARCH__)
   return ::erfcx(x);
 #else
@@ -267,28 +222,28 @@ inline double sinpi(double x) {
 }
 inline double tanpi(double x) { return std::tan(3.14159265358979323846 * (x - std::nearbyint(x))); }
 }  // namespace host
-EW_HD float sinpi(float x) {
+BARACUDA_HD float sinpi(float x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpif(x);
 #else
   return static_cast<float>(host::sinpi(x));
 #endif
 }
-EW_HD double sinpi(double x) {
+BARACUDA_HD double sinpi(double x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpi(x);
 #else
   return host::sinpi(x);
 #endif
 }
-EW_HD float tanpi(float x) {
+BARACUDA_HD float tanpi(float x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpif(x) / ::cospif(x);
 #else
   return static_cast<float>(host::tanpi(x));
 #endif
 }
-EW_HD double tanpi(double x) {
+BARACUDA_HD double tanpi(double x) {
 #if defined(__CUDA_ARCH__)
   return ::sinpi(x) / ::cospi(x);
 #else
@@ -297,14 +252,14 @@ EW_HD double tanpi(double x) {
 }
 
 // Inverse normal CDF: CUDA's normcdfinv on the device; sqrt(2) erfinv(2p - 1) on the host.
-EW_HD float ndtri(float p) {
+BARACUDA_HD float ndtri(float p) {
 #if defined(__CUDA_ARCH__)
   return ::normcdfinvf(p);
 #else
   return static_cast<float>(1.41421356237309504880 * host::erfinv(2.0 * p - 1.0));
 #endif
 }
-EW_HD double ndtri(double p) {
+BARACUDA_HD double ndtri(double p) {
 #if defined(__CUDA_ARCH__)
   return ::normcdfinv(p);
 #else
@@ -322,21 +277,21 @@ inline double bessel_i(double order, double x) {
   return std::cyl_bessel_i(order, ax);
 }
 }  // namespace host
-EW_HD float bessel_i0(float x) {
+BARACUDA_HD float bessel_i0(float x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i0f(x);
 #else
   return static_cast<float>(host::bessel_i(0.0, x));
 #endif
 }
-EW_HD double bessel_i0(double x) {
+BARACUDA_HD double bessel_i0(double x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i0(x);
 #else
   return host::bessel_i(0.0, x);
 #endif
 }
-EW_HD float bessel_i1(float x) {
+BARACUDA_HD float bessel_i1(float x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i1f(x);
 #else
@@ -344,7 +299,7 @@ EW_HD float bessel_i1(float x) {
   return static_cast<float>(x < 0 ? -r : r);
 #endif
 }
-EW_HD double bessel_i1(double x) {
+BARACUDA_HD double bessel_i1(double x) {
 #if defined(__CUDA_ARCH__)
   return ::cyl_bessel_i1(x);
 #else
@@ -356,7 +311,7 @@ EW_HD double bessel_i1(double x) {
 // digamma (psi): reflection below 0, recurrence up to 10, then the asymptotic series
 // (the standard Cephes scheme, as PyTorch's calc_digamma). psi(+-0) = -+inf, psi(-n) = NaN.
 template <class T>
-EW_HD T digamma(T x) {
+BARACUDA_HD T digamma(T x) {
   const T inf = std::numeric_limits<T>::infinity();
   if (x == T(0)) return signbit(x) ? inf : -inf;
   if (x != x || x == -inf) return std::numeric_limits<T>::quiet_NaN();
@@ -387,7 +342,7 @@ EW_HD T digamma(T x) {
 // Hurwitz zeta(x, q) = sum_k (k + q)^-x by Euler-Maclaurin summation (the Cephes scheme PyTorch
 // uses): direct terms until the tail starts at a >= 9, then the Bernoulli corrections. x > 1.
 template <class T>
-EW_HD T zeta_series(T x, T q) {
+BARACUDA_HD T zeta_series(T x, T q) {
   const T eps = T(1.11022302462515654042E-16);  // Cephes' MACHEP, for float data too (as PyTorch)
   const T A[] = {T(12.0), T(-720.0), T(30240.0), T(-1209600.0), T(47900160.0), T(-1.8924375803183791606e9),
                  T(7.47242496e10), T(-2.950130727918164224e12), T(1.1646782814350067249e14),
@@ -420,7 +375,7 @@ EW_HD T zeta_series(T x, T q) {
   return s;
 }
 template <class T>
-EW_HD T zeta(T x, T q) {
+BARACUDA_HD T zeta(T x, T q) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   if (x == T(1)) return inf;
   if (x < T(1)) return nan;
@@ -442,7 +397,7 @@ EW_HD T zeta(T x, T q) {
 
 // trigamma (psi'): reflection below 1/2, recurrence up to 6, asymptotic series.
 template <class T>
-EW_HD T trigamma(T x) {
+BARACUDA_HD T trigamma(T x) {
   const T pi = T(3.14159265358979323846);
   T sign = 1, result = 0;
   if (x < T(0.5)) {
@@ -466,7 +421,7 @@ EW_HD T trigamma(T x) {
 
 // polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 2; digamma and trigamma below.
 template <class T>
-EW_HD T polygamma(int n, T x) {
+BARACUDA_HD T polygamma(int n, T x) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
   const T fact = exp(lgamma(T(n) + T(1)));
@@ -478,7 +433,7 @@ EW_HD T polygamma(int n, T x) {
 // 700 in double) the product of exp(-|x|) and I_nu; beyond, Hankel's large-argument series
 // e^-x I_nu(x) = (2 pi x)^-1/2 sum_k t_k, t_0 = 1, t_k = t_(k-1) ((2k-1)^2 - 4 nu^2) / (8 k x),
 // whose terms fall by more than 1/100 per step there.
-template <class T> EW_HD T bessel_ie_large(T ax, T mu) {
+template <class T> BARACUDA_HD T bessel_ie_large(T ax, T mu) {
   T t = T(1), s = T(1);
   for (int k = 1; k < 40; ++k) {
     t *= (T(2 * k - 1) * T(2 * k - 1) - mu) / (T(8 * k) * ax);
@@ -487,14 +442,14 @@ template <class T> EW_HD T bessel_ie_large(T ax, T mu) {
   }
   return s * T(0.39894228040143267794) / sqrt(ax);  // 1/sqrt(2 pi): 2 pi x overflows near the type's max
 }
-template <class T> EW_HD T bessel_ie_cut() { return sizeof(T) == 4 ? T(80) : T(700); }
-template <class T> EW_HD T bessel_i0e(T x) {
+template <class T> BARACUDA_HD T bessel_ie_cut() { return sizeof(T) == 4 ? T(80) : T(700); }
+template <class T> BARACUDA_HD T bessel_i0e(T x) {
   const T ax = fabs(x);
   if (ax != ax) return ax;
   if (ax <= bessel_ie_cut<T>()) return exp(-ax) * bessel_i0(ax);
   return bessel_ie_large(ax, T(0));
 }
-template <class T> EW_HD T bessel_i1e(T x) {
+template <class T> BARACUDA_HD T bessel_i1e(T x) {
   const T ax = fabs(x);
   if (ax != ax) return ax;
   const T r = ax <= bessel_ie_cut<T>() ? exp(-ax) * bessel_i1(ax) : bessel_ie_large(ax, T(4));
@@ -504,7 +459,7 @@ template <class T> EW_HD T bessel_i1e(T x) {
 // log(1 + t) - t without the cancellation near 0: with s = t / (2 + t), log(1 + t) =
 // 2 atanh(s) = 2 (s + s^3/3 + s^5/5 ...) and t - 2s = s t, so the difference is
 // -s t + 2 (s^3/3 + s^5/5 ...); |s| <= 1/3 for |t| < 1/2.
-template <class T> EW_HD T log1pmx(T t) {
+template <class T> BARACUDA_HD T log1pmx(T t) {
   if (!(fabs(t) < T(0.5))) return log1p(t) - t;
   const T s = t / (T(2) + t), s2 = s * s;
   T term = s * s2, sum = T(0);
@@ -521,7 +476,7 @@ template <class T> EW_HD T log1pmx(T t) {
 // log(x^a e^-x / Gamma(a)): below a = 20 directly; above, with Stirling's series for lgamma(a)
 // and t = (x - a) / a, as a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's
 // correction), which keeps its accuracy where a log x, x and lgamma(a) cancel.
-template <class T> EW_HD T igamma_log_prefactor(T a, T x) {
+template <class T> BARACUDA_HD T igamma_log_prefactor(T a, T x) {
   if (a < T(20)) return a * log(x) - x - lgamma(a);
   const T ia = T(1) / a, ia2 = ia * ia;
   const T corr = ia * (T(1) / T(12) - ia2 * (T(1) / T(360) - ia2 * (T(1) / T(1260) - ia2 * (T(1) / T(1680) -
@@ -530,7 +485,7 @@ template <class T> EW_HD T igamma_log_prefactor(T a, T x) {
 }
 // lgamma(1 + a) for |a| <= 0.2 by its Taylor series -gamma a + sum_k>=2 (-1)^k zeta(k) a^k / k
 // (lgamma(1 + a) itself loses a when a is below the type's epsilon); lgamma(1 + a) beyond.
-template <class T> EW_HD T lgamma1p(T a) {
+template <class T> BARACUDA_HD T lgamma1p(T a) {
   if (!(fabs(a) <= T(0.2))) return lgamma(T(1) + a);
   constexpr double kZeta[] = {1.6449340668482264, 1.2020569031595943, 1.0823232337111382, 1.0369277551433699,
                               1.0173430619844491, 1.0083492773819228, 1.0040773561979443, 1.0020083928260822,
@@ -547,7 +502,7 @@ template <class T> EW_HD T lgamma1p(T a) {
 // P by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1) ... (a+n)) (x < a + 1: the
 // terms fall from the start). 1 / Gamma(a + 1) rather than 1 / (a Gamma(a)): 1 / a overflows for
 // a tiny a (P(2.7e-39, 2.3e-26) is 1; we gave inf, found by the ew-parity dump).
-template <class T> EW_HD T igamma_series(T a, T x) {
+template <class T> BARACUDA_HD T igamma_series(T a, T x) {
   T ap = a, del = T(1), sum = T(1);
   for (int n = 0; n < 100000; ++n) {
     ap += T(1);
@@ -561,7 +516,7 @@ template <class T> EW_HD T igamma_series(T a, T x) {
 // Q for small a at x <= 1.1 (where 1 - P cancels: Q(1e-38, 1e-20) is 5e-37), from
 // gamma(a, x) = x^a sum_n (-x)^n / (n! (a + n)):  Q = -expm1(a log x - lgamma(1 + a))
 // - x^a / Gamma(a) sum_n>=1 (-x)^n / (n! (a + n)).
-template <class T> EW_HD T igammac_small_a(T a, T x) {
+template <class T> BARACUDA_HD T igammac_small_a(T a, T x) {
   T fac = T(1), sum = T(0);
   for (int n = 1; n < 200; ++n) {
     fac *= -x / T(n);
@@ -574,7 +529,7 @@ template <class T> EW_HD T igammac_small_a(T a, T x) {
 }
 // Q by Legendre's continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),
 // evaluated with the modified Lentz method (x >= a + 1).
-template <class T> EW_HD T igammac_fraction(T a, T x) {
+template <class T> BARACUDA_HD T igammac_fraction(T a, T x) {
   const T tiny = std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
   T b = x + T(1) - a, c = T(1) / tiny, d = T(1) / b, h = d;
   for (int i = 1; i < 100000; ++i) {
@@ -596,7 +551,7 @@ template <class T> EW_HD T igammac_fraction(T a, T x) {
 // sqrt(a/2)) / 2 - R, R = exp(-a eta^2 / 2) / sqrt(2 pi a) c0(eta), eta^2 / 2 = lambda - 1 -
 // log(lambda), lambda = x / a, c0 = 1 / (lambda - 1) - 1 / eta (its Taylor series near eta = 0).
 // The next term is below c1(0) / a = 1 / (540 a) of the R factor: 2e-8 (float), 3e-14 (double).
-template <class T> EW_HD T igamma_uniform(T a, T x, bool upper) {
+template <class T> BARACUDA_HD T igamma_uniform(T a, T x, bool upper) {
   const T t = (x - a) / a, l = log1pmx(t);  // l = -eta^2 / 2
   const T eta = copysign(sqrt(T(-2) * l), t);
   const T c0 = fabs(eta) < T(0.02) ? T(-1) / T(3) + eta * (T(1) / T(12) - eta * (T(2) / T(135) - eta * (T(1) / T(864))))
@@ -606,7 +561,7 @@ template <class T> EW_HD T igamma_uniform(T a, T x, bool upper) {
   return upper ? T(0.5) * erfc(z) + r : T(0.5) * erfc(-z) - r;
 }
 // Boundary values as PyTorch (and SciPy): NaN outside a, x >= 0 and for (0, 0) and (inf, inf).
-template <class T> EW_HD T igamma_pq(T a, T x, bool upper) {
+template <class T> BARACUDA_HD T igamma_pq(T a, T x, bool upper) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   if (a != a || x != x || a < T(0) || x < T(0)) return nan;
   if (a == T(0)) return x > T(0) ? (upper ? T(0) : T(1)) : nan;
@@ -626,7 +581,7 @@ template <class T> EW_HD T igamma_pq(T a, T x, bool upper) {
 // dP/dx = x^(a-1) e^-x / Gamma(a) (= -dQ/dx). Inside a, x in (0, inf) through the stable
 // prefactor; elsewhere PyTorch's formula exp((a - 1) log x - x - lgamma(a)) as it evaluates
 // (igamma(1, 0)' is NaN there, igamma(-1, 1)' is 0, igamma(3, inf)' is NaN ...).
-template <class T> EW_HD T igamma_dx(T a, T x) {
+template <class T> BARACUDA_HD T igamma_dx(T a, T x) {
   const T inf = std::numeric_limits<T>::infinity();
   if (a > T(0) && x > T(0) && a < inf && x < inf) return exp(igamma_log_prefactor(a, x) - log(x));
   return exp((a - T(1)) * log(x) - x - lgamma(a));

@@ -33,43 +33,30 @@ template <class C> inline constexpr bool kIsInt = std::is_integral_v<C>;
 
 // Integer helpers: wrap-around arithmetic in 64 bits (narrowing on store reproduces PyTorch's
 // wrap-around in every integer width), and CUDA's i8/i16/i32 division-by-zero result (-1).
-EW_HD int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-EW_HD int64_t wsub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-EW_HD int64_t wmul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-EW_HD int64_t wneg(int64_t a) { return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a)); }
-EW_HD bool fits32(int64_t a) { return a == static_cast<int32_t>(a); }
+// (wadd, wsub, wmul, wneg, nan_max, nan_min: core/arith.hpp)
+BARACUDA_HD bool fits32(int64_t a) { return a == static_cast<int32_t>(a); }
 // 64-bit division is a long software sequence on the GPU: divide in 32 bits when both fit.
-EW_HD int64_t idiv(int64_t a, int64_t b) {
+BARACUDA_HD int64_t idiv(int64_t a, int64_t b) {
   if (b == 0) return -1;
   if (b == -1) return wneg(a);
   if (fits32(a) && fits32(b)) return static_cast<int32_t>(a) / static_cast<int32_t>(b);
   return a / b;
 }
-EW_HD int64_t imod(int64_t a, int64_t b) {
+BARACUDA_HD int64_t imod(int64_t a, int64_t b) {
   if (b == 0) return -1;
   if (b == -1) return 0;
   if (fits32(a) && fits32(b)) return static_cast<int32_t>(a) % static_cast<int32_t>(b);
   return a % b;
 }
-EW_HD int64_t iabs(int64_t a) { return a < 0 ? wneg(a) : a; }
+BARACUDA_HD int64_t iabs(int64_t a) { return a < 0 ? wneg(a) : a; }
 
-template <class C> EW_HD C sgn(C x) { return static_cast<C>((C(0) < x) - (x < C(0))); }
-template <class C> EW_HD C cinf() { return std::numeric_limits<C>::infinity(); }
-template <class C> EW_HD C cnan() { return std::numeric_limits<C>::quiet_NaN(); }
-template <class C> EW_HD C sigmoid(C x) { return C(1) / (C(1) + m::exp(-x)); }
-// max/min that propagate NaN and order -0 < +0 (fmax/fmin after the NaN check), as PyTorch's
-// maximum/minimum/clamp on CUDA.
-template <class C> EW_HD C nan_max(C a, C b) {
-  if constexpr (kIsInt<C>) return a > b ? a : b;
-  else return (a != a) ? a : ((b != b) ? b : m::fmax(a, b));
-}
-template <class C> EW_HD C nan_min(C a, C b) {
-  if constexpr (kIsInt<C>) return a < b ? a : b;
-  else return (a != a) ? a : ((b != b) ? b : m::fmin(a, b));
-}
+template <class C> BARACUDA_HD C sgn(C x) { return static_cast<C>((C(0) < x) - (x < C(0))); }
+template <class C> BARACUDA_HD C cinf() { return std::numeric_limits<C>::infinity(); }
+template <class C> BARACUDA_HD C cnan() { return std::numeric_limits<C>::quiet_NaN(); }
+template <class C> BARACUDA_HD C sigmoid(C x) { return C(1) / (C(1) + m::exp(-x)); }
 // v rounded to the data's 16-bit format (fmt 1: bf16, 2: f16; else v): PyTorch's scalar_t
 // arithmetic inside a kernel that keeps an intermediate in the storage type.
-template <class C> EW_HD C round_to_data(C v, C fmt) {
+template <class C> BARACUDA_HD C round_to_data(C v, C fmt) {
 #if defined(__CUDA_ARCH__)  // the hardware conversions (same rounding, NaN kept)
   if (fmt == C(1)) return static_cast<C>(__bfloat162float(__float2bfloat16_rn(static_cast<float>(v))));
   if (fmt == C(2)) return static_cast<C>(__half2float(__float2half_rn(static_cast<float>(v))));
@@ -84,7 +71,7 @@ template <class C> EW_HD C round_to_data(C v, C fmt) {
 // and only the floor (and its +1 snap) is kept in the 16-bit format (fmt 1: bf16, 2: f16).
 // recip: b is a Python scalar, which PyTorch's kernel divides by as a multiply with the f32 (f64)
 // reciprocal (recip: that reciprocal, nonzero; 0 for a tensor divisor).
-template <class C> EW_HD C div_floor_f(C a, C b, C recip = C(0), C fmt = C(0)) {
+template <class C> BARACUDA_HD C div_floor_f(C a, C b, C recip = C(0), C fmt = C(0)) {
   if (b == C(0)) return a / b;
   const C mod = m::fmod(a, b);
   C div = recip != C(0) ? (a - mod) * recip : (a - mod) / b;
@@ -94,7 +81,7 @@ template <class C> EW_HD C div_floor_f(C a, C b, C recip = C(0), C fmt = C(0)) {
   if (div - fl > C(0.5)) fl = round_to_data(fl + C(1), fmt);
   return fl;
 }
-template <class C> EW_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0)) {
+template <class C> BARACUDA_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0)) {
   if constexpr (kIsInt<C>) {
     (void)recip;
     (void)fmt;
@@ -107,25 +94,25 @@ template <class C> EW_HD C div_floor_any(C a, C b, C recip = C(0), C fmt = C(0))
 }
 // gelu(x) = x Phi(x) and gelu'(x) = cdf + x pdf, as PyTorch's Gelu / GeluBackward kernels; the
 // _of forms take e = erf(x / sqrt 2), for a caller that needs both (geglu's backward)
-template <class C> EW_HD C erf_sqrt1_2(C x) { return m::erf(x * C(0.70710678118654752440)); }
-template <class C> EW_HD C gelu_erf_of(C x, C e) { return C(0.5) * x * (C(1) + e); }
-template <class C> EW_HD C gelu_erf_d_of(C x, C e) {
+template <class C> BARACUDA_HD C erf_sqrt1_2(C x) { return m::erf(x * C(0.70710678118654752440)); }
+template <class C> BARACUDA_HD C gelu_erf_of(C x, C e) { return C(0.5) * x * (C(1) + e); }
+template <class C> BARACUDA_HD C gelu_erf_d_of(C x, C e) {
   const C cdf = C(0.5) * (C(1) + e);
   const C pdf = m::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
   return cdf + x * pdf;
 }
-template <class C> EW_HD C gelu_erf(C x) { return gelu_erf_of(x, erf_sqrt1_2(x)); }
-template <class C> EW_HD C gelu_erf_d(C x) { return gelu_erf_d_of(x, erf_sqrt1_2(x)); }
+template <class C> BARACUDA_HD C gelu_erf(C x) { return gelu_erf_of(x, erf_sqrt1_2(x)); }
+template <class C> BARACUDA_HD C gelu_erf_d(C x) { return gelu_erf_d_of(x, erf_sqrt1_2(x)); }
 template <class C> inline constexpr C kGeluBeta = C(0.79788456080286535588);  // sqrt(2/pi)
 template <class C> inline constexpr C kGeluKappa = C(0.044715);
 // PyTorch: x_cube = x * x * x, inner = beta * (x + kappa * x_cube) (the add contracted into an
 // fma), (0.5 x)(1 + tanh(inner)); beta in the compute type (f32: 0.79788458).
-template <class C> EW_HD C gelu_tanh_f(C x) {
+template <class C> BARACUDA_HD C gelu_tanh_f(C x) {
   const C x_cube = x * x * x;
   const C inner = kGeluBeta<C> * m::fma(kGeluKappa<C>, x_cube, x);
   return C(0.5) * x * (C(1) + m::tanh(inner));
 }
-template <class C> EW_HD C gelu_tanh_d(C x) {
+template <class C> BARACUDA_HD C gelu_tanh_d(C x) {
   const C x_sq = x * x;
   const C inner = kGeluBeta<C> * (x + kGeluKappa<C> * x_sq * x);
   const C t = m::tanh(inner);
@@ -134,13 +121,13 @@ template <class C> EW_HD C gelu_tanh_d(C x) {
   const C right_d = left * (C(1) - t * t) * kGeluBeta<C> * (C(1) + C(3) * kGeluKappa<C> * x_sq);
   return left_d + right_d;
 }
-template <class C> EW_HD C silu_f(C x) { return x / (C(1) + m::exp(-x)); }
-template <class C> EW_HD C silu_d(C x) {
+template <class C> BARACUDA_HD C silu_f(C x) { return x / (C(1) + m::exp(-x)); }
+template <class C> BARACUDA_HD C silu_d(C x) {
   const C s = sigmoid(x);
   return s * (C(1) + x * (C(1) - s));
 }
 // Integer power by squaring with PyTorch's negative-exponent rule.
-EW_HD int64_t ipow(int64_t a, int64_t b) {
+BARACUDA_HD int64_t ipow(int64_t a, int64_t b) {
   if (b < 0) {
     if (a == 1) return 1;
     if (a == -1) return (b & 1) ? -1 : 1;
@@ -155,7 +142,7 @@ EW_HD int64_t ipow(int64_t a, int64_t b) {
   return r;
 }
 // trailing zero bits of x != 0
-EW_HD int ctz32(uint32_t x) {
+BARACUDA_HD int ctz32(uint32_t x) {
 #ifdef __CUDA_ARCH__
   return __ffs(static_cast<int>(x)) - 1;
 #else
@@ -164,7 +151,7 @@ EW_HD int ctz32(uint32_t x) {
 }
 // Stein's binary gcd: shifts, min / max and a subtraction per step (no division; the warp runs
 // its slowest lane's steps, and a 32-bit remainder costs more than a whole step here)
-EW_HD uint32_t ugcd32(uint32_t u, uint32_t v) {
+BARACUDA_HD uint32_t ugcd32(uint32_t u, uint32_t v) {
   if (u == 0 || v == 0) return u | v;
   const int k = ctz32(u | v);
   u >>= ctz32(u);
@@ -176,10 +163,10 @@ EW_HD uint32_t ugcd32(uint32_t u, uint32_t v) {
   } while (v != 0);
   return u << k;
 }
-EW_HD bool fits_u32(int64_t a, int64_t b) {
+BARACUDA_HD bool fits_u32(int64_t a, int64_t b) {
   return static_cast<uint64_t>(a) <= 0xffffffffu && static_cast<uint64_t>(b) <= 0xffffffffu;
 }
-EW_HD int64_t igcd(int64_t a, int64_t b) {
+BARACUDA_HD int64_t igcd(int64_t a, int64_t b) {
   a = iabs(a);
   b = iabs(b);
   if (fits_u32(a, b)) return ugcd32(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
@@ -232,16 +219,16 @@ struct FlatDepth {
 };
 
 #define EW_UN(name) struct op_##name
-#define F1 template <class C> EW_HD static C f(C x, const P<C>& p)
-#define D1 template <class C> EW_HD static C df(C x, C g, const P<C>& p)
-#define F2 template <class C> EW_HD static C f(C a, C b, const P<C>& p)
-#define D2 template <class C> EW_HD static void df(C a, C b, C g, const P<C>& p, C& da, C& db)
+#define F1 template <class C> BARACUDA_HD static C f(C x, const P<C>& p)
+#define D1 template <class C> BARACUDA_HD static C df(C x, C g, const P<C>& p)
+#define F2 template <class C> BARACUDA_HD static C f(C a, C b, const P<C>& p)
+#define D2 template <class C> BARACUDA_HD static void df(C a, C b, C g, const P<C>& p, C& da, C& db)
 // f where every operand is a tensor (the flat kernel; no Python-scalar operand), for a binary op
 // whose f branches on how a scalar operand is treated (pow's special exponents, div_floor's
 // reciprocal): the flat kernel's code then holds no branch it never takes (Fwd::apply_dense).
-#define F2_DENSE template <class C> EW_HD static C f_dense(C a, C b, const P<C>& p)
-#define F3 template <class C> EW_HD static C f(C a, C b, C c, const P<C>& p)
-#define D3 template <class C> EW_HD static void df(C a, C b, C c, C g, const P<C>& p, C& da, C& db, C& dc)
+#define F2_DENSE template <class C> BARACUDA_HD static C f_dense(C a, C b, const P<C>& p)
+#define F3 template <class C> BARACUDA_HD static C f(C a, C b, C c, const P<C>& p)
+#define D3 template <class C> BARACUDA_HD static void df(C a, C b, C c, C g, const P<C>& p, C& da, C& db, C& dc)
 #define UNUSED_P (void)p
 
 // ------------------------------------------------------------------ unary math
@@ -669,7 +656,7 @@ EW_UN(logsigmoid) {
 // hardsigmoid, hardswish: PyTorch multiplies by 1/6 formed in f32 (1.0f / 6.0f), for f64 data too
 // (hardsigmoid(0.0) is 0.50000001490116 in f64); the gradient likewise.
 template <class C> inline constexpr C kOneSixthF32 = static_cast<C>(1.0f / 6.0f);
-template <class C> EW_HD C relu6_shift3(C x) {
+template <class C> BARACUDA_HD C relu6_shift3(C x) {
   C t = x + C(3);
   t = t < C(0) ? C(0) : t;
   return t > C(6) ? C(6) : t;
@@ -903,7 +890,7 @@ EW_UN(copysign) {
 // PyTorch: an integer exponent scales exactly (its ldexp kernel); a float one is a * 2^b with 2^b
 // rounded to the exponent's 16-bit format (p1 = 1 / 2), a separate pow. p0 = 1: integer exponent;
 // 2: b already holds 2^b (a Python-float exponent: PyTorch's pow(2.0, b) in double).
-template <class C> EW_HD C ldexp_factor(C b, const P<C>& p) {
+template <class C> BARACUDA_HD C ldexp_factor(C b, const P<C>& p) {
   return p.v[0] == C(2) ? b : round_to_data(m::pow(C(2), b), p.v[1]);
 }
 EW_UN(ldexp) {
@@ -982,7 +969,7 @@ EW_UN(fmin) {
 // half of its f32 one); f16 converts to its pattern and back. One integer step for every format:
 // the per-format paths side by side (nextafterf, software f16 conversions) made the bf16 flat
 // kernel 1,600 SASS instructions (now 552) and 0.83x PyTorch (now 0.95x).
-template <class U> EW_HD U ulp_step_toward(U from, U to, U sign, U step) {
+template <class U> BARACUDA_HD U ulp_step_toward(U from, U to, U sign, U step) {
   const U af = from & static_cast<U>(~sign), at = to & static_cast<U>(~sign);
   // one step toward `to`; from a zero: `to`'s zero, else the smallest subnormal of its sign
   U r = (af > at || ((from ^ to) & sign)) ? static_cast<U>(from - step) : static_cast<U>(from + step);
@@ -1032,7 +1019,7 @@ EW_UN(lcm) {
   }
 };
 // PyTorch's lerp: the endpoint-exact two-branch formula.
-template <class C> EW_HD C lerp_f(C a, C b, C w) {
+template <class C> BARACUDA_HD C lerp_f(C a, C b, C w) {
   return m::fabs(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
 }
 // p0 weight
@@ -1172,14 +1159,14 @@ struct Fwd {
   static constexpr FlatDepth kDepth = flat_depth<Op>;
   template <int O, class TO> using out_t = TO;  // storage type of output O (rows kernel)
   template <class C>
-  EW_HD static void apply(const C* in, C* out, const P<C>& p) {
+  BARACUDA_HD static void apply(const C* in, C* out, const P<C>& p) {
     if constexpr (Arity == 1) out[0] = Op::f(in[0], p);
     else if constexpr (Arity == 2) out[0] = Op::f(in[0], in[1], p);
     else out[0] = Op::f(in[0], in[1], in[2], p);
   }
   // every operand a tensor (the flat kernel): the op's f_dense where it has one
   template <class C>
-  EW_HD static void apply_dense(const C* in, C* out, const P<C>& p) {
+  BARACUDA_HD static void apply_dense(const C* in, C* out, const P<C>& p) {
     if constexpr (Arity == 2 && requires(C a, const P<C>& q) { Op::f_dense(a, a, q); }) out[0] = Op::f_dense(in[0], in[1], p);
     else apply(in, out, p);
   }
@@ -1191,7 +1178,7 @@ struct FrexpBoth {
   static constexpr FlatDepth kDepth{};
   template <int O, class TO> using out_t = std::conditional_t<O == 1, int32_t, TO>;
   template <class C>
-  EW_HD static void apply(const C* in, C* out, const P<C>&) {
+  BARACUDA_HD static void apply(const C* in, C* out, const P<C>&) {
     int e;
     out[0] = m::frexp(in[0], &e);
     out[1] = static_cast<C>(e);
@@ -1203,7 +1190,7 @@ struct Bwd {
   static constexpr FlatDepth kDepth = flat_depth<Op>;
   template <int O, class TO> using out_t = TO;
   template <class C>
-  EW_HD static void apply(const C* in, C* out, const P<C>& p) {
+  BARACUDA_HD static void apply(const C* in, C* out, const P<C>& p) {
     if constexpr (Arity == 1) out[0] = Op::df(in[1], in[0], p);
     else if constexpr (Arity == 2) Op::df(in[1], in[2], in[0], p, out[0], out[1]);
     else Op::df(in[1], in[2], in[3], in[0], p, out[0], out[1], out[2]);

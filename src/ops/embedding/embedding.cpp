@@ -9,8 +9,10 @@
 #include "core/arch.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
-#include "core/hash.hpp"
+#include "core/plan_kit.hpp"
+#include "core/select_first.hpp"
 #include "core/validate.hpp"
+#include "core/workspace.hpp"
 #include "ops/embedding/embedding_geometry.hpp"
 
 namespace baracuda {
@@ -50,13 +52,12 @@ struct Common {
   std::optional<int64_t> padding_idx;
 };
 
+using IndexDTypes = DTypeList<DType::i32, DType::i64>;
+
 Status check_common(std::string_view op, const Common& c, bool backward, int64_t n) {
   auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
-  if (!FloatDTypes::contains(c.dtype))
-    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(c.dtype), " is not supported (supported: ",
-                 FloatDTypes::names(), ")");
-  if (c.index_dtype != DType::i32 && c.index_dtype != DType::i64)
-    return error(StatusCode::kUnsupported, op, ": index_dtype ", dtype_name(c.index_dtype), " must be i32 or i64");
+  if (Status s = check_dtype(op, "dtype", c.dtype, FloatDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(op, "index_dtype", c.index_dtype, IndexDTypes{}); !s.ok()) return s;
   if (c.V < 0) return bad("num_embeddings = ", c.V, " must be >= 0");
   if (c.D < 0) return bad("embedding_dim = ", c.D, " must be >= 0");
   if (c.padding_idx && (*c.padding_idx < -c.V || *c.padding_idx >= c.V))
@@ -70,25 +71,45 @@ Status check_common(std::string_view op, const Common& c, bool backward, int64_t
 
 int64_t norm_padding(const Common& c) { return c.padding_idx ? (*c.padding_idx < 0 ? *c.padding_idx + c.V : *c.padding_idx) : -1; }
 
-Status check_backend(std::string_view op, const PlanPreference& pref) {
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no implementation (candidates: bespoke)");
+// The backward's two forms, in order (select_first): the atomic counting scatter where it is
+// allowed and kAuto's index count favours it, else the deterministic radix sort.
+template <class D>
+constexpr bool kIsBag = std::is_same_v<D, EmbeddingBagDescriptor>;
+template <class D>
+bool max_mode(const D& d) {
+  if constexpr (kIsBag<D>) return d.mode == EmbeddingBagMode::kMax;
+  else return false;
+}
+template <class D>
+int64_t index_count(const D& d) {
+  if constexpr (kIsBag<D>) return d.indices_count();
+  else return d.num_indices;
+}
+template <class D>
+Status scatter_accepts(const D& d, const PlanPreference& pref) {
+  const bool asked = d.backward_algo == EmbeddingBackwardAlgo::kScatter;
+  if (d.backward_algo == EmbeddingBackwardAlgo::kSort) return error(StatusCode::kUnsupported, "backward_algo = sort");
+  if (max_mode(d))
+    return error(StatusCode::kUnsupported, asked ? "backward_algo = scatter " : "", "is not available in max mode (it always sorts)");
+  if (pref.determinism == Determinism::kRunToRun)
+    return error(StatusCode::kUnsupported, asked ? "backward_algo = scatter " : "",
+                 "is not run-to-run deterministic (PlanPreference::determinism = run_to_run)");
+  if (!asked && index_count(d) >= kSortFromIndices)
+    return error(StatusCode::kUnsupported, "backward_algo = auto sorts from ", kSortFromIndices, " indices");
   return {};
 }
-
-void fill_sku(KernelSku* sku, std::string op, Direction dir, DType t, int arch, std::string variant) {
-  sku->op = std::move(op);
-  sku->direction = dir;
-  sku->dtype = t;
-  sku->backend = Backend::kBespoke;
-  sku->arch = arch;
-  sku->variant = std::move(variant);
+template <class D>
+Status sort_accepts(const D& d, const PlanPreference&) {
+  if (d.backward_algo == EmbeddingBackwardAlgo::kScatter) return error(StatusCode::kUnsupported, "backward_algo = scatter");
+  return {};
 }
+template <class D>
+constexpr Impl<D> kBackwardImpls[] = {{"scatter", Backend::kBespoke, &scatter_accepts<D>},
+                                      {"sort", Backend::kBespoke, &sort_accepts<D>}};
 
-PrecisionGuarantee guarantee(DType t, bool exact, Determinism det) {
-  const DType acc = t == DType::f64 ? DType::f64 : DType::f32;
-  return PrecisionGuarantee{acc, acc, exact, det};
+// The optional invalid-index counter (i64, one element).
+void add_counter(OperandSpecs* ops, bool on) {
+  if (on) ops->output("invalid_count", DType::i64, {1});
 }
 
 // ---------------------------------------------------------------- geometry
@@ -129,26 +150,21 @@ struct BwdLayout {
 
 BwdLayout bwd_layout(int64_t N, int64_t V, int64_t B, int64_t D, DType t, bool offsets_form, bool mean) {
   BwdLayout l{};
-  size_t at = 0;
-  auto take = [&](size_t bytes) {
-    const size_t here = at;
-    at += (bytes + 255) / 256 * 256;
-    return here;
-  };
-  const size_t n = static_cast<size_t>(N), acc = t == DType::f64 ? 8 : 4;
-  l.counts = take(4 * static_cast<size_t>(V + 2));  // the histogram, then fill_ticket
-  l.row_start = take(4 * static_cast<size_t>(V + 1));
-  l.rows = take(4 * static_cast<size_t>(std::min(N, V)));
-  l.n_rows = take(4);
-  l.keys_in = take(4 * n);
-  l.keys = take(4 * n);
-  l.pos_in = take(4 * n);
-  l.pos = take(4 * n);
-  l.bag_of = take(offsets_form ? 4 * n : 0);
-  l.bag_count = take(mean ? 4 * static_cast<size_t>(B) : 0);
-  l.partials = take(static_cast<size_t>((N + detail::kEmbTile - 1) / detail::kEmbTile) * 2 * static_cast<size_t>(D) * acc);
-  l.cub = take(detail::emb_cub_bound(N, V));
-  l.total = at;
+  WorkspaceLayout w;
+  const size_t n = static_cast<size_t>(N), acc = dtype_size(acc_of(t));
+  l.counts = w.take_n<int>(static_cast<size_t>(V + 2));  // the histogram, then fill_ticket
+  l.row_start = w.take_n<int>(static_cast<size_t>(V + 1));
+  l.rows = w.take_n<int>(static_cast<size_t>(std::min(N, V)));
+  l.n_rows = w.take_n<int>(1);
+  l.keys_in = w.take_n<uint32_t>(n);
+  l.keys = w.take_n<uint32_t>(n);
+  l.pos_in = w.take_n<int>(n);
+  l.pos = w.take_n<int>(n);
+  l.bag_of = w.take_n<int>(offsets_form ? n : 0);
+  l.bag_count = w.take_n<int>(mean ? static_cast<size_t>(B) : 0);
+  l.partials = w.take(static_cast<size_t>((N + detail::kEmbTile - 1) / detail::kEmbTile) * 2 * static_cast<size_t>(D) * acc);
+  l.cub = w.take(detail::emb_cub_bound(N, V));
+  l.total = w.total();
   l.has_bag_of = offsets_form;
   l.has_bag_count = mean;
   return l;
@@ -158,29 +174,24 @@ int key_bits(int64_t V) { return std::max(1, static_cast<int>(std::bit_width(sta
 
 // Points the workspace pieces of p; checks size and CUB's actual need.
 Status bind_workspace(std::string_view op, const BwdLayout& l, Workspace ws, detail::EmbParams* p) {
-  if (ws.bytes < l.total || (l.total > 0 && ws.ptr == nullptr))
-    return error(StatusCode::kWorkspaceTooSmall, op, ": workspace has ", ws.bytes, " bytes, needs ", l.total);
-  if (reinterpret_cast<uintptr_t>(ws.ptr) % 256 != 0)
-    return error(StatusCode::kMisalignedOperand, op, ": workspace must be 256-byte aligned");
-  char* w = static_cast<char*>(ws.ptr);
-  p->counts = reinterpret_cast<int*>(w + l.counts);
+  if (Status s = check_workspace(op, ws, l.total); !s.ok()) return s;
+  p->counts = slice<int>(ws, l.counts);
   p->fill_ticket = reinterpret_cast<unsigned*>(p->counts + p->V + 1);
-  p->row_start = reinterpret_cast<int*>(w + l.row_start);
-  p->rows = reinterpret_cast<int*>(w + l.rows);
-  p->n_rows = reinterpret_cast<int*>(w + l.n_rows);
-  p->keys_in = reinterpret_cast<uint32_t*>(w + l.keys_in);
-  p->keys = reinterpret_cast<uint32_t*>(w + l.keys);
-  p->pos_in = reinterpret_cast<int*>(w + l.pos_in);
-  p->pos = reinterpret_cast<int*>(w + l.pos);
-  p->bag_of = l.has_bag_of ? reinterpret_cast<int*>(w + l.bag_of) : nullptr;
-  p->bag_count = l.has_bag_count ? reinterpret_cast<int*>(w + l.bag_count) : nullptr;
-  p->partials = w + l.partials;
-  p->cub_temp = w + l.cub;
+  p->row_start = slice<int>(ws, l.row_start);
+  p->rows = slice<int>(ws, l.rows);
+  p->n_rows = slice<int>(ws, l.n_rows);
+  p->keys_in = slice<uint32_t>(ws, l.keys_in);
+  p->keys = slice<uint32_t>(ws, l.keys);
+  p->pos_in = slice<int>(ws, l.pos_in);
+  p->pos = slice<int>(ws, l.pos);
+  p->bag_of = l.has_bag_of ? slice<int>(ws, l.bag_of) : nullptr;
+  p->bag_count = l.has_bag_count ? slice<int>(ws, l.bag_count) : nullptr;
+  p->partials = slice<char>(ws, l.partials);
+  p->cub_temp = slice<char>(ws, l.cub);
   p->cub_bytes = l.total - l.cub;
   p->key_bits = key_bits(p->V);
   size_t need = 0;
-  if (int e = detail::emb_cub_query(p->N, p->V, p->key_bits, &need); e != 0)
-    return cuda_status(static_cast<cudaError_t>(e), op);
+  if (cudaError_t e = detail::emb_cub_query(p->N, p->V, p->key_bits, &need); e != cudaSuccess) return cuda_status(e, op);
   if (need > p->cub_bytes)
     return error(StatusCode::kInternal, op, ": CUB needs ", need, " scratch bytes, the plan reserved ", p->cub_bytes);
   return {};
@@ -188,121 +199,93 @@ Status bind_workspace(std::string_view op, const BwdLayout& l, Workspace ws, det
 
 Status launch(std::string_view op, detail::EmbLaunchFn fn, const detail::EmbParams& p, cudaStream_t stream) {
   if (fn == nullptr) return error(StatusCode::kInternal, op, ": no kernel for this dtype");
-  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), op);
+  return cuda_status(fn(p, stream), op);
 }
 
-// The optional invalid-index counter (i64, one element).
-void push_counter(OperandList* ops, bool on, const TensorMut& c) {
-  if (on) ops->push_back({"invalid_count", &c, c.data, DType::i64, {1}, 1, true});
-}
 unsigned long long* counter_ptr(bool on, const TensorMut& c) {
   return on ? static_cast<unsigned long long*>(c.data) : nullptr;
 }
 
-// indices of any shape with numel n (rank <= kMaxRank − 1): its own shape, checked.
-Status check_any_shape_indices(std::string_view op, const TensorRef& idx, int64_t n) {
-  if (Status s = check_layout(op, "indices", idx); !s.ok()) return s;
+// What the generic check leaves to the embedding: indices of any shape S (rank <= 7, numel N)
+// and the row operand (out / dout) of shape [S..., D].
+Status check_rows_operand(std::string_view op, const TensorLayout& idx, std::string_view name, const TensorLayout& rows,
+                          int64_t D) {
   if (idx.rank > kMaxRank - 1)
     return error(StatusCode::kInvalidProblem, op, ": indices rank ", idx.rank, " must be <= ", kMaxRank - 1);
-  if (idx.numel() != n)
-    return error(StatusCode::kInvalidProblem, op, ": indices has ", idx.numel(), " elements, descriptor num_indices = ", n);
+  int64_t want[kMaxRank];
+  std::copy(idx.shape, idx.shape + idx.rank, want);
+  want[idx.rank] = D;
+  const std::span<const int64_t> w(want, static_cast<size_t>(idx.rank + 1)), got(rows.shape, static_cast<size_t>(rows.rank));
+  if (!std::equal(got.begin(), got.end(), w.begin(), w.end()))
+    return error(StatusCode::kInvalidProblem, op, ": ", name, " shape ", shape_string(got), " does not match indices' shape + [",
+                 D, "] = ", shape_string(w));
   return {};
-}
-
-Operand rows_operand(std::string_view name, const TensorLayout* v, const void* data, DType t, const TensorLayout& idx,
-                     int64_t D, bool output) {
-  Operand o{name, v, data, t, {}, idx.rank + 1, output};
-  for (int a = 0; a < idx.rank; ++a) o.shape[a] = idx.shape[a];
-  o.shape[idx.rank] = D;
-  return o;
 }
 
 }  // namespace
 
-std::string_view embedding_bag_mode_name(EmbeddingBagMode m) {
-  return m == EmbeddingBagMode::kSum ? "sum" : m == EmbeddingBagMode::kMean ? "mean" : m == EmbeddingBagMode::kMax ? "max" : "?";
-}
-
-size_t EmbeddingDescriptor::hash() const {
-  Fnv1a f;
-  for (int64_t v : {int64_t(dtype), int64_t(index_dtype), num_embeddings, embedding_dim, num_indices,
-                    int64_t(padding_idx.has_value()), padding_idx.value_or(0), int64_t(scale_grad_by_freq), int64_t(count_invalid),
-                    int64_t(backward_algo)})
-    f.mix(v);
-  return f.value();
-}
-
-size_t EmbeddingBagDescriptor::hash() const {
-  Fnv1a f;
-  for (int64_t v : {int64_t(dtype), int64_t(index_dtype), num_embeddings, embedding_dim, int64_t(mode), num_bags, bag_size,
-                    num_indices, int64_t(include_last_offset), int64_t(per_sample_weights), int64_t(padding_idx.has_value()),
-                    padding_idx.value_or(0), int64_t(scale_grad_by_freq), int64_t(per_sample_weights_grad),
-                    int64_t(count_invalid), int64_t(backward_algo)})
-    f.mix(v);
-  return f.value();
-}
-
 // ================================================================ embedding
+
+Result<EmbeddingDescriptor> EmbeddingDescriptor::from_args(const EmbeddingArgs& a) {
+  if (a.weight.rank != 2) return error(StatusCode::kInvalidProblem, kEmb, ": weight has rank ", a.weight.rank, "; it must be 2");
+  EmbeddingDescriptor d;
+  d.dtype = a.weight.dtype;
+  d.index_dtype = a.indices.dtype;
+  d.num_embeddings = a.weight.shape[0];
+  d.embedding_dim = a.weight.shape[1];
+  d.num_indices = a.indices.numel();
+  d.count_invalid = a.invalid_count.data != nullptr;
+  return d;
+}
 
 namespace {
 
-// The backward's implementation: sort (deterministic) or scatter; see embedding.hpp.
-Status pick_backward(std::string_view op, EmbeddingBackwardAlgo algo, const PlanPreference& pref, bool max_mode,
-                     int64_t n, bool* sorted) {
-  if (static_cast<int>(algo) > static_cast<int>(EmbeddingBackwardAlgo::kScatter))
-    return error(StatusCode::kInvalidProblem, op, ": backward_algo is not an EmbeddingBackwardAlgo");
-  const bool must_sort = pref.determinism == Determinism::kRunToRun || max_mode;
-  if (algo == EmbeddingBackwardAlgo::kScatter && max_mode)
-    return error(StatusCode::kUnsupported, op, ": backward_algo = scatter is not available in max mode (it always sorts)");
-  if (algo == EmbeddingBackwardAlgo::kScatter && must_sort)
-    return error(StatusCode::kUnsupported, op,
-                 ": backward_algo = scatter is not run-to-run deterministic (PlanPreference::determinism = kRunToRun)");
-  *sorted = must_sort || algo == EmbeddingBackwardAlgo::kSort ||
-            (algo == EmbeddingBackwardAlgo::kAuto && n >= kSortFromIndices);
-  return {};
-}
-
-// sorted: the backward's form (sort or scatter) is returned there; nullptr selects the forward.
+// Validation, sku, guarantee and operands of both directions; the backward's form (sort or
+// scatter) is returned in *sorted (nullptr: the forward).
 Status select_embedding(std::string_view op, const EmbeddingDescriptor& d, const PlanPreference& pref, KernelSku* sku,
-                        bool* sorted) {
+                        PrecisionGuarantee* g, OperandSpecs* ops, bool* sorted) {
   const bool backward = sorted != nullptr;
+  if (Status s = begin_select(op, d, pref, sku); !s.ok()) return s;
   const Common c{d.dtype, d.index_dtype, d.num_embeddings, d.embedding_dim, d.padding_idx};
   if (d.num_indices < 0) return error(StatusCode::kInvalidProblem, op, ": num_indices = ", d.num_indices, " must be >= 0");
   if (Status s = check_common(op, c, backward, d.num_indices); !s.ok()) return s;
-  if (Status s = check_backend(op, pref); !s.ok()) return s;
-  auto arch = resolve_arch(op, pref);
-  if (!arch) return arch.status();
-  if (backward)
-    if (Status s = pick_backward(op, d.backward_algo, pref, false, d.num_indices, sorted); !s.ok()) return s;
-  fill_sku(sku, "embedding", backward ? Direction::kBackward : Direction::kForward, d.dtype, *arch,
-           backward ? (*sorted ? "sort" : "scatter") : "gather");
-  return {};
+  std::string_view variant = "gather";
+  if (backward) {
+    auto impl = select_first(op, kBackwardImpls<EmbeddingDescriptor>, d, pref);
+    if (!impl) return impl.status();
+    variant = (*impl)->name;
+    *sorted = variant == "sort";
+  }
+  sku->op = "embedding";
+  sku->direction = backward ? Direction::kBackward : Direction::kForward;
+  sku->dtype = d.dtype;
+  sku->variant = std::string(variant);
+  *g = float_guarantee(d.dtype, !backward, backward && !*sorted ? Determinism::kAny : Determinism::kRunToRun);
+  const int64_t N = d.num_indices, V = d.num_embeddings, D = d.embedding_dim;
+  ops->input("indices", d.index_dtype, {N}).any_shape = true;
+  if (backward) {
+    ops->input("dout", d.dtype, {N, D}).any_shape = true;
+    ops->output("dweight", d.dtype, {V, D});
+  } else {
+    ops->input("weight", d.dtype, {V, D});
+    ops->output("out", d.dtype, {N, D}).any_shape = true;
+  }
+  add_counter(ops, d.count_invalid);
+  return backward ? resolve_operands<EmbeddingBackwardArgs>(op, *ops) : resolve_operands<EmbeddingArgs>(op, *ops);
 }
 
 }  // namespace
 
 Result<EmbeddingPlan> EmbeddingPlan::select(const EmbeddingDescriptor& d, const PlanPreference& pref) {
   EmbeddingPlan plan;
-  if (Status s = select_embedding(kEmb, d, pref, &plan.sku_, nullptr); !s.ok()) return s;
+  if (Status s = select_embedding(kEmb, d, pref, &plan.sku_, &plan.guarantee_, &plan.operands_, nullptr); !s.ok()) return s;
   plan.desc_ = d;
   return plan;
 }
 
-PrecisionGuarantee EmbeddingPlan::precision_guarantee() const {
-  return guarantee(desc_.dtype, /*exact=*/true, Determinism::kRunToRun);
-}
-
 Status EmbeddingPlan::can_implement(const EmbeddingArgs& a) const {
-  const EmbeddingDescriptor& d = desc_;
-  if (Status s = check_any_shape_indices(kEmb, a.indices, d.num_indices); !s.ok()) return s;
-  OperandList ops;
-  ops.push_back({"weight", &a.weight, a.weight.data, d.dtype, {d.num_embeddings, d.embedding_dim}, 2, false});
-  Operand idx{"indices", &a.indices, a.indices.data, d.index_dtype, {}, a.indices.rank, false};
-  std::copy(a.indices.shape, a.indices.shape + a.indices.rank, idx.shape);
-  ops.push_back(idx);
-  ops.push_back(rows_operand("out", &a.out, a.out.data, d.dtype, a.indices, d.embedding_dim, true));
-  push_counter(&ops, d.count_invalid, a.invalid_count);
-  return check_operands(kEmb, ops);
+  if (Status s = check_plan_args(kEmb, selected(), operands_, a); !s.ok()) return s;
+  return check_rows_operand(kEmb, a.indices, "out", a.out, desc_.embedding_dim);
 }
 
 Status EmbeddingPlan::run(cudaStream_t stream, Workspace, const EmbeddingArgs& a) const {
@@ -326,28 +309,17 @@ Status EmbeddingPlan::run(cudaStream_t stream, Workspace, const EmbeddingArgs& a
 
 Result<EmbeddingBackwardPlan> EmbeddingBackwardPlan::select(const EmbeddingBackwardDescriptor& d, const PlanPreference& pref) {
   EmbeddingBackwardPlan plan;
-  if (Status s = select_embedding(kEmbBwd, d, pref, &plan.sku_, &plan.sorted_); !s.ok()) return s;
+  if (Status s = select_embedding(kEmbBwd, d, pref, &plan.sku_, &plan.guarantee_, &plan.operands_, &plan.sorted_); !s.ok())
+    return s;
   plan.desc_ = d;
   plan.workspace_ = bwd_layout(d.num_indices, d.num_embeddings, 0, d.embedding_dim, d.dtype, false, false).total;
   if (Status s = check_workspace_budget(kEmbBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
 }
 
-PrecisionGuarantee EmbeddingBackwardPlan::precision_guarantee() const {
-  return guarantee(desc_.dtype, false, sorted_ ? Determinism::kRunToRun : Determinism::kAny);
-}
-
 Status EmbeddingBackwardPlan::can_implement(const EmbeddingBackwardArgs& a) const {
-  const EmbeddingDescriptor& d = desc_;
-  if (Status s = check_any_shape_indices(kEmbBwd, a.indices, d.num_indices); !s.ok()) return s;
-  OperandList ops;
-  Operand idx{"indices", &a.indices, a.indices.data, d.index_dtype, {}, a.indices.rank, false};
-  std::copy(a.indices.shape, a.indices.shape + a.indices.rank, idx.shape);
-  ops.push_back(idx);
-  ops.push_back(rows_operand("dout", &a.dout, a.dout.data, d.dtype, a.indices, d.embedding_dim, false));
-  ops.push_back({"dweight", &a.dweight, a.dweight.data, d.dtype, {d.num_embeddings, d.embedding_dim}, 2, true});
-  push_counter(&ops, d.count_invalid, a.invalid_count);
-  return check_operands(kEmbBwd, ops);
+  if (Status s = check_plan_args(kEmbBwd, selected(), operands_, a); !s.ok()) return s;
+  return check_rows_operand(kEmbBwd, a.indices, "dout", a.dout, desc_.embedding_dim);
 }
 
 Status EmbeddingBackwardPlan::run(cudaStream_t stream, Workspace ws, const EmbeddingBackwardArgs& a) const {
@@ -380,53 +352,64 @@ namespace {
 
 // sorted: as select_embedding's.
 Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const PlanPreference& pref, KernelSku* sku,
-                  bool* sorted) {
+                  PrecisionGuarantee* g, OperandSpecs* ops, bool* sorted) {
   const bool backward = sorted != nullptr;
+  if (Status s = begin_select(op, d, pref, sku); !s.ok()) return s;
   auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
-  if (static_cast<int>(d.mode) > static_cast<int>(EmbeddingBagMode::kMax)) return bad("mode is not an EmbeddingBagMode");
   if (d.num_bags < 0) return bad("num_bags = ", d.num_bags, " must be >= 0");
   if (d.bag_size < 0) return bad("bag_size = ", d.bag_size, " must be >= 0 (0: offsets form)");
   if (d.bag_size == 0 && d.num_indices < 0) return bad("num_indices = ", d.num_indices, " must be >= 0");
   if (d.bag_size > 0 && d.num_bags > INT64_MAX / d.bag_size) return bad("num_bags * bag_size overflows int64");
   if (d.bag_size > 0 && d.include_last_offset) return bad("include_last_offset needs the offsets form (bag_size = 0)");
   if (d.per_sample_weights && d.mode != EmbeddingBagMode::kSum)
-    return bad("per_sample_weights are only allowed with mode sum, not ", embedding_bag_mode_name(d.mode));
+    return bad("per_sample_weights are only allowed with mode sum, not ", enum_name(d.mode));
   if (d.per_sample_weights_grad && !d.per_sample_weights) return bad("per_sample_weights_grad needs per_sample_weights");
   if (d.scale_grad_by_freq && d.mode == EmbeddingBagMode::kMax) return bad("scale_grad_by_freq is not allowed with mode max");
   const Common c{d.dtype, d.index_dtype, d.num_embeddings, d.embedding_dim, d.padding_idx};
   if (Status s = check_common(op, c, backward, d.indices_count()); !s.ok()) return s;
   if (backward && d.num_bags > kMaxBackwardCount)
     return error(StatusCode::kUnsupported, op, ": num_bags = ", d.num_bags, " must be < 2^31 in the backward");
-  if (Status s = check_backend(op, pref); !s.ok()) return s;
-  auto arch = resolve_arch(op, pref);
-  if (!arch) return arch.status();
-  if (backward)
-    if (Status s = pick_backward(op, d.backward_algo, pref, d.mode == EmbeddingBagMode::kMax, d.indices_count(), sorted);
-        !s.ok())
-      return s;
-  fill_sku(sku, cat("embedding_bag.", embedding_bag_mode_name(d.mode)), backward ? Direction::kBackward : Direction::kForward,
-           d.dtype, *arch, backward ? (*sorted ? "sort" : "scatter") : "bags");
-  return {};
+  std::string_view variant = "bags";
+  if (backward) {
+    auto impl = select_first(op, kBackwardImpls<EmbeddingBagDescriptor>, d, pref);
+    if (!impl) return impl.status();
+    variant = (*impl)->name;
+    *sorted = variant == "sort";
+  }
+  sku->op = cat("embedding_bag.", enum_name(d.mode));
+  sku->direction = backward ? Direction::kBackward : Direction::kForward;
+  sku->dtype = d.dtype;
+  sku->variant = std::string(variant);
+  *g = float_guarantee(d.dtype, !backward && d.mode == EmbeddingBagMode::kMax,
+                       backward && !*sorted ? Determinism::kAny : Determinism::kRunToRun);
+  const int64_t B = d.num_bags, V = d.num_embeddings, D = d.embedding_dim;
+  int64_t is[2];
+  int ir = 0;
+  if (d.bag_size > 0) is[0] = B, is[1] = d.bag_size, ir = 2;
+  else is[0] = d.num_indices, ir = 1;
+  const std::span<const int64_t> ishape(is, static_cast<size_t>(ir));
+  if (!backward) ops->input("weight", d.dtype, {V, D});
+  ops->input("indices", d.index_dtype, ishape);
+  if (d.bag_size == 0) ops->input("offsets", d.index_dtype, {B + (d.include_last_offset ? 1 : 0)});
+  if (d.per_sample_weights) ops->input("per_sample_weights", d.dtype, ishape);
+  if (backward) {
+    if (d.mode == EmbeddingBagMode::kMax) ops->input("max_indices", d.index_dtype, {B, D});
+    ops->input("dout", d.dtype, {B, D});
+    if (d.per_sample_weights_grad) ops->input("weight", d.dtype, {V, D});
+    ops->output("dweight", d.dtype, {V, D});
+    if (d.per_sample_weights_grad) ops->output("dper_sample_weights", d.dtype, ishape);
+  } else {
+    ops->output("out", d.dtype, {B, D});
+    if (d.mode == EmbeddingBagMode::kMax) ops->output("max_indices", d.index_dtype, {B, D});
+  }
+  add_counter(ops, d.count_invalid);
+  return backward ? resolve_operands<EmbeddingBagBackwardArgs>(op, *ops) : resolve_operands<EmbeddingBagArgs>(op, *ops);
 }
 
 // indices [N] or [B, bag_size], offsets, per-sample weights (and their gradient) shapes.
 void bag_index_shape(const EmbeddingBagDescriptor& d, int64_t* s, int* rank) {
   if (d.bag_size > 0) s[0] = d.num_bags, s[1] = d.bag_size, *rank = 2;
   else s[0] = d.num_indices, *rank = 1;
-}
-
-void push_bag_inputs(const EmbeddingBagDescriptor& d, OperandList* ops, const TensorRef& idx, const TensorRef& off,
-                     const TensorRef& psw) {
-  Operand i{"indices", &idx, idx.data, d.index_dtype, {}, 0, false};
-  bag_index_shape(d, i.shape, &i.rank);
-  ops->push_back(i);
-  if (d.bag_size == 0)
-    ops->push_back({"offsets", &off, off.data, d.index_dtype, {d.num_bags + (d.include_last_offset ? 1 : 0)}, 1, false});
-  if (d.per_sample_weights) {
-    Operand w = i;
-    w.name = "per_sample_weights", w.view = &psw, w.data = psw.data, w.dtype = d.dtype;
-    ops->push_back(w);
-  }
 }
 
 detail::EmbParams bag_params(const EmbeddingBagDescriptor& d, const TensorRef& idx, const TensorRef& off,
@@ -446,27 +429,40 @@ detail::EmbParams bag_params(const EmbeddingBagDescriptor& d, const TensorRef& i
 
 }  // namespace
 
+Result<EmbeddingBagDescriptor> EmbeddingBagDescriptor::from_args(const EmbeddingBagArgs& a, EmbeddingBagMode mode,
+                                                                 bool include_last_offset) {
+  if (a.weight.rank != 2) return error(StatusCode::kInvalidProblem, kBag, ": weight has rank ", a.weight.rank, "; it must be 2");
+  if (a.indices.rank != 1 && a.indices.rank != 2)
+    return error(StatusCode::kInvalidProblem, kBag, ": indices has rank ", a.indices.rank, "; it must be 1 (with offsets) or 2");
+  EmbeddingBagDescriptor d;
+  d.dtype = a.weight.dtype;
+  d.index_dtype = a.indices.dtype;
+  d.num_embeddings = a.weight.shape[0];
+  d.embedding_dim = a.weight.shape[1];
+  d.mode = mode;
+  if (a.indices.rank == 2) {
+    d.num_bags = a.indices.shape[0];
+    d.bag_size = a.indices.shape[1];
+  } else {
+    if (a.offsets.rank != 1) return error(StatusCode::kInvalidProblem, kBag, ": 1-D indices need 1-D offsets");
+    d.num_indices = a.indices.shape[0];
+    d.include_last_offset = include_last_offset;
+    d.num_bags = a.offsets.shape[0] - (include_last_offset ? 1 : 0);
+  }
+  d.per_sample_weights = a.per_sample_weights.data != nullptr;
+  d.count_invalid = a.invalid_count.data != nullptr;
+  return d;
+}
+
 Result<EmbeddingBagPlan> EmbeddingBagPlan::select(const EmbeddingBagDescriptor& d, const PlanPreference& pref) {
   EmbeddingBagPlan plan;
-  if (Status s = select_bag(kBag, d, pref, &plan.sku_, nullptr); !s.ok()) return s;
+  if (Status s = select_bag(kBag, d, pref, &plan.sku_, &plan.guarantee_, &plan.operands_, nullptr); !s.ok()) return s;
   plan.desc_ = d;
   return plan;
 }
 
-PrecisionGuarantee EmbeddingBagPlan::precision_guarantee() const {
-  return guarantee(desc_.dtype, desc_.mode == EmbeddingBagMode::kMax, Determinism::kRunToRun);
-}
-
 Status EmbeddingBagPlan::can_implement(const EmbeddingBagArgs& a) const {
-  const EmbeddingBagDescriptor& d = desc_;
-  OperandList ops;
-  ops.push_back({"weight", &a.weight, a.weight.data, d.dtype, {d.num_embeddings, d.embedding_dim}, 2, false});
-  push_bag_inputs(d, &ops, a.indices, a.offsets, a.per_sample_weights);
-  ops.push_back({"out", &a.out, a.out.data, d.dtype, {d.num_bags, d.embedding_dim}, 2, true});
-  if (d.mode == EmbeddingBagMode::kMax)
-    ops.push_back({"max_indices", &a.max_indices, a.max_indices.data, d.index_dtype, {d.num_bags, d.embedding_dim}, 2, true});
-  push_counter(&ops, d.count_invalid, a.invalid_count);
-  return check_operands(kBag, ops);
+  return check_plan_args(kBag, selected(), operands_, a);
 }
 
 Status EmbeddingBagPlan::run(cudaStream_t stream, Workspace, const EmbeddingBagArgs& a) const {
@@ -488,7 +484,8 @@ Status EmbeddingBagPlan::run(cudaStream_t stream, Workspace, const EmbeddingBagA
 Result<EmbeddingBagBackwardPlan> EmbeddingBagBackwardPlan::select(const EmbeddingBagBackwardDescriptor& d,
                                                                   const PlanPreference& pref) {
   EmbeddingBagBackwardPlan plan;
-  if (Status s = select_bag(kBagBwd, d, pref, &plan.sku_, &plan.sorted_); !s.ok()) return s;
+  if (Status s = select_bag(kBagBwd, d, pref, &plan.sku_, &plan.guarantee_, &plan.operands_, &plan.sorted_); !s.ok())
+    return s;
   plan.desc_ = d;
   plan.workspace_ = bwd_layout(d.indices_count(), d.num_embeddings, d.num_bags, d.embedding_dim, d.dtype, d.bag_size == 0,
                                d.mode == EmbeddingBagMode::kMean)
@@ -497,27 +494,8 @@ Result<EmbeddingBagBackwardPlan> EmbeddingBagBackwardPlan::select(const Embeddin
   return plan;
 }
 
-PrecisionGuarantee EmbeddingBagBackwardPlan::precision_guarantee() const {
-  return guarantee(desc_.dtype, false, sorted_ ? Determinism::kRunToRun : Determinism::kAny);
-}
-
 Status EmbeddingBagBackwardPlan::can_implement(const EmbeddingBagBackwardArgs& a) const {
-  const EmbeddingBagDescriptor& d = desc_;
-  OperandList ops;
-  push_bag_inputs(d, &ops, a.indices, a.offsets, a.per_sample_weights);
-  if (d.mode == EmbeddingBagMode::kMax)
-    ops.push_back({"max_indices", &a.max_indices, a.max_indices.data, d.index_dtype, {d.num_bags, d.embedding_dim}, 2, false});
-  ops.push_back({"dout", &a.dout, a.dout.data, d.dtype, {d.num_bags, d.embedding_dim}, 2, false});
-  ops.push_back({"dweight", &a.dweight, a.dweight.data, d.dtype, {d.num_embeddings, d.embedding_dim}, 2, true});
-  if (d.per_sample_weights_grad) {
-    ops.push_back({"weight", &a.weight, a.weight.data, d.dtype, {d.num_embeddings, d.embedding_dim}, 2, false});
-    Operand g = ops.v[0];
-    g.name = "dper_sample_weights", g.view = &a.dper_sample_weights, g.data = a.dper_sample_weights.data;
-    g.dtype = d.dtype, g.output = true;
-    ops.push_back(g);
-  }
-  push_counter(&ops, d.count_invalid, a.invalid_count);
-  return check_operands(kBagBwd, ops);
+  return check_plan_args(kBagBwd, selected(), operands_, a);
 }
 
 Status EmbeddingBagBackwardPlan::run(cudaStream_t stream, Workspace ws, const EmbeddingBagBackwardArgs& a) const {

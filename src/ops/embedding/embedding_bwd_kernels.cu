@@ -327,63 +327,57 @@ struct Positive {
   __device__ bool operator()(int c) const { return c > 0; }
 };
 
-#define BC_TRY(expr)                                      \
-  do {                                                    \
-    const cudaError_t e_ = (expr);                        \
-    if (e_ != cudaSuccess) return static_cast<int>(e_);   \
-  } while (0)
-
 struct Backward {
   template <class T, int VEC>
-  static int fn(const EmbParams& p, cudaStream_t stream);
+  static cudaError_t fn(const EmbParams& p, cudaStream_t stream);
 };
 
 template <class T, int VEC>
-int Backward::fn(const EmbParams& p0, cudaStream_t stream) {
+cudaError_t Backward::fn(const EmbParams& p0, cudaStream_t stream) {
   EmbParams p = p0;
   const dim3 block(kEmbThreads);
   const bool max_mode = p.kind == EmbKind::kMax;
-  BC_TRY(cudaMemsetAsync(p.counts, 0, sizeof(int) * static_cast<size_t>(p.V + 2), stream));  // and fill_ticket
+  BARACUDA_CUDA_TRY(cudaMemsetAsync(p.counts, 0, sizeof(int) * static_cast<size_t>(p.V + 2), stream));  // and fill_ticket
   if (p.bag_count != nullptr && p.B > 0)
-    BC_TRY(cudaMemsetAsync(p.bag_count, 0, sizeof(int) * static_cast<size_t>(p.B), stream));
-  if (p.N > 0) BC_TRY(launch_kernel(prep_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
+    BARACUDA_CUDA_TRY(cudaMemsetAsync(p.bag_count, 0, sizeof(int) * static_cast<size_t>(p.B), stream));
+  if (p.N > 0) BARACUDA_CUDA_TRY(launch_kernel(prep_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
   size_t bytes = p.cub_bytes;
-  BC_TRY(cub::DeviceScan::ExclusiveSum(p.cub_temp, bytes, p.counts, p.row_start, p.V + 1, stream));
+  BARACUDA_CUDA_TRY(cub::DeviceScan::ExclusiveSum(p.cub_temp, bytes, p.counts, p.row_start, p.V + 1, stream));
   bytes = p.cub_bytes;
-  BC_TRY(cub::DeviceSelect::FlaggedIf(p.cub_temp, bytes, thrust::counting_iterator<int>(0), p.counts, p.rows, p.n_rows, p.V,
+  BARACUDA_CUDA_TRY(cub::DeviceSelect::FlaggedIf(p.cub_temp, bytes, thrust::counting_iterator<int>(0), p.counts, p.rows, p.n_rows, p.V,
                                       Positive{}, stream));
   if (p.N > 0) {
     if (p.sorted) {
       cub::DoubleBuffer<uint32_t> keys(p.keys_in, p.keys);
       cub::DoubleBuffer<int> pos(p.pos_in, p.pos);
       bytes = p.cub_bytes;
-      BC_TRY(cub::DeviceRadixSort::SortPairs(p.cub_temp, bytes, keys, pos, p.N, 0, p.key_bits, stream));
+      BARACUDA_CUDA_TRY(cub::DeviceRadixSort::SortPairs(p.cub_temp, bytes, keys, pos, p.N, 0, p.key_bits, stream));
       p.keys = keys.Current();
       p.pos = pos.Current();
     } else {
-      BC_TRY(launch_kernel(scatter_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
+      BARACUDA_CUDA_TRY(launch_kernel(scatter_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
     }
     if (p.D > 0) {
       const int64_t tiles = (p.N + kEmbTile - 1) / kEmbTile;
       auto heavy = max_mode ? heavy_kernel<T, VEC, true> : heavy_kernel<T, VEC, false>;
-      BC_TRY(launch_kernel(heavy, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
-      BC_TRY(launch_kernel(fold_kernel<T, VEC>, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
+      BARACUDA_CUDA_TRY(launch_kernel(heavy, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
+      BARACUDA_CUDA_TRY(launch_kernel(fold_kernel<T, VEC>, dim3(grid_for(tiles * p.chunks, p.group)), block, 0, stream, p));
     }
   }
   if (p.V * p.D > 0) {
     const int64_t nvec = (p.D + VEC - 1) / VEC;
     if (p.V * nvec < (int64_t{1} << 31)) p.fill_div = FastDiv(static_cast<uint32_t>(nvec));
-    BC_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(p.sms * kFillBlocksPerSm)), block, 0, stream, p));
+    BARACUDA_CUDA_TRY(launch_kernel(zero_rows_kernel<T, VEC>, dim3(static_cast<unsigned>(p.sms * kFillBlocksPerSm)), block, 0, stream, p));
     if (p.N > 0) {  // kRowsWaves of resident blocks at most: the item count is known on the device only
       auto rows = max_mode ? rows_kernel<T, VEC, true> : rows_kernel<T, VEC, false>;
       const int64_t most = std::min(p.N, p.V) * p.chunks;
       const unsigned blocks = std::min<unsigned>(grid_for(most, p.group), static_cast<unsigned>(p.sms * kRowsBlocksPerSm * kRowsWaves));
-      BC_TRY(launch_kernel(rows, dim3(blocks), block, 0, stream, p));
+      BARACUDA_CUDA_TRY(launch_kernel(rows, dim3(blocks), block, 0, stream, p));
     }
   }
   if (p.dpsw != nullptr && p.N > 0)
-    BC_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));
-  return 0;
+    BARACUDA_CUDA_TRY(launch_kernel(dpsw_kernel<T, VEC>, dim3(grid_for(p.N, p.group)), block, 0, stream, p));
+  return cudaSuccess;
 }
 
 }  // namespace emb
@@ -399,23 +393,23 @@ size_t emb_cub_bound(int64_t n, int64_t v) {
   return (sort > scan ? sort : scan) + 64 * 1024;
 }
 
-int emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes) {
+cudaError_t emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes) {
   size_t scan = 0, sort = 0;
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int*>(nullptr), static_cast<int*>(nullptr), v + 1);
-  if (e != cudaSuccess) return static_cast<int>(e);
+  if (e != cudaSuccess) return e;
   size_t select = 0;
   e = cub::DeviceSelect::FlaggedIf(nullptr, select, thrust::counting_iterator<int>(0), static_cast<int*>(nullptr),
                                    static_cast<int*>(nullptr), static_cast<int*>(nullptr), v, emb::Positive{});
-  if (e != cudaSuccess) return static_cast<int>(e);
+  if (e != cudaSuccess) return e;
   if (select > scan) scan = select;
   if (n > 0) {
     cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
     cub::DoubleBuffer<int> pos(nullptr, nullptr);
     e = cub::DeviceRadixSort::SortPairs(nullptr, sort, keys, pos, n, 0, key_bits);
-    if (e != cudaSuccess) return static_cast<int>(e);
+    if (e != cudaSuccess) return e;
   }
   *bytes = scan > sort ? scan : sort;
-  return 0;
+  return cudaSuccess;
 }
 
 }  // namespace baracuda::detail

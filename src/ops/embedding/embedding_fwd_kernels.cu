@@ -121,17 +121,17 @@ __global__ void __launch_bounds__(kEmbThreads, 3) bag_kernel(const EmbParams p) 
 
 struct Forward {
   template <class T, int VEC>
-  static int fn(const EmbParams& p, cudaStream_t stream);
+  static cudaError_t fn(const EmbParams& p, cudaStream_t stream);
 };
 
 template <class T, int VEC>
-int Forward::fn(const EmbParams& p, cudaStream_t stream) {
+cudaError_t Forward::fn(const EmbParams& p, cudaStream_t stream) {
   const dim3 block(kEmbThreads);
   if (p.kind == EmbKind::kEmbedding) {
-    if (p.N * p.D == 0) return 0;
+    if (p.N * p.D == 0) return cudaSuccess;
     return launch_kernel(gather_kernel<T, VEC>, dim3(grid_for(p.N * p.chunks, p.group)), block, 0, stream, p);
   }
-  if (p.B * p.D == 0) return 0;
+  if (p.B * p.D == 0) return cudaSuccess;
   auto kernel = p.kind == EmbKind::kMax ? bag_kernel<T, VEC, true> : bag_kernel<T, VEC, false>;
   return launch_kernel(kernel, dim3(grid_for(p.B * p.chunks, p.group)), block, 0, stream, p);
 }

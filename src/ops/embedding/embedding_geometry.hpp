@@ -28,8 +28,8 @@
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "core/fast_div.hpp"
+#include "core/launch_fn.hpp"
 
-typedef struct CUstream_st* cudaStream_t;
 
 namespace baracuda::detail {
 
@@ -112,7 +112,7 @@ struct EmbParams {
 };
 
 // Returns the cudaError_t of the launches as an int.
-using EmbLaunchFn = int (*)(const EmbParams&, cudaStream_t);
+using EmbLaunchFn = LaunchFn<EmbParams>;
 // Forward (embedding gather or bag pooling per p.kind) and backward (the whole pipeline) for
 // dtype t with VEC = 16 / size (vector) or 1; nullptr when t is not a float dtype.
 EmbLaunchFn emb_forward_launcher(DType t, bool vector);
@@ -120,6 +120,6 @@ EmbLaunchFn emb_backward_launcher(DType t, bool vector);
 
 // CUB scratch: a bound fixed at select() (no GPU needed) and the exact need asked of CUB at run.
 size_t emb_cub_bound(int64_t n, int64_t v);
-int emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes);
+cudaError_t emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes);
 
 }  // namespace baracuda::detail

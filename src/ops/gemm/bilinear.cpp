@@ -6,7 +6,9 @@
 
 #include "core/arch.hpp"
 #include "core/dispatch.hpp"
+#include "core/plan_kit.hpp"
 #include "core/validate.hpp"
+#include "core/workspace.hpp"
 #include "ops/gemm/gemm_core.hpp"
 
 namespace baracuda {
@@ -79,17 +81,13 @@ GemmCanon canon(DType dt, GemmAxis batch, GemmAxis m, GemmAxis n, GemmAxis k) {
 
 Result<std::shared_ptr<detail::BilinearExec>> build(std::string_view op, const BilinearDescriptor& d,
                                                     const PlanPreference& pref, bool backward) {
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kCuBLASLt)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no bilinear implementation (candidates: cublaslt)");
   for (auto [name, t] : {std::pair<const char*, const TensorLayout*>{"x1", &d.x1}, {"x2", &d.x2}, {"weight", &d.weight},
                          {"out", &d.out}})
     if (Status s = check_layout(op, name, *t); !s.ok()) return s;
   if (d.has_bias)
     if (Status s = check_layout(op, "bias", d.bias); !s.ok()) return s;
   const DType dt = d.x1.dtype;
-  if (!FloatDTypes::contains(dt))
-    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(dt), " is not supported (", FloatDTypes::names(), ")");
+  if (Status s = check_dtype(op, "x1.dtype", dt, FloatDTypes{}); !s.ok()) return s;
   for (auto [name, t] : {std::pair<const char*, const TensorLayout*>{"x2", &d.x2}, {"weight", &d.weight}, {"out", &d.out},
                          {"bias", d.has_bias ? &d.bias : nullptr}})
     if (t && t->dtype != dt)
@@ -196,14 +194,6 @@ KernelSku make_sku(const BilinearDescriptor& d, const detail::BilinearExec& ex, 
   return k;
 }
 
-Status check_ws(std::string_view op, const detail::BilinearExec& ex, Workspace ws) {
-  if (ws.bytes < ex.workspace)
-    return error(StatusCode::kWorkspaceTooSmall, op, ": workspace has ", ws.bytes, " bytes; the plan needs ", ex.workspace);
-  if (ex.workspace && reinterpret_cast<uintptr_t>(ws.ptr) % 256 != 0)
-    return error(StatusCode::kMisalignedOperand, op, ": workspace pointer must be 256-byte aligned");
-  return {};
-}
-
 PrecisionGuarantee guarantee(const BilinearDescriptor& d, const detail::BilinearExec* ex) {
   PrecisionGuarantee g;
   g.accumulator = d.x1.dtype == DType::f64 ? DType::f64 : DType::f32;
@@ -214,54 +204,58 @@ PrecisionGuarantee guarantee(const BilinearDescriptor& d, const detail::Bilinear
   return g;
 }
 
+// The operands of either direction, at the layouts the descriptor fixed.
+OperandSpecs bilinear_operands(const BilinearDescriptor& d, const detail::BilinearExec& ex, bool backward) {
+  OperandSpecs s;
+  auto in = [&](std::string_view name, const TensorLayout& l, bool optional) {
+    OperandSpec& o = s.add_layout(name, OperandRole::kIn, l);
+    o.alignment = d.pointer_alignment;
+    o.optional = optional;
+  };
+  in("x1", d.x1, backward);  // the backward needs each input only for some gradients
+  in("x2", d.x2, backward);
+  in("weight", d.weight, backward);
+  if (!backward) {
+    if (d.has_bias) in("bias", d.bias, false);
+    s.add_layout("out", OperandRole::kOut, d.out).alignment = d.pointer_alignment;
+    return s;
+  }
+  in("d_out", d.out, false);
+  const std::pair<std::string_view, const TensorLayout*> grads[] = {
+      {"dx1", &ex.x1_grad}, {"dx2", &ex.x2_grad}, {"dweight", &ex.w_grad}, {"dbias", &ex.bias_grad}};
+  for (auto [name, l] : grads) {
+    if (name == "dbias" && !d.has_bias) continue;
+    OperandSpec& o = s.add_layout(name, OperandRole::kOut, *l);
+    o.alignment = d.pointer_alignment;
+    o.optional = true;
+  }
+  return s;
+}
+
 }  // namespace
-
-bool BilinearDescriptor::operator==(const BilinearDescriptor& o) const {
-  return x1.identical(o.x1) && x2.identical(o.x2) && weight.identical(o.weight) && out.identical(o.out) &&
-         has_bias == o.has_bias && (!has_bias || bias.identical(o.bias)) && pointer_alignment == o.pointer_alignment;
-}
-
-size_t BilinearDescriptor::hash() const {
-  size_t h = 0;
-  for (const TensorLayout* t : {&x1, &x2, &weight, &out}) h = h * 0x100000001b3ull ^ t->hash();
-  if (has_bias) h = h * 0x100000001b3ull ^ bias.hash();
-  return h * 31 + static_cast<size_t>(pointer_alignment);
-}
 
 // ------------------------------------------------------------------ forward
 Result<BilinearPlan> BilinearPlan::select(const BilinearDescriptor& desc, const PlanPreference& pref) {
+  BilinearPlan p;
+  if (Status s = begin_select(kOp, desc, pref, &p.sku_, Backend::kCuBLASLt); !s.ok()) return s;
   auto ex = build(kOp, desc, pref, false);
   if (!ex) return ex.status();
-  BilinearPlan p;
   p.desc_ = desc;
   p.sku_ = make_sku(desc, **ex, Direction::kForward);
+  p.guarantee_ = guarantee(desc, ex->get());
+  p.workspace_ = (*ex)->workspace;
+  p.operands_ = bilinear_operands(desc, **ex, false);
+  if (Status s = resolve_operands<BilinearArgs>(kOp, p.operands_); !s.ok()) return s;
   p.exec_ = std::move(*ex);
   return p;
 }
 
-size_t BilinearPlan::workspace_size() const { return exec_ ? exec_->workspace : 0; }
-PrecisionGuarantee BilinearPlan::precision_guarantee() const { return guarantee(desc_, exec_.get()); }
-
-Status BilinearPlan::can_implement(const BilinearArgs& a) const {
-  const BilinearDescriptor& d = desc_;
-  const int al = d.pointer_alignment;
-  if (Status s = detail::check_operand(kOp, "x1", a.x1, a.x1.data, d.x1, al); !s.ok()) return s;
-  if (Status s = detail::check_operand(kOp, "x2", a.x2, a.x2.data, d.x2, al); !s.ok()) return s;
-  if (Status s = detail::check_operand(kOp, "weight", a.weight, a.weight.data, d.weight, al); !s.ok()) return s;
-  if (Status s = detail::check_operand(kOp, "out", a.out, a.out.data, d.out, al); !s.ok()) return s;
-  if (d.has_bias)
-    if (Status s = detail::check_operand(kOp, "bias", a.bias, a.bias.data, d.bias, al); !s.ok()) return s;
-  for (const TensorRef* i : {&a.x1, &a.x2, &a.weight, d.has_bias ? &a.bias : nullptr})
-    if (i && ranges_overlap(a.out, a.out.data, *i, i->data))
-      return error(StatusCode::kInvalidProblem, kOp, ": out overlaps an input");
-  return {};
-}
+Status BilinearPlan::can_implement(const BilinearArgs& a) const { return check_plan_args(kOp, selected(), operands_, a); }
 
 Status BilinearPlan::run(cudaStream_t stream, Workspace ws, const BilinearArgs& a) const {
-  if (!exec_) return error(StatusCode::kInvalidProblem, kOp, ": run() on a plan that was not selected");
   if (Status s = can_implement(a); !s.ok()) return s;
   const detail::BilinearExec& ex = *exec_;
-  if (Status s = check_ws(kOp, ex, ws); !s.ok()) return s;
+  if (Status s = check_workspace(kOp, ws, ex.workspace); !s.ok()) return s;
   char* base = static_cast<char*>(ws.ptr);
   Workspace scratch{base + ex.scratch_offset, ws.bytes - static_cast<size_t>(ex.scratch_offset)};
   GemmCore::RunArgs r;
@@ -276,57 +270,37 @@ Status BilinearPlan::run(cudaStream_t stream, Workspace ws, const BilinearArgs& 
 
 // ------------------------------------------------------------------ backward
 Result<BilinearBackwardPlan> BilinearBackwardPlan::select(const BilinearDescriptor& desc, const PlanPreference& pref) {
+  BilinearBackwardPlan p;
+  if (Status s = begin_select(kOpBwd, desc, pref, &p.sku_, Backend::kCuBLASLt); !s.ok()) return s;
   auto ex = build(kOpBwd, desc, pref, true);
   if (!ex) return ex.status();
-  BilinearBackwardPlan p;
   p.desc_ = desc;
   p.sku_ = make_sku(desc, **ex, Direction::kBackward);
+  p.guarantee_ = guarantee(desc, ex->get());
+  p.workspace_ = (*ex)->workspace;
+  p.operands_ = bilinear_operands(desc, **ex, true);
+  if (Status s = resolve_operands<BilinearBackwardArgs>(kOpBwd, p.operands_); !s.ok()) return s;
   p.exec_ = std::move(*ex);
   return p;
 }
 
-size_t BilinearBackwardPlan::workspace_size() const { return exec_ ? exec_->workspace : 0; }
-PrecisionGuarantee BilinearBackwardPlan::precision_guarantee() const { return guarantee(desc_, exec_.get()); }
-
 Status BilinearBackwardPlan::can_implement(const BilinearBackwardArgs& a) const {
-  const BilinearDescriptor& d = desc_;
-  const detail::BilinearExec& ex = *exec_;
-  const int al = d.pointer_alignment;
-  if (Status s = detail::check_operand(kOpBwd, "d_out", a.d_out, a.d_out.data, d.out, al); !s.ok()) return s;
+  if (Status s = check_plan_args(kOpBwd, selected(), operands_, a); !s.ok()) return s;
+  if (a.dbias.data && !desc_.has_bias) return error(StatusCode::kInvalidProblem, kOpBwd, ": dbias given but the forward has no bias");
   // dx2 needs x1 and W (U = x1·W); dx1 needs x2 and W; dweight needs x1 and x2
-  const bool need_x1 = a.dx2.data || a.dweight.data, need_x2 = a.dx1.data || a.dweight.data,
-             need_w = a.dx1.data || a.dx2.data;
-  if (need_x1)
-    if (Status s = detail::check_operand(kOpBwd, "x1", a.x1, a.x1.data, d.x1, al); !s.ok()) return s;
-  if (need_x2)
-    if (Status s = detail::check_operand(kOpBwd, "x2", a.x2, a.x2.data, d.x2, al); !s.ok()) return s;
-  if (need_w)
-    if (Status s = detail::check_operand(kOpBwd, "weight", a.weight, a.weight.data, d.weight, al); !s.ok()) return s;
-  struct G {
-    const char* name;
-    const TensorMut* t;
-    const TensorLayout* want;
-  } grads[] = {{"dx1", &a.dx1, &ex.x1_grad}, {"dx2", &a.dx2, &ex.x2_grad}, {"dweight", &a.dweight, &ex.w_grad},
-               {"dbias", &a.dbias, &ex.bias_grad}};
-  if (a.dbias.data && !d.has_bias) return error(StatusCode::kInvalidProblem, kOpBwd, ": dbias given but the forward has no bias");
-  for (const G& g : grads) {
-    if (!g.t->data) continue;
-    if (Status s = detail::check_operand(kOpBwd, g.name, *g.t, g.t->data, *g.want, al); !s.ok()) return s;
-    for (const TensorRef* i : {&a.x1, &a.x2, &a.weight, &a.d_out})
-      if (i->data && ranges_overlap(*g.t, g.t->data, *i, i->data))
-        return error(StatusCode::kInvalidProblem, kOpBwd, ": ", g.name, " overlaps an input");
-    for (const G& h : grads)
-      if (h.t != g.t && h.t->data && ranges_overlap(*g.t, g.t->data, *h.t, h.t->data))
-        return error(StatusCode::kInvalidProblem, kOpBwd, ": ", g.name, " overlaps ", h.name);
-  }
+  const bool need_x1 = a.dx2.data || a.dweight.data, need_x2 = a.dx1.data || a.dweight.data, need_w = a.dx1.data || a.dx2.data;
+  const std::pair<const TensorRef*, const char*> need[] = {{need_x1 ? &a.x1 : nullptr, "x1 (for dx2 and dweight)"},
+                                                            {need_x2 ? &a.x2 : nullptr, "x2 (for dx1 and dweight)"},
+                                                            {need_w ? &a.weight : nullptr, "weight (for dx1 and dx2)"}};
+  for (auto [t, name] : need)
+    if (t && t->data == nullptr && t->numel() != 0) return error(StatusCode::kInvalidProblem, kOpBwd, ": ", name, " is missing");
   return {};
 }
 
 Status BilinearBackwardPlan::run(cudaStream_t stream, Workspace ws, const BilinearBackwardArgs& a) const {
-  if (!exec_) return error(StatusCode::kInvalidProblem, kOpBwd, ": run() on a plan that was not selected");
   if (Status s = can_implement(a); !s.ok()) return s;
   const detail::BilinearExec& ex = *exec_;
-  if (Status s = check_ws(kOpBwd, ex, ws); !s.ok()) return s;
+  if (Status s = check_workspace(kOpBwd, ws, ex.workspace); !s.ok()) return s;
   char* base = static_cast<char*>(ws.ptr);
   Workspace scratch{base + ex.scratch_offset, ws.bytes - static_cast<size_t>(ex.scratch_offset)};
   auto gemm = [&](const GemmCore& core, const void* x, const void* y, void* out) {

@@ -15,6 +15,8 @@
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_cache.hpp"
+#include "core/plan_kit.hpp"
+#include "core/workspace.hpp"
 #include "core/validate.hpp"
 #include "ops/gemm/gemm_core.hpp"
 
@@ -287,11 +289,53 @@ Status resolve(std::string_view op, const GemmDescriptor& d, Resolved* r) {
   return {};
 }
 
-Status check_backend(std::string_view op, const PlanPreference& pref) {
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kCuBLASLt)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no GEMM implementation (candidates: cublaslt)");
-  return {};
+// The forward's operands at the layouts the descriptor fixed (alignment: pointer_alignment).
+OperandSpecs forward_operands(const GemmDescriptor& d) {
+  OperandSpecs s;
+  auto add = [&](std::string_view name, OperandRole role, const TensorLayout& l) {
+    s.add_layout(name, role, l).alignment = d.pointer_alignment;
+  };
+  add("a", OperandRole::kIn, d.a);
+  add("b", OperandRole::kIn, d.b);
+  if (d.has_c && d.beta != 0.0) add("c", OperandRole::kIn, d.c);
+  if (d.has_bias) add("bias", OperandRole::kIn, d.bias);
+  if (is_fp8(d.a.dtype)) {  // 0-dim f32 scale factors, 16-byte aligned (what the algorithm was chosen for)
+    s.input("a_scale", DType::f32, {}).alignment = 16;
+    s.input("b_scale", DType::f32, {}).alignment = 16;
+  }
+  const TensorLayout pre = d.out.contiguous();
+  if (d.grad_activation != GemmActivation::kNone) add("aux", OperandRole::kIn, pre);
+  add("out", OperandRole::kOut, d.out);
+  if (d.has_c && d.beta != 0.0) s.may_alias("out", "c");  // in-place addmm
+  if (d.save_preactivation) add("preact", OperandRole::kOut, pre);
+  if (d.has_bias_grad) {
+    const int64_t n = d.out.rank >= 1 ? d.out.shape[d.out.rank - 1] : 1;
+    add("bias_grad", OperandRole::kOut, TensorLayout::make(d.out.dtype, std::span<const int64_t>(&n, 1)));
+  }
+  return s;
+}
+
+// The backward's operands: d_out; a, b, out, preact where some gradient needs them; the
+// gradients (each optional: a null view skips it) in their row-major contiguous layouts.
+OperandSpecs backward_operands(const GemmDescriptor& d, const detail::GemmBackwardExec& ex) {
+  OperandSpecs s;
+  const int al = std::min(d.pointer_alignment, 16);
+  auto add = [&](std::string_view name, OperandRole role, const TensorLayout& l, int align, bool optional) {
+    OperandSpec& o = s.add_layout(name, role, l);
+    o.alignment = align;
+    o.optional = optional;
+  };
+  add("a", OperandRole::kIn, d.a, al, true);  // needed for db
+  add("b", OperandRole::kIn, d.b, al, true);  // needed for da
+  if (d.activation == GemmActivation::kRelu) add("out", OperandRole::kIn, d.out, 1, false);
+  if (d.activation == GemmActivation::kGeluTanh || d.activation == GemmActivation::kGeluErf)
+    add("preact", OperandRole::kIn, d.out.contiguous(), 1, false);
+  add("d_out", OperandRole::kIn, d.out, al, false);
+  add("da", OperandRole::kOut, ex.a_grad, al, true);
+  add("db", OperandRole::kOut, ex.b_grad, al, true);
+  if (d.has_bias) add("dbias", OperandRole::kOut, ex.bias_grad, 1, true);
+  if (d.has_c) add("dc", OperandRole::kOut, ex.c_grad, 1, true);
+  return s;
 }
 
 }  // namespace
@@ -307,42 +351,6 @@ GemmPlanCacheStats gemm_plan_cache_stats() {
 void gemm_plan_cache_clear() {
   g_fwd_cache.clear();
   g_bwd_cache.clear();
-}
-
-std::string_view gemm_activation_name(GemmActivation a) {
-  switch (a) {
-    case GemmActivation::kNone: return "none";
-    case GemmActivation::kRelu: return "relu";
-    case GemmActivation::kGeluTanh: return "gelu_tanh";
-    case GemmActivation::kGeluErf: return "gelu_erf";
-  }
-  return "?";
-}
-
-// ------------------------------------------------------------------ descriptor
-bool GemmDescriptor::operator==(const GemmDescriptor& o) const {
-  return a.identical(o.a) && b.identical(o.b) && out.identical(o.out) && has_c == o.has_c && (!has_c || c.identical(o.c)) &&
-         has_bias == o.has_bias && (!has_bias || bias.identical(o.bias)) && transpose_b == o.transpose_b && alpha == o.alpha &&
-         beta == o.beta && activation == o.activation && save_preactivation == o.save_preactivation &&
-         epilogue_impl == o.epilogue_impl && pointer_alignment == o.pointer_alignment &&
-         allow_reduced_precision_reduction == o.allow_reduced_precision_reduction && fp8_fast_accum == o.fp8_fast_accum &&
-         sum_batch == o.sum_batch && grad_activation == o.grad_activation && has_bias_grad == o.has_bias_grad;
-}
-
-size_t GemmDescriptor::hash() const {
-  size_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  auto mix_layout = [&](const TensorLayout& t) { mix(t.hash()); };
-  mix_layout(a), mix_layout(b), mix_layout(out);
-  if (has_c) mix_layout(c);
-  if (has_bias) mix_layout(bias);
-  mix(std::bit_cast<uint64_t>(alpha)), mix(std::bit_cast<uint64_t>(beta));
-  mix((uint64_t{transpose_b} << 0) | (uint64_t{has_c} << 1) | (uint64_t{has_bias} << 2) | (uint64_t{save_preactivation} << 3) |
-      (uint64_t{allow_reduced_precision_reduction} << 4) | (uint64_t{fp8_fast_accum} << 5) | (uint64_t{sum_batch} << 6) |
-      (static_cast<uint64_t>(activation) << 8) | (static_cast<uint64_t>(epilogue_impl) << 12) |
-      (static_cast<uint64_t>(pointer_alignment) << 16) | (static_cast<uint64_t>(grad_activation) << 28) |
-      (uint64_t{has_bias_grad} << 32));
-  return h;
 }
 
 GemmDescriptor GemmDescriptor::matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out) {
@@ -424,15 +432,16 @@ GemmDescriptor GemmDescriptor::inner(const TensorLayout& a, const TensorLayout& 
 
 // ------------------------------------------------------------------ forward plan
 Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreference& pref) {
-  if (Status s = check_backend(kOp, pref); !s.ok()) return s;
-  auto arch = resolve_arch(kOp, pref);
-  if (!arch) return arch.status();
-  const int device = cache_device(*arch);
+  GemmPlan p;
+  // enums, preference and architecture before anything hashes the descriptor (the plan cache)
+  if (Status s = begin_select(kOp, desc, pref, &p.sku_, Backend::kCuBLASLt); !s.ok()) return s;
+  const int arch = p.sku_.arch;
+  const int device = cache_device(arch);
   std::shared_ptr<const detail::GemmExec> cached = g_fwd_cache.find(desc, pref, device);
   if (!cached) {
     Resolved r;
     if (Status s = resolve(kOp, desc, &r); !s.ok()) return s;
-    auto core = GemmCore::select(kOp, r.canon, r.opt, pref, *arch);
+    auto core = GemmCore::select(kOp, r.canon, r.opt, pref, arch);
     if (!core) return core.status();
     auto exec = std::make_shared<detail::GemmExec>();
     exec->canon = r.canon;
@@ -441,106 +450,35 @@ Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreferen
     if (exec->core.device_ready) g_fwd_cache.insert(desc, pref, device, cached);
   }
   const GemmCore* core = &cached->core;
-  GemmPlan p;
   p.desc_ = desc;
   p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = desc.a.dtype;
-  p.sku_.backend = Backend::kCuBLASLt;
-  p.sku_.arch = *arch;
   p.sku_.variant = core->variant;
   if (is_fp8(desc.a.dtype))
     p.sku_.variant = cat(dtype_name(desc.a.dtype), "x", dtype_name(desc.b.dtype), "-", dtype_name(desc.out.dtype), ".", p.sku_.variant);
+  p.workspace_ = core->workspace;
+  p.guarantee_.accumulator = core->compute_acc;
+  p.guarantee_.math = desc.a.dtype == DType::f64 ? DType::f64 : DType::f32;
+  p.guarantee_.determinism = Determinism::kRunToRun;
+  p.guarantee_.tf32_inputs = core->tf32;
+  p.guarantee_.split_k = core->split_k;
+  p.operands_ = forward_operands(desc);
+  if (Status s = resolve_operands<GemmArgs>(kOp, p.operands_); !s.ok()) return s;
   p.exec_ = std::move(cached);
   return p;
 }
 
-size_t GemmPlan::workspace_size() const { return exec_ ? exec_->core.workspace : 0; }
-
-PrecisionGuarantee GemmPlan::precision_guarantee() const {
-  PrecisionGuarantee g;
-  g.accumulator = exec_ ? exec_->core.compute_acc : DType::f32;
-  g.math = desc_.a.dtype == DType::f64 ? DType::f64 : DType::f32;
-  g.bit_exact = false;
-  g.determinism = Determinism::kRunToRun;
-  g.tf32_inputs = exec_ && exec_->core.tf32;
-  g.split_k = exec_ ? exec_->core.split_k : 1;
-  return g;
-}
-
-Status GemmPlan::can_implement(const GemmArgs& args) const {
-  const GemmDescriptor& d = desc_;
-  const int al = d.pointer_alignment;
-  if (Status s = check_operand(kOp, "a", args.a, args.a.data, d.a, al); !s.ok()) return s;
-  if (Status s = check_operand(kOp, "b", args.b, args.b.data, d.b, al); !s.ok()) return s;
-  if (Status s = check_operand(kOp, "out", args.out, args.out.data, d.out, al); !s.ok()) return s;
-  const bool use_c = d.has_c && d.beta != 0.0;
-  if (use_c)
-    if (Status s = check_operand(kOp, "c", args.c, args.c.data, d.c, al); !s.ok()) return s;
-  if (d.has_bias)
-    if (Status s = check_operand(kOp, "bias", args.bias, args.bias.data, d.bias, al); !s.ok()) return s;
-  const TensorLayout pre = d.out.contiguous();
-  if (d.save_preactivation)
-    if (Status s = check_operand(kOp, "preact", args.preact, args.preact.data, pre, al); !s.ok()) return s;
-  // aliasing: out (and preact) overlap no input, except out being exactly c
-  auto no_overlap = [&](const char* wn, const TensorMut& w, const char* rn, const TensorLayout& rl, const void* rp) -> Status {
-    if (ranges_overlap(w, w.data, rl, rp))
-      return error(StatusCode::kInvalidProblem, kOp, ": ", wn, " overlaps ", rn);
-    return {};
-  };
-  for (const TensorMut* w : {&args.out, d.save_preactivation ? &args.preact : nullptr}) {
-    if (!w) continue;
-    const char* wn = w == &args.out ? "out" : "preact";
-    if (Status s = no_overlap(wn, *w, "a", args.a, args.a.data); !s.ok()) return s;
-    if (Status s = no_overlap(wn, *w, "b", args.b, args.b.data); !s.ok()) return s;
-    if (d.has_bias)
-      if (Status s = no_overlap(wn, *w, "bias", args.bias, args.bias.data); !s.ok()) return s;
-    if (use_c && !(w == &args.out && args.c.data == args.out.data && same_layout(args.c, args.out)))
-      if (Status s = no_overlap(wn, *w, "c (only out == c exactly is allowed)", args.c, args.c.data); !s.ok()) return s;
-  }
-  if (d.save_preactivation && ranges_overlap(args.out, args.out.data, args.preact, args.preact.data))
-    return error(StatusCode::kInvalidProblem, kOp, ": preact overlaps out");
-  if (d.grad_activation != GemmActivation::kNone) {
-    if (Status s = check_operand(kOp, "aux", args.aux, args.aux.data, pre, al); !s.ok()) return s;
-    if (ranges_overlap(args.out, args.out.data, args.aux, args.aux.data))
-      return error(StatusCode::kInvalidProblem, kOp, ": out overlaps aux");
-  } else if (args.aux.data) {
-    return error(StatusCode::kInvalidProblem, kOp, ": aux is given but the descriptor has no grad_activation");
-  }
-  if (d.has_bias_grad) {
-    const int64_t n = d.out.rank >= 1 ? d.out.shape[d.out.rank - 1] : 1;
-    const TensorLayout bg = TensorLayout::make(d.out.dtype, std::span<const int64_t>(&n, 1));
-    if (Status s = check_operand(kOp, "bias_grad", args.bias_grad, args.bias_grad.data, bg, al); !s.ok()) return s;
-    for (const TensorRef* i : {&args.a, &args.b, &args.aux})
-      if (i->data && ranges_overlap(args.bias_grad, args.bias_grad.data, *i, i->data))
-        return error(StatusCode::kInvalidProblem, kOp, ": bias_grad overlaps an input");
-    if (ranges_overlap(args.bias_grad, args.bias_grad.data, args.out, args.out.data))
-      return error(StatusCode::kInvalidProblem, kOp, ": bias_grad overlaps out");
-  } else if (args.bias_grad.data) {
-    return error(StatusCode::kInvalidProblem, kOp, ": bias_grad is given but the descriptor has no has_bias_grad");
-  }
-  if (is_fp8(d.a.dtype)) {
-    for (const float* p : {args.a_scale, args.b_scale}) {
-      if (!p) return error(StatusCode::kInvalidProblem, kOp, ": fp8 needs a_scale and b_scale (device f32 scalars; pass 1.0f for none)");
-      if (reinterpret_cast<uintptr_t>(p) % 16 != 0)  // what the algorithm was chosen for (select())
-        return error(StatusCode::kMisalignedOperand, kOp, ": fp8 scale pointer ", static_cast<const void*>(p),
-                     " is not 16-byte aligned");
-    }
-  } else if (args.a_scale || args.b_scale) {
-    return error(StatusCode::kInvalidProblem, kOp, ": a_scale / b_scale are for fp8 operands only");
-  }
-  return {};
-}
+Status GemmPlan::can_implement(const GemmArgs& args) const { return check_plan_args(kOp, selected(), operands_, args); }
 
 Status GemmPlan::run(cudaStream_t stream, Workspace ws, const GemmArgs& args) const {
-  if (!exec_) return error(StatusCode::kInvalidProblem, kOp, ": run() on a plan that was not selected");
   if (Status s = can_implement(args); !s.ok()) return s;
   GemmCore::RunArgs r;
   r.a = args.a.data, r.b = args.b.data, r.c = args.c.data, r.d = args.out.data;
   r.bias = args.bias.data;
   r.bias_stride = desc_.has_bias ? desc_.bias.stride[0] : 1;
   r.preact = args.preact.data;
-  r.a_scale = args.a_scale, r.b_scale = args.b_scale;
+  r.a_scale = static_cast<const float*>(args.a_scale.data), r.b_scale = static_cast<const float*>(args.b_scale.data);
   r.c_is_out = desc_.has_c && args.c.data == args.out.data && same_layout(args.c, args.out);
   r.aux = args.aux.data;
   r.bias_grad = args.bias_grad.data;
@@ -549,26 +487,30 @@ Status GemmPlan::run(cudaStream_t stream, Workspace ws, const GemmArgs& args) co
 
 // ------------------------------------------------------------------ backward plan
 Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& desc, const PlanPreference& pref) {
-  if (Status s = check_backend(kOpBwd, pref); !s.ok()) return s;
+  KernelSku sku;
+  if (Status s = begin_select(kOpBwd, desc, pref, &sku, Backend::kCuBLASLt); !s.ok()) return s;
+  const int arch = sku.arch;
   if (is_fp8(desc.a.dtype) || is_fp8(desc.b.dtype))
     return error(StatusCode::kUnsupported, kOpBwd, ": fp8 GEMM has no backward (as torch._scaled_mm)");
   if (desc.grad_activation != GemmActivation::kNone || desc.has_bias_grad)
     return error(StatusCode::kUnsupported, kOpBwd, ": no backward for a GEMM with a backward epilogue (grad_activation / has_bias_grad)");
-  auto arch = resolve_arch(kOpBwd, pref);
-  if (!arch) return arch.status();
-  auto make_plan = [&](std::shared_ptr<const detail::GemmBackwardExec> ex) {
+  auto make_plan = [&](std::shared_ptr<const detail::GemmBackwardExec> ex) -> Result<GemmBackwardPlan> {
     GemmBackwardPlan p;
     p.desc_ = desc;
+    p.sku_ = sku;
     p.sku_.op = desc.has_c ? "gemm.addmm" : "gemm.matmul";
     p.sku_.direction = Direction::kBackward;
     p.sku_.dtype = desc.a.dtype;
-    p.sku_.backend = Backend::kCuBLASLt;
-    p.sku_.arch = *arch;
     p.sku_.variant = cat("da:", ex->da.variant, "|db:", ex->db.variant);
+    p.workspace_ = ex->workspace;
+    p.guarantee_ = float_guarantee(desc.a.dtype);
+    p.guarantee_.split_k = std::max(ex->da.split_k, ex->db.split_k);
+    p.operands_ = backward_operands(desc, *ex);
+    if (Status s = resolve_operands<GemmBackwardArgs>(kOpBwd, p.operands_); !s.ok()) return s;
     p.exec_ = std::move(ex);
     return p;
   };
-  const int device = cache_device(*arch);
+  const int device = cache_device(arch);
   if (auto hit = g_bwd_cache.find(desc, pref, device)) return make_plan(std::move(hit));
   Resolved r;
   if (Status s = resolve(kOpBwd, desc, &r); !s.ok()) return s;
@@ -579,7 +521,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   const bool act = desc.activation != GemmActivation::kNone;
   if (desc.activation == GemmActivation::kGeluTanh || desc.activation == GemmActivation::kGeluErf)
     if (!desc.save_preactivation)
-      return error(StatusCode::kInvalidProblem, kOpBwd, ": the backward of ", gemm_activation_name(desc.activation),
+      return error(StatusCode::kInvalidProblem, kOpBwd, ": the backward of ", enum_name(desc.activation),
                    " needs the forward's preact (set save_preactivation)");
   // gradient layouts: row-major contiguous in the forward operand's shape
   ex->a_grad = desc.a.contiguous();
@@ -625,7 +567,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
     c.n.ext = f.k.ext, c.n.s[kOpB] = f.k.s[kOpB], c.n.s[kOpD] = g.k.s[kOpA];
     c.k.ext = f.n.ext, c.k.s[kOpA] = f.n.s[zs], c.k.s[kOpB] = f.n.s[kOpB];
     // a 1-D b has N = 1 with no stride; a 1-D a has M = 1 likewise
-    auto core = GemmCore::select(kOpBwd, c, o, pref, *arch);
+    auto core = GemmCore::select(kOpBwd, c, o, pref, arch);
     if (!core) return core.status();
     ex->da = std::move(*core);
   }
@@ -643,7 +585,7 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
     c.m.ext = f.k.ext, c.m.s[kOpA] = f.k.s[kOpA], c.m.s[kOpD] = g.k.s[kOpB];
     c.n.ext = f.n.ext, c.n.s[kOpB] = f.n.s[zs], c.n.s[kOpD] = g.n.s[kOpB];
     c.k.ext = f.m.ext, c.k.s[kOpA] = f.m.s[kOpA], c.k.s[kOpB] = f.m.s[zs];
-    auto core = GemmCore::select(kOpBwd, c, o, pref, *arch);
+    auto core = GemmCore::select(kOpBwd, c, o, pref, arch);
     if (!core) return core.status();
     ex->db = std::move(*core);
   }
@@ -684,66 +626,24 @@ Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& 
   return make_plan(std::move(ex));
 }
 
-size_t GemmBackwardPlan::workspace_size() const { return exec_ ? exec_->workspace : 0; }
-
-PrecisionGuarantee GemmBackwardPlan::precision_guarantee() const {
-  PrecisionGuarantee g;
-  g.accumulator = desc_.a.dtype == DType::f64 ? DType::f64 : DType::f32;
-  g.math = g.accumulator;
-  g.determinism = Determinism::kRunToRun;
-  g.split_k = exec_ ? std::max(exec_->da.split_k, exec_->db.split_k) : 1;
-  return g;
-}
-
 Status GemmBackwardPlan::can_implement(const GemmBackwardArgs& args) const {
+  if (Status s = check_plan_args(kOpBwd, selected(), operands_, args); !s.ok()) return s;
   const GemmDescriptor& d = desc_;
-  const detail::GemmBackwardExec& ex = *exec_;
-  const int al = std::min(d.pointer_alignment, 16);
-  if (Status s = check_operand(kOpBwd, "d_out", args.d_out, args.d_out.data, d.out, al); !s.ok()) return s;
-  if (args.da.data) {
-    if (Status s = check_operand(kOpBwd, "da", args.da, args.da.data, ex.a_grad, al); !s.ok()) return s;
-    if (Status s = check_operand(kOpBwd, "b", args.b, args.b.data, d.b, al); !s.ok()) return s;
-  }
-  if (args.db.data) {
-    if (Status s = check_operand(kOpBwd, "db", args.db, args.db.data, ex.b_grad, al); !s.ok()) return s;
-    if (Status s = check_operand(kOpBwd, "a", args.a, args.a.data, d.a, al); !s.ok()) return s;
-  }
-  if (args.dbias.data) {
-    if (!d.has_bias) return error(StatusCode::kInvalidProblem, kOpBwd, ": dbias given but the forward has no bias");
-    if (Status s = check_operand(kOpBwd, "dbias", args.dbias, args.dbias.data, ex.bias_grad, 1); !s.ok()) return s;
-  }
-  if (args.dc.data) {
-    if (!d.has_c) return error(StatusCode::kInvalidProblem, kOpBwd, ": dc given but the forward has no c");
-    if (Status s = check_operand(kOpBwd, "dc", args.dc, args.dc.data, ex.c_grad, 1); !s.ok()) return s;
-  }
-  if (d.activation == GemmActivation::kRelu)
-    if (Status s = check_operand(kOpBwd, "out", args.out, args.out.data, d.out, 1); !s.ok()) return s;
-  if (d.activation == GemmActivation::kGeluTanh || d.activation == GemmActivation::kGeluErf)
-    if (Status s = check_operand(kOpBwd, "preact", args.preact, args.preact.data, d.out.contiguous(), 1); !s.ok()) return s;
-  // gradients must not overlap the inputs or each other
-  const TensorMut* outs[] = {&args.da, &args.db, &args.dbias, &args.dc};
-  const TensorRef* ins[] = {&args.a, &args.b, &args.out, &args.preact, &args.d_out};
-  for (const TensorMut* w : outs) {
-    if (!w->data) continue;
-    for (const TensorRef* i : ins)
-      if (i->data && ranges_overlap(*w, w->data, *i, i->data))
-        return error(StatusCode::kInvalidProblem, kOpBwd, ": a gradient overlaps an input");
-    for (const TensorMut* w2 : outs)
-      if (w2 != w && w2->data && ranges_overlap(*w, w->data, *w2, w2->data))
-        return error(StatusCode::kInvalidProblem, kOpBwd, ": two gradients overlap");
-  }
+  if (args.dbias.data && !d.has_bias) return error(StatusCode::kInvalidProblem, kOpBwd, ": dbias given but the forward has no bias");
+  if (args.dc.data && !d.has_c) return error(StatusCode::kInvalidProblem, kOpBwd, ": dc given but the forward has no c");
+  // da needs b, db needs a (each optional otherwise)
+  if (args.da.data && args.b.data == nullptr && d.b.numel() != 0)
+    return error(StatusCode::kInvalidProblem, kOpBwd, ": b is missing (da needs it)");
+  if (args.db.data && args.a.data == nullptr && d.a.numel() != 0)
+    return error(StatusCode::kInvalidProblem, kOpBwd, ": a is missing (db needs it)");
   return {};
 }
 
 Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwardArgs& args) const {
-  if (!exec_) return error(StatusCode::kInvalidProblem, kOpBwd, ": run() on a plan that was not selected");
   if (Status s = can_implement(args); !s.ok()) return s;
   const detail::GemmBackwardExec& ex = *exec_;
   const GemmDescriptor& d = desc_;
-  if (ws.bytes < ex.workspace)
-    return error(StatusCode::kWorkspaceTooSmall, kOpBwd, ": workspace has ", ws.bytes, " bytes; the plan needs ", ex.workspace);
-  if (ex.workspace && reinterpret_cast<uintptr_t>(ws.ptr) % 256 != 0)
-    return error(StatusCode::kMisalignedOperand, kOpBwd, ": workspace pointer must be 256-byte aligned");
+  if (Status s = check_workspace(kOpBwd, ws, ex.workspace); !s.ok()) return s;
   const GemmCanon& f = ex.canon;
   const DType dt = d.out.dtype;
   char* base = static_cast<char*>(ws.ptr);

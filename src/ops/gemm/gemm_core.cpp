@@ -123,14 +123,9 @@ Result<PackStep> make_pack(std::string_view op, int which, DType dt, int n, cons
     return error(StatusCode::kUnsupported, op, ": an operand needs packing over ", r, " axes (at most ", kMaxRank, ")");
   p.src = TensorLayout::make(dt, std::span<const int64_t>(e, r), std::span<const int64_t>(ss, r));
   p.dst = TensorLayout::make(dt, std::span<const int64_t>(e, r), std::span<const int64_t>(ds, r));
-  PadDescriptor pd;
-  pd.dtype = dt;
-  pd.mode = PadMode::kConstant;
-  pd.rank = r;
-  std::copy(e, e + r, pd.in_shape);
   PlanPreference pp = pref;
   pp.forced_backend = Backend::kAny;
-  auto plan = PadPlan::select(pd, pp);
+  auto plan = CopyPlan::select(CopyDescriptor::make(dt, std::span<const int64_t>(e, r)), pp);
   if (!plan) return plan.status();
   p.plan = std::move(*plan);
   return p;
@@ -414,7 +409,7 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     if (opt.epilogue != GemmEpilogueImpl::kFused) fusable = false;
     if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
       return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this backward epilogue (d",
-                   gemm_activation_name(opt.grad_act), opt.bias_grad ? " + bias_grad" : "",
+                   enum_name(opt.grad_act), opt.bias_grad ? " + bias_grad" : "",
                    "; it fuses dgelu_tanh (+ bias_grad without batch) on a row-major f16/bf16 out with N % 8 == 0)");
     if (fusable) {
       g.fused_dact = true;
@@ -433,7 +428,7 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
     if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
       return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this epilogue (",
-                   gemm_activation_name(opt.act), opt.has_bias ? " + bias" : "", opt.save_preact ? " + preact" : "",
+                   enum_name(opt.act), opt.has_bias ? " + bias" : "", opt.save_preact ? " + preact" : "",
                    "; it fuses bias/relu/gelu-tanh on a row-major out, preact only for gelu-tanh with N % 8 == 0)");
     if (fusable) {
       g.fused_bias = opt.has_bias;
@@ -669,7 +664,7 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
       dst.data = ws_at(p.ws_offset);
       (p.which == kOpA ? a_ptr : b_ptr) = dst.data;
     }
-    if (Status s = p.plan.run(stream, {}, PadArgs{src, dst}); !s.ok()) return s;
+    if (Status s = p.plan.run(stream, {}, CopyArgs{src, dst}); !s.ok()) return s;
   }
 
   // cuBLASLt: per-call pointers go on a copy of the select-time descriptor (thread-safe run)
@@ -728,7 +723,7 @@ Status GemmCore::run(std::string_view op, cudaStream_t stream, Workspace ws, con
     TensorMut dst;
     static_cast<TensorLayout&>(dst) = p.dst;
     dst.data = r.d;
-    if (Status s = p.plan.run(stream, {}, PadArgs{src, dst}); !s.ok()) return s;
+    if (Status s = p.plan.run(stream, {}, CopyArgs{src, dst}); !s.ok()) return s;
   }
   if (separate_epilogue) {
     const bool pointwise = grad || opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact;

@@ -20,7 +20,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/gemm.hpp"
-#include "baracuda/ops/pad.hpp"
+#include "baracuda/ops/copy.hpp"
 
 namespace baracuda::detail {
 
@@ -117,7 +117,7 @@ struct GemmCoreOptions {
 // One packing copy: operand `which` (as viewed over canonical axes) into the workspace.
 struct PackStep {
   int which = 0;  // GemmOperand; kOpD means "out -> workspace d" for c, or "workspace d -> out"
-  PadPlan plan;   // a pad with zero padding is a strided copy
+  CopyPlan plan;
   TensorLayout src, dst;
   int64_t ws_offset = 0;
 };

@@ -8,11 +8,11 @@
 
 #include "baracuda/core/half_bits.hpp"
 #include "baracuda/ops/pad.hpp"
-#include "core/arch.hpp"
 #include "core/checked_math.hpp"
-#include "core/hash.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
+#include "core/plan_kit.hpp"
+#include "core/scalar_convert.hpp"
 #include "core/validate.hpp"
 #include "ops/pad/pad_geometry.hpp"
 
@@ -26,58 +26,16 @@ constexpr std::string_view kOpBwd = "pad_backward";
 using detail::PadBackwardDTypes;
 using detail::PadForwardDTypes;
 
-// Integer fill as PyTorch's checked conversion: range-checked, then truncated toward zero.
-// Unsigned targets accept [-max, max] and wrap, as c10's overflow check does.
-template <class I>
-Result<uint64_t> int_fill_bits(std::string_view op, const Scalar& v) {
-  using L = std::numeric_limits<I>;
-  const double lo_ok = std::is_signed_v<I> ? static_cast<double>(L::min()) : -static_cast<double>(L::max());
-  const double hi_ok = static_cast<double>(L::max());
-  int64_t iv = 0;
-  if (v.is_int()) {
-    const bool in_range = std::is_signed_v<I> ? (v.i >= static_cast<int64_t>(L::min()) && v.i <= static_cast<int64_t>(L::max()))
-                                              : (v.i >= -static_cast<int64_t>(L::max()) && v.i <= static_cast<int64_t>(L::max()));
-    if (!in_range) return error(StatusCode::kInvalidProblem, op, ": value = ", v.i, " overflows the element type");
-    iv = v.i;
-  } else {
-    if (!std::isfinite(v.f) || v.f < lo_ok || v.f > hi_ok)
-      return error(StatusCode::kInvalidProblem, op, ": value = ", v.f, " cannot be converted to the element type without overflow");
-    iv = static_cast<int64_t>(std::trunc(v.f));
-  }
-  using U = std::make_unsigned_t<I>;
-  return static_cast<uint64_t>(static_cast<U>(static_cast<I>(iv)));
-}
-
-Result<uint64_t> fill_bits(std::string_view op, DType dt, const Scalar& v) {
-  const double d = v.as_double();
-  switch (dt) {
-    case DType::f32: return static_cast<uint64_t>(std::bit_cast<uint32_t>(static_cast<float>(d)));
-    case DType::f64: return std::bit_cast<uint64_t>(d);
-    case DType::f16: return static_cast<uint64_t>(float_to_f16_bits(static_cast<float>(d)));
-    case DType::bf16: return static_cast<uint64_t>(float_to_bf16_bits(static_cast<float>(d)));
-    case DType::i8: return int_fill_bits<int8_t>(op, v);
-    case DType::u8: return int_fill_bits<uint8_t>(op, v);
-    case DType::i16: return int_fill_bits<int16_t>(op, v);
-    case DType::i32: return int_fill_bits<int32_t>(op, v);
-    case DType::i64: return int_fill_bits<int64_t>(op, v);
-    case DType::boolean: return uint64_t{v.is_int() ? v.i != 0 : d != 0.0};  // NaN -> true
-    default: return error(StatusCode::kUnsupported, op, ": no fill conversion to ", dtype_name(dt));
-  }
-}
-
 Status validate_descriptor(std::string_view op, const PadDescriptor& d, bool backward) {
   if (d.rank < 1 || d.rank > kMaxRank)
     return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [1, ", kMaxRank, "]");
-  if (static_cast<int>(d.mode) > static_cast<int>(PadMode::kCircular))
-    return error(StatusCode::kInvalidProblem, op, ": mode = ", static_cast<int>(d.mode), " is not a PadMode");
-  const bool dtype_ok = backward ? PadBackwardDTypes::contains(d.dtype) : PadForwardDTypes::contains(d.dtype);
-  if (!dtype_ok)
-    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(d.dtype), " is not supported (supported: ",
-                 backward ? PadBackwardDTypes::names() : PadForwardDTypes::names(), ")");
+  if (Status s = backward ? check_dtype(op, "dtype", d.dtype, PadBackwardDTypes{}) : check_dtype(op, "dtype", d.dtype, PadForwardDTypes{});
+      !s.ok())
+    return s;
   if (d.mode != PadMode::kConstant && !(d.value.as_double() == 0.0))
     return error(StatusCode::kInvalidProblem, op, ": value = ", d.value.as_double(), " is only meaningful in constant mode (mode is ",
-                 pad_mode_name(d.mode), ")");
-  const std::string_view mode = pad_mode_name(d.mode);
+                 enum_name(d.mode), ")");
+  const std::string_view mode = enum_name(d.mode);
   int64_t out_numel = 1;
   for (int a = 0; a < d.rank; ++a) {
     const int64_t n = d.in_shape[a], lo = d.pad_low[a], hi = d.pad_high[a];
@@ -107,40 +65,27 @@ Status validate_descriptor(std::string_view op, const PadDescriptor& d, bool bac
   return {};
 }
 
-// What both plans settle at select(): validity, architecture, backend.
-Status select_common(std::string_view op, const PadDescriptor& d, const PlanPreference& pref, bool backward,
-                     KernelSku* sku) {
+// What both plans settle at select(): validity, architecture, backend, operands.
+template <class Plan>
+Status select_common(std::string_view op, const PadDescriptor& d, const PlanPreference& pref, bool backward, KernelSku* sku,
+                     PrecisionGuarantee* guarantee, OperandSpecs* operands) {
+  if (Status s = begin_select(op, d, pref, sku); !s.ok()) return s;
   if (Status s = validate_descriptor(op, d, backward); !s.ok()) return s;
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no pad implementation (candidates: bespoke)");
-  auto arch = resolve_arch(op, pref);
-  if (!arch) return arch.status();
-  sku->op = cat("pad.", pad_mode_name(d.mode));
+  for (bool i64 : {false, true})
+    if (!(backward ? detail::pad_backward_launcher(d.dtype, i64) : detail::pad_forward_launcher(d.dtype, i64)))
+      return error(StatusCode::kInternal, op, ": no kernel for ", dtype_name(d.dtype));
+  sku->op = cat("pad.", enum_name(d.mode));
   sku->direction = backward ? Direction::kBackward : Direction::kForward;
   sku->dtype = d.dtype;
-  sku->backend = Backend::kBespoke;
-  sku->arch = *arch;
   sku->variant = "flat-warprows";  // a stable label: which kernel runs is chosen per layout at run()
-  return {};
-}
-
-std::span<const int64_t> out_shape_of(const PadDescriptor& d, int64_t* buf) {
-  for (int a = 0; a < d.rank; ++a) buf[a] = d.out_dim(a);
-  return {buf, static_cast<size_t>(d.rank)};
-}
-
-// x-side (unpadded) and y-side (padded) views against the descriptor; dst must not
-// self-overlap, and the two must not overlap at all.
-Status check_args(std::string_view op, const PadDescriptor& d, const TensorLayout& xl, const void* xp,
-                  const char* xname, const TensorLayout& yl, const void* yp, const char* yname, bool dst_is_x) {
+  // forward: data movement; backward constant mode: every dx element has at most one preimage
+  *guarantee = backward ? float_guarantee(d.dtype, d.mode == PadMode::kConstant) : PrecisionGuarantee{d.dtype, d.dtype, true};
   int64_t out[kMaxRank];
-  if (Status s = check_view(op, xname, xl, xp, d.dtype, d.in_span()); !s.ok()) return s;
-  if (Status s = check_view(op, yname, yl, yp, d.dtype, out_shape_of(d, out)); !s.ok()) return s;
-  if (Status s = check_no_internal_overlap(op, dst_is_x ? xname : yname, dst_is_x ? xl : yl); !s.ok()) return s;
-  if (ranges_overlap(xl, xp, yl, yp))
-    return error(StatusCode::kInvalidProblem, op, ": ", yname, " overlaps ", xname, " (pad has no in-place form)");
-  return {};
+  for (int a = 0; a < d.rank; ++a) out[a] = d.out_dim(a);
+  const std::span<const int64_t> out_shape(out, static_cast<size_t>(d.rank));
+  if (backward) operands->input("dy", d.dtype, out_shape), operands->output("dx", d.dtype, d.in_span());
+  else operands->input("x", d.dtype, d.in_span()), operands->output("y", d.dtype, out_shape);
+  return resolve_operands<std::conditional_t<std::is_same_v<Plan, PadPlan>, PadArgs, PadBackwardArgs>>(op, *operands);
 }
 
 }  // namespace
@@ -569,16 +514,6 @@ void detail::pad_plan_pairs(PadGeometry* g, const void* dst, const void* src) {
   g->pr.rw = rw;
 }
 
-std::string_view pad_mode_name(PadMode m) {
-  switch (m) {
-    case PadMode::kConstant: return "constant";
-    case PadMode::kReflect: return "reflect";
-    case PadMode::kReplicate: return "replicate";
-    case PadMode::kCircular: return "circular";
-  }
-  return "?";
-}
-
 Result<PadDescriptor> PadDescriptor::torch_style(DType dtype, std::span<const int64_t> in_shape,
                                                  std::span<const int64_t> pads, PadMode mode, Scalar value) {
   if (in_shape.size() > static_cast<size_t>(kMaxRank))
@@ -602,41 +537,20 @@ Result<PadDescriptor> PadDescriptor::torch_style(DType dtype, std::span<const in
   return d;
 }
 
-size_t PadDescriptor::hash() const {
-  Fnv1a f;
-  f.mix(dtype);
-  f.mix(mode);
-  f.mix(rank);
-  f.mix_all(in_shape, kMaxRank);
-  f.mix_all(pad_low, kMaxRank);
-  f.mix_all(pad_high, kMaxRank);
-  f.mix_scalar(value);
-  return f.value();
-}
-
 // ---------------------------------------------------------------- forward
 
 Result<PadPlan> PadPlan::select(const PadDescriptor& desc, const PlanPreference& pref) {
   PadPlan plan;
-  if (Status s = select_common(kOp, desc, pref, /*backward=*/false, &plan.sku_); !s.ok()) return s;
-  auto bits = fill_bits(kOp, desc.dtype, desc.value);
+  if (Status s = select_common<PadPlan>(kOp, desc, pref, false, &plan.sku_, &plan.guarantee_, &plan.operands_); !s.ok())
+    return s;
+  auto bits = scalar_to_bits(kOp, "value", desc.dtype, desc.value);
   if (!bits) return bits.status();
   plan.desc_ = desc;
   plan.fill_bits_ = *bits;
-  plan.launch32_ = detail::pad_forward_launcher(desc.dtype, false);
-  plan.launch64_ = detail::pad_forward_launcher(desc.dtype, true);
-  if (!plan.launch32_ || !plan.launch64_)
-    return error(StatusCode::kInternal, kOp, ": no forward kernel for ", dtype_name(desc.dtype));
   return plan;
 }
 
-PrecisionGuarantee PadPlan::precision_guarantee() const {
-  return PrecisionGuarantee{desc_.dtype, desc_.dtype, /*bit_exact=*/true, Determinism::kRunToRun};
-}
-
-Status PadPlan::can_implement(const PadArgs& a) const {
-  return check_args(kOp, desc_, a.x, a.x.data, "x", a.y, a.y.data, "y", /*dst_is_x=*/false);
-}
+Status PadPlan::can_implement(const PadArgs& a) const { return check_plan_args(kOp, selected(), operands_, a); }
 
 Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
@@ -654,30 +568,22 @@ Status PadPlan::run(cudaStream_t stream, Workspace, const PadArgs& a) const {
     if (g.st.tiles == 0 && elem == 2) detail::pad_plan_pairs(&g, g.dst, g.src);
     if (g.st.tiles == 0 && g.pr.blocks == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/false);
   }
-  return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOp);
+  return cuda_status(detail::pad_forward_launcher(desc_.dtype, i64)(g, stream), kOp);
 }
 
 // ---------------------------------------------------------------- backward
 
 Result<PadBackwardPlan> PadBackwardPlan::select(const PadBackwardDescriptor& desc, const PlanPreference& pref) {
   PadBackwardPlan plan;
-  if (Status s = select_common(kOpBwd, desc, pref, /*backward=*/true, &plan.sku_); !s.ok()) return s;
+  if (Status s = select_common<PadBackwardPlan>(kOpBwd, desc, pref, true, &plan.sku_, &plan.guarantee_, &plan.operands_);
+      !s.ok())
+    return s;
   plan.desc_ = desc;
-  plan.launch32_ = detail::pad_backward_launcher(desc.dtype, false);
-  plan.launch64_ = detail::pad_backward_launcher(desc.dtype, true);
-  if (!plan.launch32_ || !plan.launch64_)
-    return error(StatusCode::kInternal, kOpBwd, ": no backward kernel for ", dtype_name(desc.dtype));
   return plan;
 }
 
-PrecisionGuarantee PadBackwardPlan::precision_guarantee() const {
-  const DType acc = desc_.dtype == DType::f64 ? DType::f64 : DType::f32;
-  // constant mode: every dx element has at most one preimage, so dx is dy moved exactly
-  return PrecisionGuarantee{acc, acc, desc_.mode == PadMode::kConstant, Determinism::kRunToRun};
-}
-
 Status PadBackwardPlan::can_implement(const PadBackwardArgs& a) const {
-  return check_args(kOpBwd, desc_, a.dx, a.dx.data, "dx", a.dy, a.dy.data, "dy", /*dst_is_x=*/true);
+  return check_plan_args(kOpBwd, selected(), operands_, a);
 }
 
 Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArgs& a) const {
@@ -695,7 +601,7 @@ Status PadBackwardPlan::run(cudaStream_t stream, Workspace, const PadBackwardArg
     if (g.st.tiles == 0) detail::pad_plan_segments(&g, elem, g.dst, g.src);
     if (g.st.tiles == 0 && g.seg_tasks == 0) detail::pad_plan_flat(&g, elem, g.dst, /*backward=*/true);
   }
-  return cuda_status(static_cast<cudaError_t>((i64 ? launch64_ : launch32_)(g, stream)), kOpBwd);
+  return cuda_status(detail::pad_backward_launcher(desc_.dtype, i64)(g, stream), kOpBwd);
 }
 
 }  // namespace baracuda

@@ -10,6 +10,7 @@
 #include "baracuda/ops/pad.hpp"
 #include "core/dispatch.hpp"
 #include "core/fast_div.hpp"
+#include "core/launch_fn.hpp"
 
 namespace baracuda::detail {
 
@@ -181,6 +182,7 @@ using PadForwardDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f
 using PadBackwardDTypes = FloatDTypes;
 
 // Launcher tables (defined in pad_kernels.cu); null when the dtype is not supported.
+using PadLaunchFn = LaunchFn<PadGeometry>;
 PadLaunchFn pad_forward_launcher(DType dtype, bool index64);
 PadLaunchFn pad_backward_launcher(DType dtype, bool index64);
 

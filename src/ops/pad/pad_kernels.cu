@@ -1046,7 +1046,7 @@ __global__ void __launch_bounds__(kPadThreads, 3) pad_segment_backward_kernel(co
 }
 
 template <class T, class Idx>
-int launch_forward(const PadGeometry& g, cudaStream_t s) {
+cudaError_t launch_forward(const PadGeometry& g, cudaStream_t s) {
   if constexpr (sizeof(Idx) == 4) {
     if (g.st.tiles > 0) return launch_staged_forward<static_cast<int>(sizeof(T))>(g, s);
     if constexpr (sizeof(T) == 2)
@@ -1059,30 +1059,30 @@ int launch_forward(const PadGeometry& g, cudaStream_t s) {
       pick.template operator()<1>();
       if constexpr (sizeof(T) <= 2) pick.template operator()<2>();
       if constexpr (sizeof(T) == 1) pick.template operator()<4>();
-      return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g));
+      return launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g);
     }
   }
-  return static_cast<int>(launch_kernel(pad_forward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
-                                        dim3(kPadThreads), 0, s, g));
+  return launch_kernel(pad_forward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
+                                        dim3(kPadThreads), 0, s, g);
 }
 
 template <class T, class Idx>
-int launch_backward(const PadGeometry& g, cudaStream_t s) {
+cudaError_t launch_backward(const PadGeometry& g, cudaStream_t s) {
   if constexpr (sizeof(Idx) == 4) {
     if (g.st.tiles > 0) return launch_staged_backward<T>(g, s);
     if (g.seg_tasks > 0)
-      return static_cast<int>(launch_kernel(pad_segment_backward_kernel<T>, dim3(static_cast<unsigned>(g.seg_blocks)),
-                                            dim3(kPadThreads), 0, s, g));
+      return launch_kernel(pad_segment_backward_kernel<T>, dim3(static_cast<unsigned>(g.seg_blocks)),
+                                            dim3(kPadThreads), 0, s, g);
     if (g.flat_words > 0) {
       void (*k)(PadGeometry) = nullptr;
       if (g.flat_epw == 1) k = pad_flat_backward_kernel<T, 1>;
       if constexpr (sizeof(T) == 2)
         if (g.flat_epw == 2) k = pad_flat_backward_kernel<T, 2>;
-      return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g));
+      return launch_kernel(k, dim3(static_cast<unsigned>(g.flat_blocks)), dim3(kPadThreads), 0, s, g);
     }
   }
-  return static_cast<int>(launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
-                                        dim3(kPadThreads), 0, s, g));
+  return launch_kernel(pad_backward_kernel<T, Idx>, dim3(static_cast<unsigned>(g.blocks)),
+                                        dim3(kPadThreads), 0, s, g);
 }
 
 }  // namespace

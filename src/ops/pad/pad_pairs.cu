@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_pairs_forward_kernel(const __
 
 }  // namespace
 
-int launch_pairs_forward(const PadGeometry& g, cudaStream_t s) {
+cudaError_t launch_pairs_forward(const PadGeometry& g, cudaStream_t s) {
   void (*k)(PadGeometry) = nullptr;
   auto pick = [&]<int NSEG>() {
     constexpr int RW = pad_pairs_rows_per_warp(NSEG);
@@ -133,8 +133,8 @@ int launch_pairs_forward(const PadGeometry& g, cudaStream_t s) {
   };
   [&]<int... N>(std::integer_sequence<int, N...>) { (pick.template operator()<N + 2>(), ...); }(
       std::make_integer_sequence<int, kPairsMaxSeg - 1>{});
-  if (k == nullptr) return static_cast<int>(cudaErrorInvalidConfiguration);
-  return static_cast<int>(launch_kernel(k, dim3(static_cast<unsigned>(g.pr.blocks)), dim3(kPadThreads), 0, s, g));
+  if (k == nullptr) return cudaErrorInvalidConfiguration;
+  return launch_kernel(k, dim3(static_cast<unsigned>(g.pr.blocks)), dim3(kPadThreads), 0, s, g);
 }
 
 }  // namespace baracuda::detail

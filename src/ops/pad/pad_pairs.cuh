@@ -8,6 +8,6 @@
 namespace baracuda::detail {
 
 // Launches the pairs forward for g.pr (2-byte elements); returns the cudaError_t of the launch.
-int launch_pairs_forward(const PadGeometry& g, cudaStream_t s);
+cudaError_t launch_pairs_forward(const PadGeometry& g, cudaStream_t s);
 
 }  // namespace baracuda::detail

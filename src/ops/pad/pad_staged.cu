@@ -293,23 +293,23 @@ __global__ void __launch_bounds__(kStagedThreads, 16) pad_staged_forward_kernel(
 }  // namespace
 
 template <class T>
-int launch_staged_backward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_staged_backward_kernel<T>, dim3(static_cast<unsigned>(g.st.tiles)),
-                                        dim3(kStagedThreads), static_cast<size_t>(g.st.smem), s, g));
+cudaError_t launch_staged_backward(const PadGeometry& g, cudaStream_t s) {
+  return launch_kernel(pad_staged_backward_kernel<T>, dim3(static_cast<unsigned>(g.st.tiles)),
+                                        dim3(kStagedThreads), static_cast<size_t>(g.st.smem), s, g);
 }
-template int launch_staged_backward<float>(const PadGeometry&, cudaStream_t);
-template int launch_staged_backward<double>(const PadGeometry&, cudaStream_t);
-template int launch_staged_backward<__half>(const PadGeometry&, cudaStream_t);
-template int launch_staged_backward<__nv_bfloat16>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_backward<float>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_backward<double>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_backward<__half>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_backward<__nv_bfloat16>(const PadGeometry&, cudaStream_t);
 
 template <int E>
-int launch_staged_forward(const PadGeometry& g, cudaStream_t s) {
-  return static_cast<int>(launch_kernel(pad_staged_forward_kernel<E>, dim3(static_cast<unsigned>(g.st.tiles)),
-                                        dim3(kStagedThreads), static_cast<size_t>(g.st.smem), s, g));
+cudaError_t launch_staged_forward(const PadGeometry& g, cudaStream_t s) {
+  return launch_kernel(pad_staged_forward_kernel<E>, dim3(static_cast<unsigned>(g.st.tiles)),
+                                        dim3(kStagedThreads), static_cast<size_t>(g.st.smem), s, g);
 }
-template int launch_staged_forward<1>(const PadGeometry&, cudaStream_t);
-template int launch_staged_forward<2>(const PadGeometry&, cudaStream_t);
-template int launch_staged_forward<4>(const PadGeometry&, cudaStream_t);
-template int launch_staged_forward<8>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_forward<1>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_forward<2>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_forward<4>(const PadGeometry&, cudaStream_t);
+template cudaError_t launch_staged_forward<8>(const PadGeometry&, cudaStream_t);
 
 }  // namespace baracuda::detail

@@ -10,9 +10,9 @@ namespace baracuda::detail {
 // Launches the staged backward for g.st (T: float, __half, __nv_bfloat16 or double); returns
 // the cudaError_t of the launch.
 template <class T>
-int launch_staged_backward(const PadGeometry& g, cudaStream_t s);
+cudaError_t launch_staged_backward(const PadGeometry& g, cudaStream_t s);
 // The staged forward for elements of E bytes (1, 2, 4 or 8).
 template <int E>
-int launch_staged_forward(const PadGeometry& g, cudaStream_t s);
+cudaError_t launch_staged_forward(const PadGeometry& g, cudaStream_t s);
 
 }  // namespace baracuda::detail

@@ -15,6 +15,7 @@
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "core/launch_fn.hpp"
 
 namespace baracuda::red {
 
@@ -36,8 +37,8 @@ struct ReduceGeom {
   int col_vec = 1;
 };
 
-// Launches pass 1 (and pass 2 when splits > 1); returns a cudaError_t as int.
-using ReduceLaunchFn = int (*)(const ReduceGeom&, cudaStream_t);
+// Launches pass 1 (and pass 2 when splits > 1).
+using ReduceLaunchFn = LaunchFn<ReduceGeom>;
 ReduceLaunchFn reduce_find_kernel(DType in, int op, bool f64_acc);
 
 }  // namespace baracuda::red

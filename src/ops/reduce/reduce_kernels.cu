@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/arith.hpp"
+#include "core/cuda_types.cuh"
 #include "core/launch.cuh"
-#include "ops/elementwise/ew_kernels.cuh"
 #include "ops/reduce/reduce_geometry.hpp"
 
 namespace baracuda::red {
@@ -23,15 +24,15 @@ struct Combine {
   }
   __device__ static Acc apply(Acc a, Acc b) {
     if constexpr (OP == 0) {
-      if constexpr (std::is_integral_v<Acc>) return ew::wadd(a, b);
+      if constexpr (std::is_integral_v<Acc>) return wadd(a, b);
       else return a + b;
     } else if constexpr (OP == 1) {
-      if constexpr (std::is_integral_v<Acc>) return ew::wmul(a, b);
+      if constexpr (std::is_integral_v<Acc>) return wmul(a, b);
       else return a * b;
     } else if constexpr (OP == 2) {
-      return ew::nan_max(a, b);
+      return nan_max(a, b);
     } else {
-      return ew::nan_min(a, b);
+      return nan_min(a, b);
     }
   }
 };
@@ -59,7 +60,7 @@ __device__ __forceinline__ int64_t red_offset(const ReduceGeom& g, int64_t r) {
 template <class Acc>
 __device__ __forceinline__ void store_y(const ReduceGeom& g, int64_t k, Acc v) {
   char* base = static_cast<char*>(g.y) + kept_offset(g, k, true) * static_cast<int64_t>(dtype_size(static_cast<DType>(g.y_dtype)));
-  ew::store_dyn<Acc>(base, 0, g.y_dtype, v, false);
+  store_dyn<Acc>(base, 0, g.y_dtype, v, false);
 }
 
 // One warp per (k, split): lanes stride the split's reduced range; shuffle tree in fixed order.
@@ -80,17 +81,17 @@ __global__ void __launch_bounds__(256) row_kernel(const ReduceGeom g) {
     int64_t head = static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
     if (addr % sizeof(T) != 0) head = r1 - r0;  // cannot align: all scalar
     head = min(head, r1 - r0);
-    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[r]));
+    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = Cb::apply(acc, to_c<Acc>(x[r]));
     const int64_t nvec = (r1 - r0 - head) / V;
     const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
     for (int64_t v = lane; v < nvec; v += 32) {
       const Vec<T, V> w = xv[v];
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc = Cb::apply(acc, ew::to_c<Acc>(w.v[e]));
+      for (int e = 0; e < V; ++e) acc = Cb::apply(acc, to_c<Acc>(w.v[e]));
     }
-    for (int64_t r = r0 + head + nvec * V + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[r]));
+    for (int64_t r = r0 + head + nvec * V + lane; r < r1; r += 32) acc = Cb::apply(acc, to_c<Acc>(x[r]));
   } else {
-    for (int64_t r = r0 + lane; r < r1; r += 32) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+    for (int64_t r = r0 + lane; r < r1; r += 32) acc = Cb::apply(acc, to_c<Acc>(x[red_offset(g, r)]));
   }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) acc = Cb::apply(acc, __shfl_xor_sync(0xffffffffu, acc, d));
@@ -113,13 +114,13 @@ __global__ void __launch_bounds__(256) col_kernel(const ReduceGeom g) {
     const int64_t st = g.rxs[0];
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
-      const Acc a0 = ew::to_c<Acc>(x[r * st]), a1 = ew::to_c<Acc>(x[(r + 1) * st]);
-      const Acc a2 = ew::to_c<Acc>(x[(r + 2) * st]), a3 = ew::to_c<Acc>(x[(r + 3) * st]);
+      const Acc a0 = to_c<Acc>(x[r * st]), a1 = to_c<Acc>(x[(r + 1) * st]);
+      const Acc a2 = to_c<Acc>(x[(r + 2) * st]), a3 = to_c<Acc>(x[(r + 3) * st]);
       acc = Cb::apply(Cb::apply(Cb::apply(Cb::apply(acc, a0), a1), a2), a3);
     }
-    for (; r < r1; ++r) acc = Cb::apply(acc, ew::to_c<Acc>(x[r * st]));
+    for (; r < r1; ++r) acc = Cb::apply(acc, to_c<Acc>(x[r * st]));
   } else {
-    for (int64_t r = r0; r < r1; ++r) acc = Cb::apply(acc, ew::to_c<Acc>(x[red_offset(g, r)]));
+    for (int64_t r = r0; r < r1; ++r) acc = Cb::apply(acc, to_c<Acc>(x[red_offset(g, r)]));
   }
   if (g.splits == 1) store_y(g, k, acc);
   else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
@@ -139,21 +140,21 @@ __global__ void __launch_bounds__(256) col_vec_kernel(const ReduceGeom g) {
   Acc acc[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) acc[e] = Cb::identity();
-  auto add = [&](const ew::RawVec<T, V>& w) {
+  auto add = [&](const RawVec<T, V>& w) {
     Acc a[V];
-    ew::to_c_vec<Acc, V, T>(w, a);
+    to_c_vec<Acc, V, T>(w, a);
 #pragma unroll
     for (int e = 0; e < V; ++e) acc[e] = Cb::apply(acc[e], a[e]);
   };
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {  // four loads in flight, added in order
-    ew::RawVec<T, V> w[4];
+    RawVec<T, V> w[4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) w[u] = ew::load_raw<V>(x + (r + u) * st, 0u, true, 0u);
+    for (int u = 0; u < 4; ++u) w[u] = load_raw<V>(x + (r + u) * st, 0u, true, 0u);
 #pragma unroll
     for (int u = 0; u < 4; ++u) add(w[u]);
   }
-  for (; r < r1; ++r) add(ew::load_raw<V>(x + r * st, 0u, true, 0u));
+  for (; r < r1; ++r) add(load_raw<V>(x + r * st, 0u, true, 0u));
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     if (g.splits == 1) store_y(g, k0 + e, acc[e]);
@@ -173,8 +174,8 @@ __global__ void __launch_bounds__(256) combine_kernel(const ReduceGeom g) {
 }
 
 template <class T, class Acc, int OP>
-int launch(const ReduceGeom& g, cudaStream_t stream) {
-  if (g.K == 0) return 0;
+cudaError_t launch(const ReduceGeom& g, cudaStream_t stream) {
+  if (g.K == 0) return cudaSuccess;
   cudaError_t e;
   if (g.row_mode) {
     const int64_t warps = g.K * g.splits;
@@ -193,8 +194,8 @@ int launch(const ReduceGeom& g, cudaStream_t stream) {
       e = launch_kernel(col_kernel<T, Acc, OP>, dim3(static_cast<unsigned>((g.K + 255) / 256), static_cast<unsigned>(g.splits)), dim3(256), 0,
                         stream, g);
   }
-  if (e != cudaSuccess || g.splits == 1) return static_cast<int>(e);
-  return static_cast<int>(launch_kernel(combine_kernel<Acc, OP>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g));
+  if (e != cudaSuccess || g.splits == 1) return e;
+  return launch_kernel(combine_kernel<Acc, OP>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g);
 }
 
 template <class T, bool F64>
@@ -212,7 +213,7 @@ ReduceLaunchFn pick(int op) {
 
 ReduceLaunchFn reduce_find_kernel(DType in, int op, bool f64_acc) {
   ReduceLaunchFn fn = nullptr;
-  ew::dispatch_storage<true, true, true>(in, [&]<class T>() {
+  dispatch_storage<true, true, true>(in, [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) fn = pick<T, true>(op);
     else if constexpr (std::is_integral_v<T>) fn = pick<T, false>(op);
     else fn = f64_acc ? pick<T, true>(op) : pick<T, false>(op);

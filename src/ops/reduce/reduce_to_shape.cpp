@@ -4,10 +4,11 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/arch.hpp"
 #include "core/cuda_check.hpp"
-#include "core/hash.hpp"
+#include "core/dispatch.hpp"
+#include "core/plan_kit.hpp"
 #include "core/validate.hpp"
+#include "core/workspace.hpp"
 #include "ops/reduce/reduce_geometry.hpp"
 
 namespace baracuda {
@@ -16,15 +17,17 @@ namespace {
 
 constexpr std::string_view kOp = "reduce_to_shape";
 
-bool supported(DType t) {
-  switch (t) {
-    case DType::f32: case DType::f16: case DType::bf16: case DType::f64:
-    case DType::i8: case DType::u8: case DType::i16: case DType::i32: case DType::i64: case DType::boolean: return true;
-    default: return false;
-  }
-}
+using ReduceDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32,
+                               DType::i64, DType::boolean>;
+
+DType accumulator(const ReduceToShapeDescriptor& d);
 
 bool f64_acc(const ReduceToShapeDescriptor& d) { return d.in_dtype == DType::f64 || d.out_dtype == DType::f64; }
+
+// i64 for integer and bool inputs, f64 when either side is f64, else f32.
+DType accumulator(const ReduceToShapeDescriptor& d) {
+  return is_integral(d.in_dtype) || d.in_dtype == DType::boolean ? DType::i64 : f64_acc(d) ? DType::f64 : DType::f32;
+}
 
 // Splits chosen from the shape only (so workspace_size() is fixed at select).
 void choose_splits(red::ReduceGeom* g) {
@@ -129,16 +132,6 @@ void build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const Tensor
 
 }  // namespace
 
-std::string_view reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kProd: return "prod";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
-  }
-  return "?";
-}
-
 ReduceToShapeDescriptor ReduceToShapeDescriptor::make(ReduceOp op, DType in_dtype, std::span<const int64_t> in_shape,
                                                       DType out_dtype, std::span<const int64_t> out_shape) {
   ReduceToShapeDescriptor d;
@@ -152,26 +145,14 @@ ReduceToShapeDescriptor ReduceToShapeDescriptor::make(ReduceOp op, DType in_dtyp
   return d;
 }
 
-size_t ReduceToShapeDescriptor::hash() const {
-  Fnv1a f;
-  f.mix(op);
-  f.mix(in_dtype);
-  f.mix(out_dtype);
-  f.mix(in_rank);
-  f.mix_all(in_shape, std::clamp(in_rank, 0, kMaxRank));
-  f.mix(out_rank);
-  f.mix_all(out_shape, std::clamp(out_rank, 0, kMaxRank));
-  return f.value();
-}
-
 Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescriptor& d, const PlanPreference& pref) {
+  ReduceToShapePlan p;
+  if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
   if (d.in_rank < 0 || d.in_rank > kMaxRank) return error(StatusCode::kInvalidProblem, kOp, ": in rank = ", d.in_rank, " must be in [0, 8]");
   if (d.out_rank < 0 || d.out_rank > d.in_rank)
     return error(StatusCode::kInvalidProblem, kOp, ": out rank = ", d.out_rank, " must be in [0, in rank = ", d.in_rank, "]");
-  if (static_cast<int>(d.op) > static_cast<int>(ReduceOp::kMin)) return error(StatusCode::kInvalidProblem, kOp, ": op is not a ReduceOp");
-  if (!supported(d.in_dtype) || !supported(d.out_dtype))
-    return error(StatusCode::kUnsupported, kOp, ": dtypes ", dtype_name(d.in_dtype), " -> ", dtype_name(d.out_dtype),
-                 " (supported: f32, f16, bf16, f64, i8, u8, i16, i32, i64, bool)");
+  if (Status s = check_dtype(kOp, "in_dtype", d.in_dtype, ReduceDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "out_dtype", d.out_dtype, ReduceDTypes{}); !s.ok()) return s;
   const bool in_f = is_floating(d.in_dtype), out_f = is_floating(d.out_dtype);
   if (in_f && !out_f) return error(StatusCode::kUnsupported, kOp, ": a floating input cannot reduce into ", dtype_name(d.out_dtype));
   const int off = d.in_rank - d.out_rank;
@@ -185,61 +166,44 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   if (d.op == ReduceOp::kMax || d.op == ReduceOp::kMin)
     for (int a = 0; a < d.in_rank; ++a)
       if (d.in_shape[a] == 0 && (a < off || d.out_shape[a - off] == 1))
-        return error(StatusCode::kInvalidProblem, kOp, ": ", reduce_op_name(d.op), " over an empty axis (in_shape[", a,
+        return error(StatusCode::kInvalidProblem, kOp, ": ", enum_name(d.op), " over an empty axis (in_shape[", a,
                      "] = 0) has no identity (as torch.amax)");
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, kOp, ": forced backend ", backend_name(pref.forced_backend), " has no implementation (candidates: bespoke)");
-  auto arch = resolve_arch(kOp, pref);
-  if (!arch) return arch.status();
   if (!red::reduce_find_kernel(d.in_dtype, static_cast<int>(d.op), f64_acc(d)))
     return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.in_dtype));
-  ReduceToShapePlan p;
   p.desc_ = d;
   red::ReduceGeom g;
   build(d, nullptr, nullptr, &g);
-  const size_t acc = (is_integral(d.in_dtype) || d.in_dtype == DType::boolean || f64_acc(d)) ? 8 : 4;
   // the run-time classification may pick the other mode; reserve for the larger split count
   red::ReduceGeom g2 = g;
   g2.row_mode = !g.row_mode;
   choose_splits(&g2);
   const int64_t splits = std::max(g.splits, g2.splits);
-  p.workspace_ = splits > 1 ? static_cast<size_t>(splits * g.K) * acc : 0;
+  WorkspaceLayout w;
+  if (splits > 1) w.take(static_cast<size_t>(splits * g.K) * dtype_size(accumulator(d)));
+  p.workspace_ = w.total();
   if (Status s = check_workspace_budget(kOp, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
-  p.sku_.op = cat("reduce_to_shape.", reduce_op_name(d.op));
+  p.sku_.op = cat("reduce_to_shape.", enum_name(d.op));
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.in_dtype;
-  p.sku_.backend = Backend::kBespoke;
-  p.sku_.arch = *arch;
   p.sku_.variant = g.row_mode ? "rows" : "columns";
+  p.guarantee_.accumulator = p.guarantee_.math = accumulator(d);
+  p.operands_.input("x", d.in_dtype, std::span<const int64_t>(d.in_shape, static_cast<size_t>(d.in_rank)));
+  p.operands_.output("y", d.out_dtype, std::span<const int64_t>(d.out_shape, static_cast<size_t>(d.out_rank)));
+  if (Status s = resolve_operands<ReduceToShapeArgs>(kOp, p.operands_); !s.ok()) return s;
   return p;
 }
 
-PrecisionGuarantee ReduceToShapePlan::precision_guarantee() const {
-  PrecisionGuarantee g;
-  g.accumulator = is_integral(desc_.in_dtype) || desc_.in_dtype == DType::boolean ? DType::i64 : (f64_acc(desc_) ? DType::f64 : DType::f32);
-  g.math = g.accumulator;
-  g.determinism = Determinism::kRunToRun;
-  return g;
-}
-
 Status ReduceToShapePlan::can_implement(const ReduceToShapeArgs& a) const {
-  if (Status s = check_view(kOp, "x", a.x, a.x.data, desc_.in_dtype, std::span<const int64_t>(desc_.in_shape, desc_.in_rank)); !s.ok()) return s;
-  if (Status s = check_view(kOp, "y", a.y, a.y.data, desc_.out_dtype, std::span<const int64_t>(desc_.out_shape, desc_.out_rank)); !s.ok())
-    return s;
-  if (Status s = check_no_internal_overlap(kOp, "y", a.y); !s.ok()) return s;
-  if (ranges_overlap(a.x, a.x.data, a.y, a.y.data)) return error(StatusCode::kInvalidProblem, kOp, ": y overlaps x");
-  return {};
+  return check_plan_args(kOp, selected(), operands_, a);
 }
 
 Status ReduceToShapePlan::run(cudaStream_t stream, Workspace ws, const ReduceToShapeArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   red::ReduceGeom g;
   build(desc_, &a.x, &a.y, &g);
-  const size_t acc = (is_integral(desc_.in_dtype) || desc_.in_dtype == DType::boolean || f64_acc(desc_)) ? 8 : 4;
   if (g.splits > 1) {
-    const size_t need = static_cast<size_t>(g.splits * g.K) * acc;
-    if (ws.ptr == nullptr || ws.bytes < need)
-      return error(StatusCode::kWorkspaceTooSmall, kOp, ": workspace of ", ws.bytes, " bytes; needs ", need);
+    if (Status s = check_workspace(kOp, ws, static_cast<size_t>(g.splits * g.K) * dtype_size(accumulator(desc_))); !s.ok())
+      return s;
     g.partials = ws.ptr;
   }
   g.x = a.x.data;
@@ -247,7 +211,7 @@ Status ReduceToShapePlan::run(cudaStream_t stream, Workspace ws, const ReduceToS
   g.y_dtype = static_cast<uint8_t>(desc_.out_dtype);
   if (g.K == 0) return {};
   auto fn = red::reduce_find_kernel(desc_.in_dtype, static_cast<int>(desc_.op), f64_acc(desc_));
-  return cuda_status(static_cast<cudaError_t>(fn(g, stream)), kOp);
+  return cuda_status(fn(g, stream), kOp);
 }
 
 }  // namespace baracuda

@@ -7,10 +7,9 @@
 #include <numbers>
 
 #include "baracuda/ops/rope.hpp"
-#include "core/arch.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
-#include "core/hash.hpp"
+#include "core/plan_kit.hpp"
 #include "core/validate.hpp"
 #include "ops/rope/rope_geometry.hpp"
 
@@ -25,12 +24,8 @@ std::string_view op_name(bool backward) { return backward ? kOpBwd : kOp; }
 
 Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
   auto bad = [&](auto... parts) { return error(StatusCode::kInvalidProblem, op, ": ", parts...); };
-  if (!FloatDTypes::contains(d.dtype))
-    return error(StatusCode::kUnsupported, op, ": dtype ", dtype_name(d.dtype), " is not supported (supported: ",
-                 FloatDTypes::names(), ")");
-  if (static_cast<int>(d.layout) > static_cast<int>(RopeLayout::kBSHD)) return bad("layout is not a RopeLayout");
-  if (static_cast<int>(d.pairing) > static_cast<int>(RopePairing::kInterleaved)) return bad("pairing is not a RopePairing");
-  if (static_cast<int>(d.scaling) > static_cast<int>(RopeScaling::kLlama3)) return bad("scaling is not a RopeScaling");
+  if (Status s = check_enums(op, d); !s.ok()) return s;
+  if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;
   if (d.batch < 0) return bad("batch = ", d.batch, " must be >= 0");
   if (d.seq < 0) return bad("seq = ", d.seq, " must be >= 0");
   if (d.heads_q < 1) return bad("heads_q = ", d.heads_q, " must be >= 1");
@@ -45,17 +40,15 @@ Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
     return bad("(heads_q + heads_k) * head_dim = ", (d.heads_q + d.heads_k) * d.head_dim, " must be < 2^31");
   if (d.positions_rank < 0 || d.positions_rank > 2)
     return bad("positions_rank = ", d.positions_rank, " must be 0 (none), 1 ([S]) or 2 ([B, S])");
-  if (d.positions_rank > 0 && d.positions_dtype != DType::i32 && d.positions_dtype != DType::i64)
-    return error(StatusCode::kUnsupported, op, ": positions_dtype ", dtype_name(d.positions_dtype), " must be i32 or i64");
+  if (d.positions_rank > 0)
+    if (Status s = check_dtype(op, "positions_dtype", d.positions_dtype, DTypeList<DType::i32, DType::i64>{}); !s.ok()) return s;
   if (d.positions_rank > 0 && d.position_offset != 0)
     return bad("position_offset = ", d.position_offset, " is only used without a positions tensor");
   if (d.cos_sin_cache) {
-    if (!FloatDTypes::contains(d.cache_dtype))
-      return error(StatusCode::kUnsupported, op, ": cache_dtype ", dtype_name(d.cache_dtype), " must be one of ",
-                   FloatDTypes::names());
+    if (Status s = check_dtype(op, "cache_dtype", d.cache_dtype, FloatDTypes{}); !s.ok()) return s;
     if (d.cache_rows < 0) return bad("cache_rows = ", d.cache_rows, " must be >= 0");
     if (d.scaling != RopeScaling::kNone)
-      return bad("scaling ", rope_scaling_name(d.scaling), " applies to computed angles; a cos/sin cache carries its own");
+      return bad("scaling ", enum_name(d.scaling), " applies to computed angles; a cos/sin cache carries its own");
     return {};
   }
   if (R / 2 > kRopeMaxComputedPairs)
@@ -66,7 +59,7 @@ Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
   if (d.scaling != RopeScaling::kNone && !(std::isfinite(sp.factor) && sp.factor > 0))
     return bad("scale.factor = ", sp.factor, " must be finite and > 0");
   if ((d.scaling == RopeScaling::kYaRN || d.scaling == RopeScaling::kLlama3) && sp.original_max_position <= 0)
-    return bad("scale.original_max_position = ", sp.original_max_position, " must be > 0 for ", rope_scaling_name(d.scaling));
+    return bad("scale.original_max_position = ", sp.original_max_position, " must be > 0 for ", enum_name(d.scaling));
   if (d.scaling == RopeScaling::kYaRN) {
     if (d.base == 1.0) return bad("base = 1 leaves YaRN's correction range undefined");
     if (!(sp.beta_fast > 0 && sp.beta_slow > 0 && std::isfinite(sp.beta_fast) && std::isfinite(sp.beta_slow)))
@@ -101,32 +94,55 @@ bool exact_alias(const TensorLayout& a, const void* ap, const TensorLayout& b, c
   return ap == bp && a.identical(b);
 }
 
+// The operands of either direction: q side, k side (heads_k > 0), positions, cache; then outputs.
+OperandSpecs rope_operands(const RopeDescriptor& d, bool backward) {
+  const char* in_name[2] = {backward ? "dq_out" : "q", backward ? "dk_out" : "k"};
+  const char* out_name[2] = {backward ? "dq" : "q_out", backward ? "dk" : "k_out"};
+  const int nt = d.heads_k > 0 ? 2 : 1;
+  int64_t shape[2][4];
+  OperandSpecs s;
+  for (int x = 0; x < nt; ++x) {
+    view_shape(d, x == 0 ? d.heads_q : d.heads_k, shape[x]);
+    s.input(in_name[x], d.dtype, shape[x]);
+  }
+  if (d.positions_rank > 0) {
+    const int64_t ps[2] = {d.positions_rank == 2 ? d.batch : d.seq, d.seq};
+    s.input("positions", d.positions_dtype, std::span<const int64_t>(ps + (d.positions_rank == 2 ? 0 : 1), d.positions_rank));
+  }
+  if (d.cos_sin_cache) {
+    s.input("cos", d.cache_dtype, {d.cache_rows, d.rot_dim() / 2});
+    s.input("sin", d.cache_dtype, {d.cache_rows, d.rot_dim() / 2});
+  }
+  for (int x = 0; x < nt; ++x) {
+    s.output(out_name[x], d.dtype, shape[x]);
+    s.may_alias(out_name[x], in_name[x]);
+  }
+  return s;
+}
+
 }  // namespace
 
-std::string_view rope_pairing_name(RopePairing p) {
-  return p == RopePairing::kHalf ? "half" : p == RopePairing::kInterleaved ? "interleaved" : "?";
-}
-
-std::string_view rope_scaling_name(RopeScaling s) {
-  switch (s) {
-    case RopeScaling::kNone: return "none";
-    case RopeScaling::kLinear: return "linear";
-    case RopeScaling::kYaRN: return "yarn";
-    case RopeScaling::kLlama3: return "llama3";
+Result<RopeDescriptor> RopeDescriptor::from_args(const RopeArgs& a, RopeLayout layout) {
+  if (a.q.rank != 4) return error(StatusCode::kInvalidProblem, kOp, ": q has rank ", a.q.rank, "; it must be 4");
+  const bool bhsd = layout == RopeLayout::kBHSD;
+  RopeDescriptor d;
+  d.dtype = a.q.dtype;
+  d.layout = layout;
+  d.batch = a.q.shape[0];
+  d.seq = a.q.shape[bhsd ? 2 : 1];
+  d.heads_q = a.q.shape[bhsd ? 1 : 2];
+  d.head_dim = a.q.shape[3];
+  d.heads_k = a.k.rank == 4 && a.k.numel() > 0 ? a.k.shape[bhsd ? 1 : 2] : 0;
+  if (a.positions.rank > 0) {
+    d.positions_rank = a.positions.rank;
+    d.positions_dtype = a.positions.dtype;
   }
-  return "?";
-}
-
-size_t RopeDescriptor::hash() const {
-  Fnv1a f;
-  for (int64_t v : {int64_t(dtype), int64_t(layout), int64_t(pairing), batch, seq, heads_q, heads_k, head_dim, rotary_dim,
-                    int64_t(scaling), scale.original_max_position, int64_t(positions_rank), int64_t(positions_dtype),
-                    position_offset, int64_t(cos_sin_cache), int64_t(cache_dtype), cache_rows})
-    f.mix(v);
-  for (double v : {base, scale.factor, scale.beta_fast, scale.beta_slow, scale.attention_factor, scale.low_freq_factor,
-                   scale.high_freq_factor})
-    f.mix(std::bit_cast<uint64_t>(v));
-  return f.value();
+  if (a.cos.rank > 0) {
+    d.cos_sin_cache = true;
+    d.cache_dtype = a.cos.dtype;
+    d.cache_rows = a.cos.shape[0];
+  }
+  return d;
 }
 
 Status rope_frequencies(const RopeDescriptor& d, double* inv_freq, double* attention_factor) {
@@ -177,12 +193,8 @@ Status rope_frequencies(const RopeDescriptor& d, double* inv_freq, double* atten
 
 Status RopePlanBase::select_impl(const RopeDescriptor& d, const PlanPreference& pref, bool backward) {
   const std::string_view op = op_name(backward);
+  if (Status s = begin_select(op, d, pref, &sku_); !s.ok()) return s;
   if (Status s = validate_descriptor(op, d); !s.ok()) return s;
-  if (pref.forced_backend != Backend::kAny && pref.forced_backend != Backend::kBespoke)
-    return error(StatusCode::kUnsupported, op, ": forced backend ", backend_name(pref.forced_backend),
-                 " has no rope implementation (candidates: bespoke)");
-  auto arch = resolve_arch(op, pref);
-  if (!arch) return arch.status();
   if (!d.cos_sin_cache) {
     if (Status s = rope_frequencies(d, inv_freq_, &attention_factor_); !s.ok()) return s;
   }
@@ -191,70 +203,30 @@ Status RopePlanBase::select_impl(const RopeDescriptor& d, const PlanPreference& 
       return error(StatusCode::kInternal, op, ": no kernel for ", dtype_name(d.dtype), " np ", np);
   desc_ = d;
   backward_ = backward;
-  sku_.op = cat("rope.", rope_pairing_name(d.pairing));
+  sku_.op = cat("rope.", enum_name(d.pairing));
   sku_.direction = backward ? Direction::kBackward : Direction::kForward;
   sku_.dtype = d.dtype;
-  sku_.backend = Backend::kBespoke;
-  sku_.arch = *arch;
   sku_.variant = d.cos_sin_cache ? "tokenblock.cache" : "tokenblock";
-  return {};
+  guarantee_ = float_guarantee(d.dtype);
+  operands_ = rope_operands(d, backward);
+  return backward ? resolve_operands<RopeBackwardArgs>(op, operands_) : resolve_operands<RopeArgs>(op, operands_);
 }
 
-PrecisionGuarantee RopePlanBase::precision_guarantee() const {
-  const DType acc = desc_.dtype == DType::f64 ? DType::f64 : DType::f32;
-  return PrecisionGuarantee{acc, acc, /*bit_exact=*/false, Determinism::kRunToRun};
-}
-
-Status RopePlanBase::check(const TensorRef (&in)[2], const TensorMut (&out)[2], const TensorRef& positions,
-                           const TensorRef& cos, const TensorRef& sin) const {
-  const RopeDescriptor& d = desc_;
+// What the generic operand check leaves to rope: unit stride along head_dim.
+Status RopePlanBase::check(const TensorRef (&in)[2], const TensorMut (&out)[2]) const {
   const std::string_view op = op_name(backward_);
   const char* in_name[2] = {backward_ ? "dq_out" : "q", backward_ ? "dk_out" : "k"};
   const char* out_name[2] = {backward_ ? "dq" : "q_out", backward_ ? "dk" : "k_out"};
-  const int nt = d.heads_k > 0 ? 2 : 1;
-  for (int x = 0; x < nt; ++x) {
-    int64_t shape[4];
-    view_shape(d, x == 0 ? d.heads_q : d.heads_k, shape);
-    if (Status s = check_view(op, in_name[x], in[x], in[x].data, d.dtype, shape); !s.ok()) return s;
-    if (Status s = check_view(op, out_name[x], out[x], out[x].data, d.dtype, shape); !s.ok()) return s;
+  for (int x = 0; x < (desc_.heads_k > 0 ? 2 : 1); ++x)
     if (in[x].stride[3] != 1 || out[x].stride[3] != 1)
       return error(StatusCode::kInvalidProblem, op, ": ", in[x].stride[3] != 1 ? in_name[x] : out_name[x],
                    " must have unit stride on its last (head_dim) axis, not ",
                    in[x].stride[3] != 1 ? in[x].stride[3] : out[x].stride[3]);
-    if (Status s = check_no_internal_overlap(op, out_name[x], out[x]); !s.ok()) return s;
-  }
-  if (d.positions_rank > 0) {
-    const int64_t ps[2] = {d.positions_rank == 2 ? d.batch : d.seq, d.seq};
-    if (Status s = check_view(op, "positions", positions, positions.data, d.positions_dtype,
-                              std::span<const int64_t>(ps + (d.positions_rank == 2 ? 0 : 1), d.positions_rank));
-        !s.ok())
-      return s;
-  }
-  if (d.cos_sin_cache) {
-    const int64_t cs[2] = {d.cache_rows, d.rot_dim() / 2};
-    if (Status s = check_view(op, "cos", cos, cos.data, d.cache_dtype, cs); !s.ok()) return s;
-    if (Status s = check_view(op, "sin", sin, sin.data, d.cache_dtype, cs); !s.ok()) return s;
-  }
-  // aliasing: each output may be its own input exactly, and touch nothing else
-  for (int x = 0; x < nt; ++x) {
-    const TensorLayout& o = out[x];
-    auto clash = [&](const TensorLayout& t, const void* p) { return views_may_overlap(o, out[x].data, t, p); };
-    if (!exact_alias(o, out[x].data, in[x], in[x].data) && clash(in[x], in[x].data))
-      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps ", in_name[x],
-                   " without being exactly in place (same data and strides)");
-    if (nt == 2 && (clash(in[1 - x], in[1 - x].data) || (x == 0 && clash(out[1], out[1].data))))
-      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps the ", x == 0 ? "k" : "q", " side");
-    if (d.positions_rank > 0 && clash(positions, positions.data))
-      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps positions");
-    if (d.cos_sin_cache && (clash(cos, cos.data) || clash(sin, sin.data)))
-      return error(StatusCode::kInvalidProblem, op, ": ", out_name[x], " overlaps the cos/sin cache");
-  }
   return {};
 }
 
 Status RopePlanBase::launch(cudaStream_t stream, const TensorRef (&in)[2], const TensorMut (&out)[2],
                             const TensorRef& positions, const TensorRef& cos, const TensorRef& sin) const {
-  if (Status s = check(in, out, positions, cos, sin); !s.ok()) return s;
   const RopeDescriptor& d = desc_;
   const std::string_view op = op_name(backward_);
   const int64_t tokens = d.batch * d.seq;
@@ -324,7 +296,7 @@ Status RopePlanBase::launch(cudaStream_t stream, const TensorRef (&in)[2], const
   }
   p.sign = backward_ ? -1.0 : 1.0;
   const detail::RopeLaunchFn fn = detail::rope_launcher(d.dtype, d.pairing, np);
-  return cuda_status(static_cast<cudaError_t>(fn(p, stream)), op);
+  return cuda_status(fn(p, stream), op);
 }
 
 // ---------------------------------------------------------------- the two plans
@@ -336,10 +308,12 @@ Result<RopePlan> RopePlan::select(const RopeDescriptor& desc, const PlanPreferen
 }
 
 Status RopePlan::can_implement(const RopeArgs& a) const {
-  return check({a.q, a.k}, {a.q_out, a.k_out}, a.positions, a.cos, a.sin);
+  if (Status s = check_plan_args(kOp, selected(), operands_, a); !s.ok()) return s;
+  return check({a.q, a.k}, {a.q_out, a.k_out});
 }
 
 Status RopePlan::run(cudaStream_t stream, Workspace, const RopeArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
   return launch(stream, {a.q, a.k}, {a.q_out, a.k_out}, a.positions, a.cos, a.sin);
 }
 
@@ -350,10 +324,12 @@ Result<RopeBackwardPlan> RopeBackwardPlan::select(const RopeBackwardDescriptor& 
 }
 
 Status RopeBackwardPlan::can_implement(const RopeBackwardArgs& a) const {
-  return check({a.dq_out, a.dk_out}, {a.dq, a.dk}, a.positions, a.cos, a.sin);
+  if (Status s = check_plan_args(kOpBwd, selected(), operands_, a); !s.ok()) return s;
+  return check({a.dq_out, a.dk_out}, {a.dq, a.dk});
 }
 
 Status RopeBackwardPlan::run(cudaStream_t stream, Workspace, const RopeBackwardArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
   return launch(stream, {a.dq_out, a.dk_out}, {a.dq, a.dk}, a.positions, a.cos, a.sin);
 }
 

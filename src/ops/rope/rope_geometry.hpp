@@ -11,8 +11,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/ops/rope.hpp"
-
-typedef struct CUstream_st* cudaStream_t;
+#include "core/launch_fn.hpp"
 
 namespace baracuda::detail {
 
@@ -41,8 +40,7 @@ struct RopeParams {
   double inv_freq[kRopeMaxComputedPairs] = {};
 };
 
-// Returns the cudaError_t of the launch as an int.
-using RopeLaunchFn = int (*)(const RopeParams&, cudaStream_t);
+using RopeLaunchFn = LaunchFn<RopeParams>;
 
 // Widest pairs-per-chunk the dtype's 16-byte vectors allow.
 constexpr int rope_max_np(DType t) { return 16 / static_cast<int>(dtype_size(t)); }

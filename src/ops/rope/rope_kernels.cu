@@ -203,12 +203,11 @@ __global__ void __launch_bounds__(rope_threads<kAsync>()) rope_kernel(const __gr
 }
 
 template <class T, int NP, bool kInter, int U, bool kSm>
-int launch_rope(const RopeParams& p, cudaStream_t s) {
+cudaError_t launch_rope(const RopeParams& p, cudaStream_t s) {
   constexpr int kThr = rope_threads<kSm>();
   const int64_t per_block = kThr / p.group_lanes;  // tokens
   const int64_t blocks = (p.tokens + per_block - 1) / per_block;
-  return static_cast<int>(launch_kernel(rope_kernel<T, NP, kInter, U, kSm>, dim3(static_cast<unsigned>(blocks)),
-                                        dim3(kThr), 0, s, p));
+  return launch_kernel(rope_kernel<T, NP, kInter, U, kSm>, dim3(static_cast<unsigned>(blocks)), dim3(kThr), 0, s, p);
 }
 
 // cp.async staging (U = 4 items per pass, two passes in flight) wherever a vector is at least
