@@ -1,402 +1,384 @@
-// baracuda_bench — the benchmark / verification CLI (README's main job).
+// baracuda_bench — the verification / benchmark CLI over the op table (benchdnn-style).
 //
-// For every implemented op family (today: pad) it
-//   1. verifies the op on the GPU against the float64 reference (sampled on the benchmark
-//      shapes, exhaustively on reduced shapes),
-//   2. measures the copy-bandwidth ceiling in the same run (device-to-device copy, 2 x 2 GiB),
-//   3. times each case with CUDA events (warm-up, then the median of many repetitions; working
-//      sets far beyond the 50 MB L2) and reports GB/s and the fraction of the ceiling,
-//   4. writes machine-readable records (--json FILE) that bench/torch_side_by_side.py
-//      completes with PyTorch's time for the same case.
-// Without a GPU it says so and exits 0 after checking that every case's plan selects.
+//   baracuda_bench --list                                     every op of the table
+//   baracuda_bench --op rope --problem "dtype=bf16 seq=4096 heads_q=32 head_dim=128" [--mode CP]
+//   baracuda_bench --batch bench/problems/perf/rope.txt --mode P --json rope.json
+//   baracuda_bench                                            the main job: CI problems verified (C),
+//                                                             then the performance problems timed (P)
+//
+// One line per problem: PASSED / FAILED / UNSUPPORTED (with the reason) / PERF, the sku, the
+// median time (CUDA events around run(), after warm-ups), GB/s or TFLOP/s against the ceiling
+// measured in the same run (device-to-device copy; a bf16 8192³ GEMM for compute-bound ops),
+// and the repro line that reruns exactly that problem. --json writes one record per problem
+// (bench/torch_side_by_side.py puts PyTorch's time beside each). Without a GPU every problem is
+// selected for sm_90 (nothing runs) and the count is printed.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <random>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
-#include "baracuda/ops/elementwise.hpp"
-#include "pad_ref.hpp"
+#include "harness/op_case.hpp"
+#include "harness/problems.hpp"
 #include "timing.hpp"
 
 using namespace baracuda;
-using baracuda::bench::median_us;
 using baracuda::bench::filter_skips;
+using baracuda::bench::median_ms;
+
+namespace baracuda::bench {
+int run_ew_parity(const std::string& dir, const std::string& filter);  // bench_ew_parity.cpp
+}
 
 namespace {
 
-struct Case {
-  PadMode mode;
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> pads;  // PyTorch order
+struct Settings {
+  std::string mode = "CP";  // C: verify, P: time, CP: both
+  std::string json, filter;
+  int reps = 20, warm = 3;
+  bool graph = false;
+  PlanPreference pref;
+  bool gpu = false;
+  double copy_tbps = 0, gemm_tflops = 0;
+  std::string device;
 };
 
 struct Record {
-  std::string op, direction, dtype, variant, sku;
-  std::vector<int64_t> shape, pads;
-  double us = 0, bytes = 0, tbps = 0, ceiling = 0;
-  bool verified = false;
+  std::string line;
 };
 
-
-bool g_pad_extra = false;  // --pad-extra: more bf16 row lengths, for kernel-selection studies
-
-std::vector<Case> pad_cases() {
-  std::vector<Case> cs;
-  if (g_pad_extra) {
-    for (PadMode m : {PadMode::kReflect, PadMode::kConstant}) {
-      cs.push_back({m, DType::bf16, {64, 64, 100, 100}, {1, 1, 1, 1}});  // rows of 102 columns
-      cs.push_back({m, DType::bf16, {16, 16, 512, 512}, {2, 2, 2, 2}});  // 516
-      cs.push_back({m, DType::bf16, {8, 2048, 1000}, {1, 2}});           // 1003
-      cs.push_back({m, DType::bf16, {16, 16384, 64}, {0, 3}});           // 67
-    }
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
   }
-  const std::vector<int64_t> s1{16, 512, 16384}, s2{32, 64, 256, 256};
-  for (DType dt : {DType::bf16, DType::f32}) {
-    for (PadMode m : {PadMode::kReflect, PadMode::kReplicate, PadMode::kCircular}) {
-      cs.push_back({m, dt, s1, {3, 3}});
-      cs.push_back({m, dt, s2, {1, 1, 1, 1}});
-    }
-    cs.push_back({PadMode::kConstant, dt, s2, {1, 1, 1, 1}});
-    cs.push_back({PadMode::kConstant, dt, s1, {3, 3}});
-  }
-  return cs;
+  return o;
 }
 
-std::string json_list(const std::vector<int64_t>& v) {
+std::string dims_json(const int64_t* v, int n) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
 }
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (auto v : s) n *= v;
-  return n;
+// The bf16 tensor-core rate, measured once (compute-bound problems are judged against it).
+double gemm_ceiling_tflops() {
+  static double rate = [] {
+    const int64_t n = 8192;
+    auto plan = AnyPlan::select("gemm", "a=bf16[8192,8192] b=bf16[8192,8192] out=bf16[8192,8192]");
+    if (!plan) return 0.0;
+    auto c = harness::OpCase::make(*plan, {.reference = false});
+    if (!c) return 0.0;
+    const std::vector<NamedView> v = c->views();
+    auto b = plan->bind(v);
+    if (!b) return 0.0;
+    const double ms = median_ms([&] { (void)b->run(nullptr, c->workspace()); }, 3, 10);
+    return 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+  }();
+  return rate;
 }
 
-// Random bf16 values in [-2, 2]; an f32 buffer reads pairs of them (finite, varied values).
-void fill_random_bits(std::vector<uint16_t>& h, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-2.f, 2.f);
-  for (auto& v : h) v = float_to_bf16_bits(u(rng));
+std::string repro_of(const harness::ProblemLine& p) {
+  std::string r = "baracuda_bench --op " + p.op + " --problem \"" + p.problem + "\"";
+  if (!p.options.empty()) r += " " + p.options;
+  return r;
 }
 
-Result<PadDescriptor> descriptor(const Case& c) { return PadDescriptor::torch_style(c.dtype, c.shape, c.pads, c.mode); }
-
-// Forward: sampled positions of the full benchmark output against the reference's per-axis map.
-bool verify_forward_sampled(const PadDescriptor& d, const void* x_dev, const void* y_dev) {
-  const size_t es = dtype_size(d.dtype);
-  std::mt19937_64 rng(42);
-  const auto os = ref::out_shape(d);
-  const int64_t nout = numel(os);
-  for (int s = 0; s < 20000; ++s) {
-    int64_t f = static_cast<int64_t>(rng() % static_cast<uint64_t>(nout)), rem = f, src = 0, mul = 1;
-    for (int a = d.rank - 1; a >= 0; --a) {
-      const int64_t o = rem % os[a];
-      rem /= os[a];
-      const int64_t i = ref::pad_source_index(d.mode, d.in_shape[a], d.pad_low[a], o);
-      if (i < 0) {
-        src = -1;
-        break;
+// Runs one problem; prints its line and returns its JSON record. failures counts FAILED lines.
+std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failures) {
+  const bool verify = S.mode.find('C') != std::string::npos, time = S.mode.find('P') != std::string::npos;
+  auto plan = AnyPlan::select(p.op, p.problem, S.pref);
+  std::string status, reason, sku;
+  double us = 0, graph_us = 0, worst = 0;
+  harness::Cost cost;
+  std::vector<NamedView> views;
+  std::string operands = "[]";
+  if (!plan) {
+    status = plan.status().code() == StatusCode::kUnsupported ? "UNSUPPORTED" : "FAILED";
+    reason = plan.status().to_string();
+  } else {
+    sku = plan->sku().name();
+    cost = harness::op_cost(*plan);
+    harness::CaseOptions o = p.opt;
+    o.reference = verify;
+    auto c = harness::OpCase::make(*plan, o);
+    if (!c) {
+      status = "FAILED", reason = c.status().to_string();
+    } else {
+      views = c->views();
+      operands = "[";
+      for (size_t i = 0; i < views.size(); ++i) {
+        const OperandSpec& s = plan->operands()[i];
+        const TensorMut& t = views[i].view;
+        operands += std::string(i ? ", " : "") + "{\"name\": \"" + std::string(s.name) + "\", \"role\": \"" + std::string(enum_name(s.role)) +
+                    "\", \"dtype\": \"" + std::string(dtype_name(t.dtype)) + "\", \"shape\": " + dims_json(t.shape, t.rank) +
+                    ", \"strides\": " + dims_json(t.stride, t.rank) + "}";
       }
-      src += i * mul;
-      mul *= d.in_shape[a];
-    }
-    uint64_t got = 0, want = 0;
-    BENCH_CUDA_OK(cudaMemcpy(&got, static_cast<const char*>(y_dev) + f * es, es, cudaMemcpyDeviceToHost));
-    if (src >= 0) BENCH_CUDA_OK(cudaMemcpy(&want, static_cast<const char*>(x_dev) + src * es, es, cudaMemcpyDeviceToHost));
-    if (got != want) {
-      std::fprintf(stderr, "VERIFY FAILED fwd %s at output %lld\n", std::string(enum_name(d.mode)).c_str(), (long long)f);
-      return false;
-    }
-  }
-  return true;
-}
-
-// Backward: the same mode/pads on a reduced shape, every element against the float64 reference.
-bool verify_backward_reduced(const Case& c) {
-  Case small = c;
-  for (auto& s : small.shape) s = std::min<int64_t>(s, 19);
-  auto d = descriptor(small);
-  auto plan = PadBackwardPlan::select(*d);
-  if (!d || !plan) return false;
-  const auto os = ref::out_shape(*d);
-  const int64_t nin = numel(small.shape), nout = numel(os);
-  const size_t es = dtype_size(c.dtype);
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> u(-2, 2);
-  std::vector<double> dy(nout);
-  std::vector<uint8_t> hb(nout * es), ho(nin * es);
-  for (int64_t i = 0; i < nout; ++i) {
-    float v = static_cast<float>(u(rng));
-    if (c.dtype == DType::bf16) {
-      uint16_t b = float_to_bf16_bits(v);
-      std::memcpy(&hb[i * es], &b, 2);
-      dy[i] = bf16_bits_to_float(b);
-    } else {
-      std::memcpy(&hb[i * es], &v, 4);
-      dy[i] = v;
+      operands += "]";
+      Status st = c->run(nullptr);
+      if (st.ok() && cudaDeviceSynchronize() != cudaSuccess) st = Status(StatusCode::kCudaError, "the kernel faulted");
+      if (!st.ok()) {
+        status = st.code() == StatusCode::kUnsupported || st.code() == StatusCode::kMisalignedOperand ? "UNSUPPORTED" : "FAILED";
+        reason = st.to_string();
+      } else {
+        status = time && !verify ? "PERF" : "PASSED";
+        if (verify) {
+          const harness::CaseCheck k = c->check();
+          worst = k.worst;
+          if (!k.ok) status = "FAILED", reason = k.what;
+        }
+        if (time && status != "FAILED") {
+          auto bound = plan->bind(views);
+          if (!bound) {
+            status = "FAILED", reason = bound.status().to_string();
+          } else {
+            const Workspace ws = c->workspace();
+            us = 1000.0 * median_ms([&] { (void)bound->run(nullptr, ws); }, S.warm, S.reps);
+            if (S.graph) graph_us = bench::median_graph_us([&](cudaStream_t s) { (void)bound->run(s, ws); }, 20, S.reps);
+          }
+        }
+      }
     }
   }
-  void *ddy = nullptr, *ddx = nullptr;
-  BENCH_CUDA_OK(cudaMalloc(&ddy, hb.size()));
-  BENCH_CUDA_OK(cudaMalloc(&ddx, ho.size()));
-  BENCH_CUDA_OK(cudaMemcpy(ddy, hb.data(), hb.size(), cudaMemcpyHostToDevice));
-  Status s = plan->run(nullptr, {}, {TensorRef::make(ddy, c.dtype, os), TensorMut::make(ddx, c.dtype, small.shape)});
-  BENCH_CUDA_OK(cudaMemcpy(ho.data(), ddx, ho.size(), cudaMemcpyDeviceToHost));
-  cudaFree(ddy);
-  cudaFree(ddx);
-  if (!s.ok()) return false;
-  const auto want = ref::pad_backward(*d, dy);
-  const double eps = c.dtype == DType::bf16 ? 7.8125e-3 : 1.2e-7;
-  for (int64_t i = 0; i < nin; ++i) {
-    double got;
-    if (c.dtype == DType::bf16) {
-      uint16_t b;
-      std::memcpy(&b, &ho[i * es], 2);
-      got = bf16_bits_to_float(b);
-    } else {
-      float f;
-      std::memcpy(&f, &ho[i * es], 4);
-      got = f;
+  if (status == "FAILED") ++*failures;
+  const bool compute = cost.flops > 0;
+  const double ceiling = compute ? (S.gemm_tflops > 0 ? S.gemm_tflops : (S.gemm_tflops = gemm_ceiling_tflops())) : S.copy_tbps;
+  const double achieved = us > 0 ? (compute ? cost.flops / (us * 1e-6) / 1e12 : cost.bytes / (us * 1e-6) / 1e12) : 0;
+  std::printf("%-11s %-24s", status.c_str(), p.op.c_str());
+  if (us > 0)
+    std::printf(" %10.1f us %8.1f %s %5.1f%% of %s", us, compute ? achieved : achieved * 1000, compute ? "TFLOP/s" : "GB/s",
+                ceiling > 0 ? 100 * achieved / ceiling : 0.0, compute ? "gemm" : "copy");
+  if (graph_us > 0) std::printf("  graph %.1f us", graph_us);
+  if (verify && status == "PASSED") std::printf("  worst %.3f of tol", worst);
+  std::printf("  %s\n", sku.c_str());
+  if (!reason.empty()) std::printf("            %s\n", reason.c_str());
+  std::printf("            repro: %s\n", repro_of(p).c_str());
+  std::fflush(stdout);
+  const OpInfo* info = find_op(p.op);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "\"ours_us\": %.3f, \"graph_us\": %.3f, \"bytes\": %.0f, \"flops\": %.0f, \"achieved\": %.4f, \"unit\": \"%s\", "
+                "\"ceiling\": %.4f, \"fraction_of_ceiling\": %.4f, \"bound\": \"%s\", \"worst_of_tolerance\": %.4f",
+                us, graph_us, cost.bytes, cost.flops, achieved, compute ? "TFLOP/s" : "TB/s", ceiling,
+                ceiling > 0 && us > 0 ? achieved / ceiling : 0.0, compute ? "compute" : "memory", worst);
+  return "{\"op\": \"" + p.op + "\", \"family\": \"" + std::string(info ? info->family : "") + "\", \"direction\": \"" +
+         std::string(info ? enum_name(info->direction) : "") + "\", \"problem\": \"" + json_escape(p.problem) +
+         "\", \"options\": \"" + json_escape(p.options) + "\", \"status\": \"" + status + "\", \"reason\": \"" + json_escape(reason) +
+         "\", \"sku\": \"" + sku + "\", \"verified\": " + (verify && status == "PASSED" ? "true" : "false") + ", " + buf +
+         ", \"operands\": " + operands + ", \"repro\": \"" + json_escape(repro_of(p)) + "\", \"device\": \"" + S.device + "\"}";
+}
+
+// --list: one line per row; --ops-table: the measured columns of docs/ops.md as JSON lines.
+void list_ops(bool table, const std::string& problems_dir) {
+  std::map<std::string, std::string> first_line;  // op -> its first CI problem
+  for (const std::string& f : harness::problem_files(problems_dir + "/ci"))
+    if (auto lines = harness::read_problem_file(f))
+      for (const auto& p : *lines)
+        if (!first_line.count(p.op)) first_line[p.op] = p.problem;
+  for (const OpInfo& row : op_table()) {
+    if (!table) {
+      std::printf("%-24s %-12s %-4s %s\n", std::string(row.name).c_str(), std::string(row.family).c_str(),
+                  std::string(enum_name(row.direction)).c_str(), std::string(row.plan).c_str());
+      continue;
     }
-    if (!(std::abs(got - want[i]) <= eps * std::abs(want[i]) + 1e-5)) {
-      std::fprintf(stderr, "VERIFY FAILED bwd at %lld: got %g want %g\n", (long long)i, got, want[i]);
-      return false;
+    // dtypes: the first CI problem with every field of its main dtype replaced, selected for sm_90
+    PlanPreference pref;
+    pref.target_arch = 90;
+    const std::string base = first_line.count(std::string(row.name)) ? first_line[std::string(row.name)] : "";
+    auto plan = AnyPlan::select(row.name, base, pref);
+    std::string dtypes, det = "?", acc = "?";
+    if (plan) {
+      det = plan->precision_guarantee().determinism == Determinism::kRunToRun ? "run_to_run" : "any";
+      acc = std::string(dtype_name(plan->precision_guarantee().accumulator));
+      DType main = plan->operands().empty() ? DType::f32 : plan->operands()[0].dtype;
+      size_t first = std::string::npos;  // the dtype named first in the line
+      for (const auto& e : EnumTraits<DType>::kEntries)
+        for (size_t at = base.find(e.name); at != std::string::npos; at = base.find(e.name, at + 1))
+          if ((at == 0 || !isalnum(static_cast<unsigned char>(base[at - 1]))) &&
+              (at + e.name.size() >= base.size() || !isalnum(static_cast<unsigned char>(base[at + e.name.size()]))) && at < first)
+            first = at, main = e.value;
+      for (const auto& e : EnumTraits<DType>::kEntries) {
+        // every "<main dtype>" token of the problem line becomes e.name (fields and layouts)
+        std::string line, mn(dtype_name(main));
+        for (size_t i = 0; i < base.size();) {
+          const bool word = base.compare(i, mn.size(), mn) == 0 && (i == 0 || !isalnum(static_cast<unsigned char>(base[i - 1]))) &&
+                            (i + mn.size() >= base.size() || !isalnum(static_cast<unsigned char>(base[i + mn.size()])));
+          if (word) line += e.name, i += mn.size();
+          else line += base[i++];
+        }
+        if (line == base && e.value != main) continue;  // the problem names no dtype to vary
+        if (AnyPlan::select(row.name, line, pref).ok()) dtypes += (dtypes.empty() ? "" : " ") + std::string(e.name);
+      }
     }
+    std::printf("{\"op\": \"%s\", \"family\": \"%s\", \"direction\": \"%s\", \"dtypes\": \"%s\", \"determinism\": \"%s\", "
+                "\"accumulator\": \"%s\"}\n",
+                std::string(row.name).c_str(), std::string(row.family).c_str(), std::string(enum_name(row.direction)).c_str(),
+                dtypes.c_str(), det.c_str(), acc.c_str());
   }
-  return true;
-}
-
-std::string device_name() {
-  cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, 0);
-  return p.name;
-}
-
-std::string g_filter;  // --filter: run only cases whose "op dtype shape" line contains it
-
-int run_pad(std::vector<Record>& out, double ceiling, bool quick) {
-  int failures = 0;
-  std::vector<Case> cases = pad_cases();
-  // group by (shape, dtype) so buffers are filled once
-  void *x = nullptr, *y = nullptr, *dx = nullptr;
-  std::vector<int64_t> cur_shape;
-  DType cur_dt = DType::f64;
-  for (const Case& c : cases) {
-    const std::string label = "pad_" + std::string(enum_name(c.mode)) + " " + std::string(dtype_name(c.dtype)) + " " + json_list(c.shape);
-    if (filter_skips(g_filter, label)) continue;
-    auto d = descriptor(c);
-    auto fwd = PadPlan::select(*d);
-    auto bwd = PadBackwardPlan::select(*d);
-    if (!fwd || !bwd) {
-      std::fprintf(stderr, "select failed: %s\n", (!fwd ? fwd.status() : bwd.status()).to_string().c_str());
-      return 1;
+  if (!table) return;
+  // the elementwise rows per pointwise op: the dtypes each direction selects for (every operand of
+  // that dtype; where's condition and masked_fill's mask bool; `to` into f32)
+  PlanPreference pref;
+  pref.target_arch = 90;
+  for (const auto& e : EnumTraits<EwOp>::kEntries) {
+    std::string dt[2];
+    for (const auto& t : EnumTraits<DType>::kEntries) {
+      ElementwiseDescriptor d;
+      d.op = e.value;
+      d.num_operands = ew_op_arity(e.value);
+      ew_default_params(e.value, d.param);
+      for (int k = 0; k < d.num_operands; ++k)
+        d.operand[k] = EwOperand::tensor((e.value == EwOp::where && k == 0) || (e.value == EwOp::masked_fill && k == 1) ? DType::boolean : t.value, {64});
+      if (e.value == EwOp::to) d.out_dtype = DType::f32;
+      if (ElementwisePlan::select(d, pref).ok()) dt[0] += (dt[0].empty() ? "" : " ") + std::string(t.name);
+      if (ew_op_grad_mask(e.value) && ElementwiseBackwardPlan::select(d, pref).ok()) dt[1] += (dt[1].empty() ? "" : " ") + std::string(t.name);
     }
-    const auto os = ref::out_shape(*d);
-    const int64_t nin = numel(c.shape), nout = numel(os);
-    const size_t es = dtype_size(c.dtype);
-    if (c.shape != cur_shape || c.dtype != cur_dt) {
-      cudaFree(x);
-      cudaFree(y);
-      cudaFree(dx);
-      BENCH_CUDA_OK(cudaMalloc(&x, nin * es));
-      BENCH_CUDA_OK(cudaMalloc(&dx, nin * es));
-      BENCH_CUDA_OK(cudaMalloc(&y, nout * es));
-      std::vector<uint16_t> h(nin * es / 2);
-      fill_random_bits(h, 1234);
-      BENCH_CUDA_OK(cudaMemcpy(x, h.data(), nin * es, cudaMemcpyHostToDevice));
-      cur_shape = c.shape;
-      cur_dt = c.dtype;
-    }
-    const TensorRef xr = TensorRef::make(x, c.dtype, c.shape);
-    const TensorMut ym = TensorMut::make(y, c.dtype, os);
-    const TensorMut dxm = TensorMut::make(dx, c.dtype, c.shape);
-    const int warm = quick ? 2 : 5, reps = quick ? 10 : 50;
-    Record rf;
-    rf.op = "pad_" + std::string(enum_name(c.mode));
-    rf.dtype = std::string(dtype_name(c.dtype));
-    rf.shape = c.shape;
-    rf.pads = c.pads;
-    rf.ceiling = ceiling;
-    rf.bytes = static_cast<double>((nin + nout) * es);
-    std::string variant = "pad=(";
-    for (size_t i = 0; i < c.pads.size(); ++i) variant += (i ? "," : "") + std::to_string(c.pads[i]);
-    rf.variant = variant + ")";
-    Record rb = rf;
-    rf.direction = "fwd";
-    rb.direction = "bwd";
-    rf.sku = fwd->sku().name();
-    rb.sku = bwd->sku().name();
-    rf.us = median_us([&] { (void)fwd->run(nullptr, {}, {xr, ym}); }, warm, reps);
-    BENCH_CUDA_OK(cudaDeviceSynchronize());
-    rf.verified = verify_forward_sampled(*d, x, y);
-    rb.us = median_us([&] { (void)bwd->run(nullptr, {}, {ym.as_ref(), dxm}); }, warm, reps);
-    BENCH_CUDA_OK(cudaGetLastError());
-    rb.verified = verify_backward_reduced(c);
-    for (Record* r : {&rf, &rb}) {
-      r->tbps = r->bytes / (r->us * 1e-6) / 1e12;
-      failures += !r->verified;
-      std::printf("%-14s %s %-5s %-18s %-14s %9.1f us %6.3f TB/s %5.1f%% of copy  %s\n", r->op.c_str(),
-                  r->direction.c_str(), r->dtype.c_str(), json_list(r->shape).c_str(), r->variant.c_str(), r->us,
-                  r->tbps, 100 * r->tbps / ceiling, r->verified ? "verified" : "VERIFY FAILED");
-      out.push_back(*r);
-    }
+    std::printf("{\"op\": \"elementwise\", \"sub\": \"%s\", \"dtypes_fwd\": \"%s\", \"dtypes_bwd\": \"%s\"}\n",
+                std::string(e.name).c_str(), dt[0].c_str(), dt[1].c_str());
   }
-  cudaFree(x);
-  cudaFree(y);
-  cudaFree(dx);
-  return failures;
 }
 
-// Host cost of one run() call (argument checks + geometry + launch), enqueue only.
-double host_overhead_us() {
-  auto d = *PadDescriptor::torch_style(DType::f32, {64, 64}, {1, 1, 1, 1}, PadMode::kReflect);
-  auto plan = *PadPlan::select(d);
-  void *x = nullptr, *y = nullptr;
-  BENCH_CUDA_OK(cudaMalloc(&x, 64 * 64 * 4));
-  BENCH_CUDA_OK(cudaMalloc(&y, 66 * 66 * 4));
-  PadArgs a{TensorRef::make(x, DType::f32, {64, 64}), TensorMut::make(y, DType::f32, {66, 66})};
-  for (int i = 0; i < 100; ++i) (void)plan.run(nullptr, {}, a);
-  BENCH_CUDA_OK(cudaDeviceSynchronize());
-  const int n = 2000;
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) (void)plan.run(nullptr, {}, a);
-  auto t1 = std::chrono::steady_clock::now();
-  BENCH_CUDA_OK(cudaDeviceSynchronize());
-  cudaFree(x);
-  cudaFree(y);
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+std::string default_problems_dir() {
+  if (std::filesystem::exists("bench/problems")) return "bench/problems";
+  return BARACUDA_PROBLEMS_DIR;
+}
+
+int usage(int rc) {
+  std::printf(
+      "usage: baracuda_bench [--list] [--ops-table]\n"
+      "                      [--op NAME --problem \"field=value ...\" [case options]] [--batch FILE|DIR]...\n"
+      "                      [--mode C|P|CP] [--json FILE] [--filter TEXT] [--reps N] [--graph] [--pref field=value]...\n"
+      "                      [--ew-parity DIR]\n"
+      "  default: --batch <problems>/ci --mode C, then --batch <problems>/perf --mode P\n"
+      "  case options (also in batch lines): --layout=KIND --view=NAME:KIND --strides=NAME:S0,S1 --inplace\n"
+      "    --data=DIST --specials --seed=N   (harness/problems.hpp)\n"
+      "  --pref: a PlanPreference field (determinism=run_to_run, allow_tf32=true, autotune=true ...)\n"
+      "  --filter: problems whose op + problem line contain TEXT (or one of its '|'-separated parts)\n"
+      "  --ew-parity DIR: writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
+  return rc;
 }
 
 }  // namespace
 
-namespace baracuda::bench {
-int run_gemm_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_gemm.cpp
-int run_elementwise_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_elementwise.cpp
-int run_rope_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_rope.cpp
-bool rope_cases_select();
-int run_conv1d_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_conv1d.cpp
-bool conv1d_cases_select();
-int run_embedding_family(const std::string& json_path, bool quick, const std::string& filter);  // bench_embedding.cpp
-bool emb_cases_select();
-int run_ew_parity(const std::string& dir, const std::string& filter);  // bench_ew_parity.cpp
-}
-
 int main(int argc, char** argv) {
-  std::string json_path, gemm_json_path, ew_json_path, rope_json_path, conv1d_json_path, emb_json_path, family = "all";
-  std::string parity_dir = ".";
-  bool quick = false;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Settings S;
+  std::vector<std::pair<std::string, std::string>> batches;  // (path, mode)
+  std::string op, problem, options, parity_dir, pref_text;
+  bool list = false, table = false;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (a == "--family" && i + 1 < argc) family = argv[++i];
-    else if (a == "--gemm-json" && i + 1 < argc) gemm_json_path = argv[++i];
-    else if (a == "--ew-json" && i + 1 < argc) ew_json_path = argv[++i];
-    else if (a == "--rope-json" && i + 1 < argc) rope_json_path = argv[++i];
-    else if (a == "--conv1d-json" && i + 1 < argc) conv1d_json_path = argv[++i];
-    else if (a == "--emb-json" && i + 1 < argc) emb_json_path = argv[++i];
-    else if (a == "--parity-dir" && i + 1 < argc) parity_dir = argv[++i];
-    else if (a == "--quick") quick = true;
-    else if (a == "--pad-extra") g_pad_extra = true;
-    else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
-    else {
-      std::printf("usage: baracuda_bench [--family pad|gemm|elementwise|rope|conv1d|embedding|all|ew-parity] [--json FILE] [--gemm-json FILE] [--ew-json FILE] [--rope-json FILE] [--conv1d-json FILE] [--emb-json FILE] [--parity-dir DIR] [--quick] [--filter TEXT] [--pad-extra]\n"
-                  "  --filter: run the cases whose label contains TEXT, or one of its '|'-separated parts ('^' at a\n"
-                  "    part's start: the label starts with it)\n"
-                  "  BARACUDA_BENCH_PROFILE=1 (environment): each timed call also runs once alone between\n"
-                  "    cudaProfilerStart / Stop, for ncu --profile-from-start off (bench/ncu_issue_table.py)\n"
-                  "  --pad-extra: pad cases of more bf16 row lengths besides the issue's table\n"
-                  "  --family ew-parity (not part of all): writes DIR/cases.json + DIR/data.bin for bench/torch_elementwise_parity.py\n");
-      return a == "--help" ? 0 : 2;
-    }
+    const std::string a = argv[i];
+    auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    if (a == "--list") list = true;
+    else if (a == "--ops-table") table = true;
+    else if (a == "--op") op = val();
+    else if (a == "--problem") problem = val();
+    else if (a == "--batch") batches.push_back({val(), ""});
+    else if (a == "--mode") S.mode = val();
+    else if (a == "--json") S.json = val();
+    else if (a == "--filter") S.filter = val();
+    else if (a == "--reps") S.reps = std::max(1, std::atoi(val().c_str()));
+    else if (a == "--graph") S.graph = true;
+    else if (a == "--pref") pref_text += (pref_text.empty() ? "" : " ") + val();
+    else if (a == "--ew-parity") parity_dir = val();
+    else if (a == "--help" || a == "-h") return usage(0);
+    else if (a.rfind("--", 0) == 0 && !op.empty()) options += (options.empty() ? "" : " ") + a;
+    else return usage(2);
   }
-  if (family == "ew-parity") return baracuda::bench::run_ew_parity(parity_dir, g_filter);
+  if (!pref_text.empty())
+    if (Status s = from_string(pref_text, &S.pref); !s.ok()) {
+      std::printf("--pref: %s\n", s.to_string().c_str());
+      return 2;
+    }
+  const std::string dir = default_problems_dir();
+  if (list || table) {
+    list_ops(table, dir);
+    return 0;
+  }
+  if (!parity_dir.empty()) return baracuda::bench::run_ew_parity(parity_dir, S.filter);
+
+  std::vector<harness::ProblemLine> problems;
+  std::vector<std::string> modes;
+  auto add_file = [&](const std::string& path, const std::string& mode) -> bool {
+    auto lines = harness::read_problem_file(path);
+    if (!lines) {
+      std::printf("%s\n", lines.status().to_string().c_str());
+      return false;
+    }
+    for (auto& p : *lines) {
+      if (filter_skips(S.filter, p.op + " " + p.problem)) continue;
+      problems.push_back(std::move(p));
+      modes.push_back(mode);
+    }
+    return true;
+  };
+  if (!op.empty()) {
+    auto p = harness::parse_problem_line(op + " " + problem + " " + options);
+    if (!p) {
+      std::printf("%s\n", p.status().to_string().c_str());
+      return 2;
+    }
+    problems.push_back(*p);
+    modes.push_back("");
+  }
+  if (op.empty() && batches.empty()) {
+    batches.push_back({dir + "/ci", "C"});
+    batches.push_back({dir + "/perf", "P"});
+  }
+  for (const auto& [path, mode] : batches) {
+    const std::vector<std::string> files =
+        std::filesystem::is_directory(path) ? harness::problem_files(path) : std::vector<std::string>{path};
+    for (const std::string& f : files)
+      if (!add_file(f, mode)) return 2;
+  }
+
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+  S.gpu = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  if (!S.gpu) {
     cudaGetLastError();
-    // still prove every benchmark plan selects for Hopper
-    int ok = 0;
-    PlanPreference pref;
+    PlanPreference pref = S.pref;
     pref.target_arch = 90;
-    for (const Case& c : pad_cases()) {
-      auto d = descriptor(c);
-      ok += d && PadPlan::select(*d, pref).ok() && PadBackwardPlan::select(*d, pref).ok();
+    int ok = 0;
+    for (const auto& p : problems) {
+      auto plan = AnyPlan::select(p.op, p.problem, pref);
+      ok += plan.ok();
+      if (!plan) std::printf("does not select: %s %s: %s\n", p.op.c_str(), p.problem.c_str(), plan.status().to_string().c_str());
     }
-    const TensorLayout X = TensorLayout::make(DType::bf16, std::vector<int64_t>{32768, 4096});
-    const TensorLayout W = TensorLayout::make(DType::bf16, std::vector<int64_t>{6144, 4096});
-    const TensorLayout Y = TensorLayout::make(DType::bf16, std::vector<int64_t>{32768, 6144});
-    const bool gemm_ok = GemmPlan::select(GemmDescriptor::linear(X, W, nullptr, Y), pref).ok();
-    // every pointwise op selects (bf16, or i32 for integer-only ops), forward and backward
-    int ew_ok = 0;
-    for (int o = 0; o < kNumEwOps; ++o) {
-      const EwOp op = static_cast<EwOp>(o);
-      const DType dt = ew_kind_has_floats(ew_op_kind(op)) ? DType::bf16 : DType::i32;
-      ElementwiseDescriptor d;
-      d.op = op;
-      ew_default_params(op, d.param);
-      d.num_operands = ew_op_arity(op);
-      for (int k = 0; k < d.num_operands; ++k)
-        d.operand[k] = EwOperand::tensor((op == EwOp::where && k == 0) || (op == EwOp::masked_fill && k == 1) ? DType::boolean : dt, {1024});
-      if (op == EwOp::to) d.out_dtype = DType::f32;
-      ew_ok += ElementwisePlan::select(d, pref).ok() && (ew_op_grad_mask(op) == 0 || ElementwiseBackwardPlan::select(d, pref).ok());
-    }
-    std::printf("  elementwise: %d of %d ops select forward (and backward where differentiable) for sm_90.\n", ew_ok, kNumEwOps);
-    const bool rope_ok = baracuda::bench::rope_cases_select();
-    std::printf("  rope: every benchmark case %s forward and backward for sm_90.\n", rope_ok ? "selects" : "does NOT select");
-    const bool conv1d_ok = baracuda::bench::conv1d_cases_select();
-    std::printf("  causal_conv1d: every benchmark case %s forward and backward for sm_90.\n",
-                conv1d_ok ? "selects" : "does NOT select");
-    const bool emb_ok = baracuda::bench::emb_cases_select();
-    std::printf("  embedding: every benchmark case %s forward and backward for sm_90.\n", emb_ok ? "selects" : "does NOT select");
     std::printf("baracuda_bench: no CUDA GPU on this machine, so nothing was run or timed.\n"
-                "  %d/%zu pad benchmark cases select a plan for sm_90 (checked without a GPU).\n"
-                "  gemm: the Llama-3 QKV projection %s for sm_90 (cuBLASLt picks its algorithm on the GPU).\n"
-                "  Run this on an H200 (scripts/device-check.sh) for verification and timings.\n",
-                ok, pad_cases().size(), gemm_ok ? "validates" : "FAILS to validate");
-    return ok == static_cast<int>(pad_cases().size()) && gemm_ok && ew_ok == kNumEwOps && rope_ok && conv1d_ok && emb_ok ? 0 : 1;
+                "  %d of %zu problems select a plan for sm_90 (checked without a GPU). Run this on an H100 / H200\n"
+                "  (scripts/device-check.sh) for verification and timings.\n",
+                ok, problems.size());
+    return ok == static_cast<int>(problems.size()) ? 0 : 1;
   }
-  const std::string dev = device_name();
-  const double ceiling = baracuda::bench::measure_copy_tbps();
-  std::printf("device: %s   copy ceiling (D2D 2 GiB, read+write): %.3f TB/s\n", dev.c_str(), ceiling);
-  std::vector<Record> recs;
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  S.device = prop.name;
+  S.copy_tbps = bench::measure_copy_tbps();
+  std::printf("device: %s   copy ceiling (D2D 2 GiB, read+write): %.3f TB/s\n", S.device.c_str(), S.copy_tbps);
+  const std::string mode_all = S.mode;
+  std::vector<std::string> records;
   int failures = 0;
-  if (family == "all" || family == "pad") failures += run_pad(recs, ceiling, quick);
-  if (family == "all" || family == "gemm") failures += baracuda::bench::run_gemm_family(gemm_json_path, quick, g_filter);
-  if (family == "all" || family == "elementwise") failures += baracuda::bench::run_elementwise_family(ew_json_path, quick, g_filter);
-  if (family == "all" || family == "rope") failures += baracuda::bench::run_rope_family(rope_json_path, quick, g_filter);
-  if (family == "all" || family == "conv1d")
-    failures += baracuda::bench::run_conv1d_family(conv1d_json_path, quick, g_filter);
-  if (family == "all" || family == "embedding")
-    failures += baracuda::bench::run_embedding_family(emb_json_path, quick, g_filter);
-  const double overhead = host_overhead_us();
-  std::printf("host overhead of PadPlan::run (checks + launch, enqueue only): %.2f us/call\n", overhead);
-  if (!json_path.empty()) {
-    FILE* f = std::fopen(json_path.c_str(), "w");
+  for (size_t i = 0; i < problems.size(); ++i) {
+    S.mode = modes[i].empty() ? mode_all : modes[i];
+    records.push_back(run_problem(problems[i], S, &failures));
+  }
+  if (!S.json.empty()) {
+    FILE* f = std::fopen(S.json.c_str(), "w");
     if (!f) return 2;
-    std::fprintf(f, "{\"device\": \"%s\", \"copy_tbps\": %.4f, \"host_overhead_us\": %.3f, \"records\": [\n", dev.c_str(),
-                 ceiling, overhead);
-    for (size_t i = 0; i < recs.size(); ++i) {
-      const Record& r = recs[i];
-      std::fprintf(f,
-                   "  {\"op\": \"%s\", \"direction\": \"%s\", \"dtype\": \"%s\", \"shape\": %s, \"pads\": %s, "
-                   "\"variant\": \"%s\", \"sku\": \"%s\", \"ours_us\": %.3f, \"bytes\": %.0f, \"achieved\": %.4f, "
-                   "\"ceiling\": %.4f, \"verified\": %s}%s\n",
-                   r.op.c_str(), r.direction.c_str(), r.dtype.c_str(), json_list(r.shape).c_str(),
-                   json_list(r.pads).c_str(), r.variant.c_str(), r.sku.c_str(), r.us, r.bytes, r.tbps, r.ceiling,
-                   r.verified ? "true" : "false", i + 1 < recs.size() ? "," : "");
-    }
+    std::fprintf(f, "{\"device\": \"%s\", \"copy_tbps\": %.4f, \"gemm_tflops\": %.2f, \"records\": [\n", S.device.c_str(), S.copy_tbps,
+                 S.gemm_tflops);
+    for (size_t i = 0; i < records.size(); ++i) std::fprintf(f, "  %s%s\n", records[i].c_str(), i + 1 < records.size() ? "," : "");
     std::fprintf(f, "]}\n");
     std::fclose(f);
   }
-  std::printf("%d verification failure(s)\n", failures);
+  std::printf("%zu problems, %d failed\n", problems.size(), failures);
   return failures ? 1 : 0;
 }

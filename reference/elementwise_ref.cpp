@@ -120,4 +120,62 @@ int64_t store_int(DType t, int64_t v) {
   }
 }
 
+
+// k (in units of the compute type's epsilon) per op; default 4.
+double ew_tolerance_k(EwOp op) {
+  switch (op) {
+    case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
+    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1: case EwOp::i0e: case EwOp::i1e: case EwOp::igamma: case EwOp::igammac:
+    case EwOp::polygamma: case EwOp::zeta:
+    case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
+    case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
+    case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
+    case EwOp::ldexp: case EwOp::hypot: case EwOp::softplus: case EwOp::logsigmoid:
+      return 64;
+    case EwOp::sinc:  // (z cos z - sin z) cancels near tan(z) = z, in f32 as in PyTorch
+      return 256;
+    default: return 8;
+  }
+}
+
+double ew_tolerance(DType out, double k, double ref) {
+  // f64 results are compared with a reference of the same precision: its own rounding,
+  // amplified by the op's conditioning (1 - x*x near |x| = 1 ...), needs the wider factor.
+  const double ce = out == DType::f64 ? 16 * 2.220446049250313e-16 : 1.1920929e-7;
+  double rtol = k * ce;
+  if (out == DType::f16 || out == DType::bf16) rtol += (out == DType::f16 ? 9.765625e-4 : out == DType::bf16 ? 7.8125e-3 : 0.0);
+  return rtol * (1.0 + std::fabs(ref));
+}
+
+// The relative error a derivative inherits from x² rounded in the compute type before 1 - x²
+// (asin, acos, atanh) or x² - 1 (acosh), as PyTorch's formulas round it (separate tensor ops, so
+// the kernels do not fuse it either): x² / |1 - x²| times the exponent of (1 - x²) in the
+// derivative (1/2 under the square roots), per unit roundoff. Repro of the need: dasin/dx0 f32
+// [41, 77] seed 70288 (x² near 1 - 1e-2: 19 ulp from the float64 reference).
+double ew_backward_conditioning(EwOp op, double x) {
+  const double x2 = x * x, d = std::fabs(1.0 - x2);
+  if (!(d > 0)) return 0;
+  switch (op) {
+    case EwOp::asin: case EwOp::acos: case EwOp::acosh: return 0.5 * x2 / d;
+    case EwOp::atanh: return x2 / d;
+    default: return 0;
+  }
+}
+
+// Ops whose result is defined by the precision itself (floor division and remainder jump at
+// integers, nextafter steps one ulp of the compute type): their reference is evaluated in the
+// kernel's own precision, with IEEE-exact steps only.
+bool ew_discontinuous(EwOp op) {
+  return op == EwOp::div_floor || op == EwOp::div_trunc || op == EwOp::remainder || op == EwOp::fmod || op == EwOp::nextafter;
+}
+
+double ew_forward_at(EwOp op, const double* x, const double* p, DType compute_out) {
+  if (ew_discontinuous(op) && compute_out != DType::f64) {
+    float xf[3] = {static_cast<float>(x[0]), static_cast<float>(x[1]), static_cast<float>(x[2])};
+    float pf[4] = {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2]), static_cast<float>(p[3])};
+    return ew_forward_f32(op, xf, pf);
+  }
+  return ew_forward(op, x, p);
+}
+
 }  // namespace baracuda::ref

@@ -24,4 +24,18 @@ void ew_backward(EwOp op, const double* x, double g, const double* p, double* dx
 double store_as(DType t, double v, bool sat_fp8 = false);
 int64_t store_int(DType t, int64_t v);  // integer results narrowed (wrap-around)
 
+// The tolerance rule of the elementwise comparisons (device tests and the contract suite):
+// ew_tolerance_k(op) units of the compute type's epsilon (f64 results: 16·eps64) plus one ulp of
+// a 16-bit result, times 1 + |ref|.
+double ew_tolerance_k(EwOp op);
+double ew_tolerance(DType out, double k, double ref);
+// Ops whose result is defined by the precision itself (floor division and remainder jump at
+// integers, nextafter steps one ulp): ew_forward_at evaluates them in the kernel's precision
+// (f32 unless compute_out is f64), the others in double.
+bool ew_discontinuous(EwOp op);
+double ew_forward_at(EwOp op, const double* x, const double* p, DType compute_out);
+// The relative error a derivative inherits from x² rounded before 1 - x² (asin, acos, atanh,
+// acosh), per unit roundoff.
+double ew_backward_conditioning(EwOp op, double x);
+
 }  // namespace baracuda::ref

@@ -110,9 +110,26 @@ struct AnyPlan::Model {
   virtual Status run(cudaStream_t stream, Workspace ws, std::span<const NamedView> views) const = 0;
   virtual const void* descriptor_if(const std::type_info& t) const = 0;
   virtual const void* plan_if(const std::type_info& t) const = 0;
+  virtual Result<std::shared_ptr<const AnyPlan::Bound::Model>> bind(std::shared_ptr<const Model> self,
+                                                                    std::span<const NamedView> views) const = 0;
+};
+
+struct AnyPlan::Bound::Model {
+  virtual ~Model() = default;
+  virtual Status run(cudaStream_t stream, Workspace ws) const = 0;
 };
 
 namespace {
+
+template <class Plan>
+struct BoundModel final : AnyPlan::Bound::Model {
+  std::shared_ptr<const AnyPlan::Model> keep;  // the plan's owner
+  const Plan* plan = nullptr;
+  ArgsOf<Plan> args{};
+  std::vector<std::vector<TensorMut>> lists;
+  std::vector<std::vector<TensorRef>> refs;
+  Status run(cudaStream_t stream, Workspace ws) const override { return plan->run(stream, ws, args); }
+};
 
 template <class Plan>
 struct RowModel final : AnyPlan::Model {
@@ -146,6 +163,16 @@ struct RowModel final : AnyPlan::Model {
     return t == typeid(Desc) ? &plan.descriptor() : nullptr;
   }
   const void* plan_if(const std::type_info& t) const override { return t == typeid(Plan) ? &plan : nullptr; }
+  Result<std::shared_ptr<const AnyPlan::Bound::Model>> bind(std::shared_ptr<const AnyPlan::Model> self,
+                                                            std::span<const NamedView> views) const override {
+    auto b = std::make_shared<BoundModel<Plan>>();
+    b->keep = std::move(self);
+    b->plan = &plan;
+    b->refs.reserve(4);
+    if (Status s = bind_named(info->name, views, &b->args, &b->lists, &b->refs); !s.ok()) return s;
+    if (Status s = plan.can_implement(b->args); !s.ok()) return s;
+    return std::shared_ptr<const AnyPlan::Bound::Model>(std::move(b));
+  }
 };
 
 // The row's selectors, parallel to kInfos.
@@ -261,6 +288,19 @@ Status AnyPlan::can_implement(std::span<const NamedView> views) const {
 Status AnyPlan::run(cudaStream_t stream, Workspace ws, std::span<const NamedView> views) const {
   return m_ ? m_->run(stream, ws, views) : not_selected();
 }
+Result<AnyPlan::Bound> AnyPlan::bind(std::span<const NamedView> views) const {
+  if (!m_) return not_selected();
+  auto b = m_->bind(m_, views);
+  if (!b) return b.status();
+  Bound r;
+  r.m_ = std::move(*b);
+  return r;
+}
+
+Status AnyPlan::Bound::run(cudaStream_t stream, Workspace ws) const {
+  return m_ ? m_->run(stream, ws) : Status(StatusCode::kInvalidProblem, "AnyPlan::Bound: nothing was bound");
+}
+
 const void* AnyPlan::descriptor_if(const std::type_info& t) const { return m_ ? m_->descriptor_if(t) : nullptr; }
 const void* AnyPlan::plan_if(const std::type_info& t) const { return m_ ? m_->plan_if(t) : nullptr; }
 

@@ -79,47 +79,6 @@ bool int_compute(const ElementwiseDescriptor& d, const ElementwisePlan& p) {
   return p.precision_guarantee().math == DType::i64;
 }
 
-// k (in units of the compute type's epsilon) per op; default 4.
-double op_k(EwOp op) {
-  switch (op) {
-    case EwOp::lgamma: case EwOp::erfinv: case EwOp::log_ndtr: case EwOp::pow: case EwOp::float_power:
-    case EwOp::digamma: case EwOp::erfcx: case EwOp::ndtri: case EwOp::i0: case EwOp::i1: case EwOp::i0e: case EwOp::i1e: case EwOp::igamma: case EwOp::igammac:
-    case EwOp::polygamma: case EwOp::zeta:
-    case EwOp::tan: case EwOp::acosh: case EwOp::atanh: case EwOp::asinh: case EwOp::logit:
-    case EwOp::mish: case EwOp::logaddexp: case EwOp::logaddexp2: case EwOp::xlog1py: case EwOp::entr: case EwOp::erfc:
-    case EwOp::gelu_tanh: case EwOp::geglu: case EwOp::tanhshrink: case EwOp::expm1: case EwOp::cosh: case EwOp::sinh:
-    case EwOp::ldexp: case EwOp::hypot: case EwOp::softplus: case EwOp::logsigmoid:
-      return 64;
-    case EwOp::sinc:  // (z cos z - sin z) cancels near tan(z) = z, in f32 as in PyTorch
-      return 256;
-    default: return 8;
-  }
-}
-
-double tol_for(DType out, double k, double ref) {
-  // f64 results are compared with a reference of the same precision: its own rounding,
-  // amplified by the op's conditioning (1 - x*x near |x| = 1 ...), needs the wider factor.
-  const double ce = out == DType::f64 ? 16 * 2.220446049250313e-16 : 1.1920929e-7;
-  double rtol = k * ce;
-  if (out == DType::f16 || out == DType::bf16) rtol += dtype_eps(out);
-  return rtol * (1.0 + std::fabs(ref));
-}
-
-// The relative error a derivative inherits from x² rounded in the compute type before 1 - x²
-// (asin, acos, atanh) or x² - 1 (acosh), as PyTorch's formulas round it (separate tensor ops, so
-// the kernels do not fuse it either): x² / |1 - x²| times the exponent of (1 - x²) in the
-// derivative (1/2 under the square roots), per unit roundoff. Repro of the need: dasin/dx0 f32
-// [41, 77] seed 70288 (x² near 1 - 1e-2: 19 ulp from the float64 reference).
-double bwd_conditioning(EwOp op, double x) {
-  const double x2 = x * x, d = std::fabs(1.0 - x2);
-  if (!(d > 0)) return 0;
-  switch (op) {
-    case EwOp::asin: case EwOp::acos: case EwOp::acosh: return 0.5 * x2 / d;
-    case EwOp::atanh: return x2 / d;
-    default: return 0;
-  }
-}
-
 // Integers drawn small (so shifts, pow and division are exercised), with a few extremes.
 void fill_operand(StridedBuffer& b, std::mt19937_64& rng, EwOp op, int k) {
   fill_random(b, rng, true);
@@ -176,22 +135,6 @@ ElementwiseDescriptor describe(EwOp op, const std::vector<OperandSpec>& specs, c
     d.operand[k] = specs[k].scalar ? EwOperand::scalar(specs[k].value) : EwOperand::tensor(specs[k].dtype, specs[k].shape);
   d.out_dtype = out_dtype;
   return d;
-}
-
-// Ops whose result is defined by the precision itself (floor division and remainder jump at
-// integers, nextafter steps one ulp of the compute type): their reference is evaluated in the
-// kernel's own precision, with IEEE-exact steps only.
-bool discontinuous(EwOp op) {
-  return op == EwOp::div_floor || op == EwOp::div_trunc || op == EwOp::remainder || op == EwOp::fmod || op == EwOp::nextafter;
-}
-
-double ref_fwd_in(EwOp op, const double* x, const double* p, DType compute_out) {
-  if (discontinuous(op) && compute_out != DType::f64) {
-    float xf[3] = {static_cast<float>(x[0]), static_cast<float>(x[1]), static_cast<float>(x[2])};
-    float pf[4] = {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2]), static_cast<float>(p[3])};
-    return ref::ew_forward_f32(op, xf, pf);
-  }
-  return ref::ew_forward(op, x, p);
 }
 
 // Runs one forward case and compares every element; returns false on a failure (reported).
@@ -300,7 +243,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       continue;
     }
     if (imath) want = static_cast<double>(ref::ew_forward_int(rop, xi, pint.data()));
-    else want = ref_fwd_in(op, x, pk->data(), cdt);
+    else want = ref::ew_forward_at(op, x, pk->data(), cdt);
     want = ref::store_as(odt, want, sat);
     S.elements++;
     nonzero += want != 0;
@@ -314,7 +257,7 @@ void fwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       }
       continue;
     }
-    const double tol = (odt == DType::boolean || !is_floating(odt)) ? 0.0 : tol_for(odt, op_k(op), want);
+    const double tol = (odt == DType::boolean || !is_floating(odt)) ? 0.0 : ref::ew_tolerance(odt, ref::ew_tolerance_k(op), want);
     const double err = std::fabs(got - want);
     S.record(op, odt, err, tol);
     if (!(err <= tol)) {
@@ -529,7 +472,7 @@ TEST(ElementwiseDevice, SpecialFunctionsOverWideDomains) {
           ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << ew_op_name(op) << " " << dtype_name(dt) << " x=(" << x[0] << ", " << x[1] << ")";
           continue;
         }
-        const double err = std::fabs(got - want), tol = tol_for(dt, op_k(op), want);
+        const double err = std::fabs(got - want), tol = ref::ew_tolerance(dt, ref::ew_tolerance_k(op), want);
         S.record(op, dt, err, tol);
         ASSERT_LE(err, tol) << "repro: " << ew_op_name(op) << " " << dtype_name(dt) << " (math " << dtype_name(cdt) << ") x=(" << x[0]
                             << ", " << x[1] << ") got " << got << " want " << want;
@@ -818,7 +761,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       const bool reduced = static_cast<int64_t>(gin[k].numel()) < on;
       want[t] += reduced ? ref::store_as(specs[k].dtype, dx[k]) : dx[k];
       mag[t] += std::fabs(dx[k]);
-      cond[t] += bwd_conditioning(op, x[0]) * std::fabs(dx[k]);
+      cond[t] += ref::ew_backward_conditioning(op, x[0]) * std::fabs(dx[k]);
     }
     // twice the compute type's unit roundoff, for the conditioning term
     const double ue = plan->precision_guarantee().math == DType::f64 ? 2.220446049250313e-16 : 1.1920929e-7;
@@ -835,7 +778,7 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
         }
         continue;
       }
-      const double tol = tol_for(specs[k].dtype, op_k(op) * 2, 0) * (1.0 + mag[t]) + ue * cond[t];
+      const double tol = ref::ew_tolerance(specs[k].dtype, ref::ew_tolerance_k(op) * 2, 0) * (1.0 + mag[t]) + ue * cond[t];
       const double err = std::fabs(got - w);
       Sx.record(op, specs[k].dtype, err, tol);
       if (!(err <= tol)) {

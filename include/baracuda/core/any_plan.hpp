@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 
 #include "baracuda/core/operands.hpp"
@@ -55,6 +56,7 @@ class AnyPlan {
   static Result<AnyPlan> select(std::string_view op, std::string_view problem, const PlanPreference& pref = {});
   // Selects for a typed descriptor; an error when Desc is not op's descriptor type.
   template <class Desc>
+    requires(!std::is_convertible_v<const Desc&, std::string_view>)
   static Result<AnyPlan> select(std::string_view op, const Desc& desc, const PlanPreference& pref = {}) {
     return select_typed(op, &desc, typeid(Desc), pref);
   }
@@ -72,6 +74,20 @@ class AnyPlan {
   // unless the operand is unused).
   Status can_implement(std::span<const NamedView> views) const;
   Status run(cudaStream_t stream, Workspace ws, std::span<const NamedView> views) const;
+
+  // The views bound once: Bound::run then skips the name binding (timing loops, graph capture,
+  // a binding that calls one plan many times on the same buffers). Copies share the binding;
+  // it keeps the plan alive.
+  class Bound {
+   public:
+    Status run(cudaStream_t stream, Workspace ws) const;
+    struct Model;
+
+   private:
+    friend class AnyPlan;
+    std::shared_ptr<const Model> m_;
+  };
+  Result<Bound> bind(std::span<const NamedView> views) const;
 
   // The typed descriptor / plan, or nullptr when the type is not this op's.
   template <class Desc>

@@ -109,7 +109,7 @@ constexpr Impl<D> kBackwardImpls[] = {{"scatter", Backend::kBespoke, &scatter_ac
 
 // The optional invalid-index counter (i64, one element).
 void add_counter(OperandSpecs* ops, bool on) {
-  if (on) ops->output("invalid_count", DType::i64, {1});
+  if (on) ops->add("invalid_count", OperandRole::kInOut, DType::i64, {1});  // added to
 }
 
 // ---------------------------------------------------------------- geometry

@@ -1,0 +1,45 @@
+// Helpers the reference adapters share: logical index maps between shapes, |v|, integer views
+// of double values.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace baracuda::harness {
+
+inline std::vector<double> abs_of(std::vector<double> v) {
+  for (double& e : v) e = std::fabs(e);
+  return v;
+}
+
+inline std::vector<int64_t> as_ints(const std::vector<double>& v) {
+  std::vector<int64_t> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = static_cast<int64_t>(v[i]);
+  return r;
+}
+
+inline int64_t numel_of(std::span<const int64_t> s) {
+  int64_t n = 1;
+  for (int64_t e : s) n *= e;
+  return n;
+}
+
+// The row-major index, in an operand of shape `in` broadcast to `out` (right-aligned, extent-1
+// axes stretched), of the element at row-major index f of `out`.
+inline int64_t broadcast_index(std::span<const int64_t> out, int64_t f, std::span<const int64_t> in) {
+  int64_t idx = 0, mul = 1;
+  const int off = static_cast<int>(out.size()) - static_cast<int>(in.size());
+  for (int d = static_cast<int>(out.size()) - 1; d >= 0; --d) {
+    const int64_t c = f % out[static_cast<size_t>(d)];
+    f /= out[static_cast<size_t>(d)];
+    const int s = d - off;
+    if (s < 0) continue;
+    if (in[static_cast<size_t>(s)] != 1) idx += c * mul;
+    mul *= in[static_cast<size_t>(s)];
+  }
+  return idx;
+}
+
+}  // namespace baracuda::harness
