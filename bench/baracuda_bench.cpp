@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ struct Settings {
   std::string json, filter;
   int reps = 20, warm = 3;
   bool graph = false;
-  PlanPreference pref;
+  std::string pref;  // --pref fields (a problem line's --pref options are added to them)
   bool gpu = false;
   double copy_tbps = 0, gemm_tflops = 0;
   std::string device;
@@ -95,7 +96,9 @@ std::string repro_of(const harness::ProblemLine& p) {
 // Runs one problem; prints its line and returns its JSON record. failures counts FAILED lines.
 std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failures) {
   const bool verify = S.mode.find('C') != std::string::npos, time = S.mode.find('P') != std::string::npos;
-  auto plan = AnyPlan::select(p.op, p.problem, S.pref);
+  PlanPreference pref;
+  const Status pref_status = from_string(S.pref + " " + p.pref, &pref);
+  auto plan = pref_status.ok() ? AnyPlan::select(p.op, p.problem, pref) : Result<AnyPlan>(pref_status);
   std::string status, reason, sku;
   double us = 0, graph_us = 0, worst = 0;
   harness::Cost cost;
@@ -106,7 +109,7 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
     reason = plan.status().to_string();
   } else {
     sku = plan->sku().name();
-    cost = harness::op_cost(*plan);
+    cost = harness::op_cost(*plan, p.opt);
     harness::CaseOptions o = p.opt;
     o.reference = verify;
     auto c = harness::OpCase::make(*plan, o);
@@ -142,7 +145,7 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
           } else {
             const Workspace ws = c->workspace();
             us = 1000.0 * median_ms([&] { (void)bound->run(nullptr, ws); }, S.warm, S.reps);
-            if (S.graph) graph_us = bench::median_graph_us([&](cudaStream_t s) { (void)bound->run(s, ws); }, 20, S.reps);
+            if (S.graph || p.graph) graph_us = bench::median_graph_us([&](cudaStream_t s) { (void)bound->run(s, ws); }, 20, S.reps);
           }
         }
       }
@@ -178,46 +181,59 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
 
 // --list: one line per row; --ops-table: the measured columns of docs/ops.md as JSON lines.
 void list_ops(bool table, const std::string& problems_dir) {
-  std::map<std::string, std::string> first_line;  // op -> its first CI problem
+  std::map<std::string, std::vector<std::string>> lines_of;  // op -> its CI problems
   for (const std::string& f : harness::problem_files(problems_dir + "/ci"))
     if (auto lines = harness::read_problem_file(f))
-      for (const auto& p : *lines)
-        if (!first_line.count(p.op)) first_line[p.op] = p.problem;
+      for (const auto& p : *lines) lines_of[p.op].push_back(p.problem);
+  auto is_word_at = [](const std::string& s, size_t at, size_t n) {
+    return (at == 0 || !isalnum(static_cast<unsigned char>(s[at - 1]))) &&
+           (at + n >= s.size() || !isalnum(static_cast<unsigned char>(s[at + n])));
+  };
+  PlanPreference pref;
+  pref.target_arch = 90;
   for (const OpInfo& row : op_table()) {
     if (!table) {
       std::printf("%-24s %-12s %-4s %s\n", std::string(row.name).c_str(), std::string(row.family).c_str(),
                   std::string(enum_name(row.direction)).c_str(), std::string(row.plan).c_str());
       continue;
     }
-    // dtypes: the first CI problem with every field of its main dtype replaced, selected for sm_90
-    PlanPreference pref;
-    pref.target_arch = 90;
-    const std::string base = first_line.count(std::string(row.name)) ? first_line[std::string(row.name)] : "";
-    auto plan = AnyPlan::select(row.name, base, pref);
-    std::string dtypes, det = "?", acc = "?";
-    if (plan) {
-      det = plan->precision_guarantee().determinism == Determinism::kRunToRun ? "run_to_run" : "any";
-      acc = std::string(dtype_name(plan->precision_guarantee().accumulator));
-      DType main = plan->operands().empty() ? DType::f32 : plan->operands()[0].dtype;
-      size_t first = std::string::npos;  // the dtype named first in the line
+    // determinism: over every CI problem of the row (it may depend on the problem: an atomic
+    // backward chosen for small sizes); accumulator: the first problem's.
+    // dtypes: over every CI problem of the row, the non-bool dtype named first replaced (every
+    // token of it: fields and operands) by each dtype, selected for sm_90
+    const std::vector<std::string>& lines = lines_of[std::string(row.name)];
+    std::string det = "?", acc = "?";
+    std::set<DType> ok;
+    for (const std::string& base : lines) {
+      auto plan = AnyPlan::select(row.name, base, pref);
+      if (!plan) continue;
+      const std::string d = plan->precision_guarantee().determinism == Determinism::kRunToRun ? "run_to_run" : "any";
+      if (det == "?") {
+        det = d;
+        acc = std::string(dtype_name(plan->precision_guarantee().accumulator));
+      } else if (det != d) {
+        det = "run_to_run or any (by problem)";
+      }
+      size_t first = std::string::npos;
+      DType main = DType::f32;
       for (const auto& e : EnumTraits<DType>::kEntries)
         for (size_t at = base.find(e.name); at != std::string::npos; at = base.find(e.name, at + 1))
-          if ((at == 0 || !isalnum(static_cast<unsigned char>(base[at - 1]))) &&
-              (at + e.name.size() >= base.size() || !isalnum(static_cast<unsigned char>(base[at + e.name.size()]))) && at < first)
-            first = at, main = e.value;
+          if (is_word_at(base, at, e.name.size()) && at < first && e.value != DType::boolean) first = at, main = e.value;
+      if (first == std::string::npos) continue;  // the problem names no dtype to vary
+      ok.insert(main);
+      const std::string mn(dtype_name(main));
       for (const auto& e : EnumTraits<DType>::kEntries) {
-        // every "<main dtype>" token of the problem line becomes e.name (fields and layouts)
-        std::string line, mn(dtype_name(main));
+        std::string line;
         for (size_t i = 0; i < base.size();) {
-          const bool word = base.compare(i, mn.size(), mn) == 0 && (i == 0 || !isalnum(static_cast<unsigned char>(base[i - 1]))) &&
-                            (i + mn.size() >= base.size() || !isalnum(static_cast<unsigned char>(base[i + mn.size()])));
-          if (word) line += e.name, i += mn.size();
+          if (base.compare(i, mn.size(), mn) == 0 && is_word_at(base, i, mn.size())) line += e.name, i += mn.size();
           else line += base[i++];
         }
-        if (line == base && e.value != main) continue;  // the problem names no dtype to vary
-        if (AnyPlan::select(row.name, line, pref).ok()) dtypes += (dtypes.empty() ? "" : " ") + std::string(e.name);
+        if (AnyPlan::select(row.name, line, pref).ok()) ok.insert(e.value);
       }
     }
+    std::string dtypes;
+    for (const auto& e : EnumTraits<DType>::kEntries)
+      if (ok.count(e.value)) dtypes += (dtypes.empty() ? "" : " ") + std::string(e.name);
     std::printf("{\"op\": \"%s\", \"family\": \"%s\", \"direction\": \"%s\", \"dtypes\": \"%s\", \"determinism\": \"%s\", "
                 "\"accumulator\": \"%s\"}\n",
                 std::string(row.name).c_str(), std::string(row.family).c_str(), std::string(enum_name(row.direction)).c_str(),
@@ -226,8 +242,6 @@ void list_ops(bool table, const std::string& problems_dir) {
   if (!table) return;
   // the elementwise rows per pointwise op: the dtypes each direction selects for (every operand of
   // that dtype; where's condition and masked_fill's mask bool; `to` into f32)
-  PlanPreference pref;
-  pref.target_arch = 90;
   for (const auto& e : EnumTraits<EwOp>::kEntries) {
     std::string dt[2];
     for (const auto& t : EnumTraits<DType>::kEntries) {
@@ -241,8 +255,8 @@ void list_ops(bool table, const std::string& problems_dir) {
       if (ElementwisePlan::select(d, pref).ok()) dt[0] += (dt[0].empty() ? "" : " ") + std::string(t.name);
       if (ew_op_grad_mask(e.value) && ElementwiseBackwardPlan::select(d, pref).ok()) dt[1] += (dt[1].empty() ? "" : " ") + std::string(t.name);
     }
-    std::printf("{\"op\": \"elementwise\", \"sub\": \"%s\", \"dtypes_fwd\": \"%s\", \"dtypes_bwd\": \"%s\"}\n",
-                std::string(e.name).c_str(), dt[0].c_str(), dt[1].c_str());
+    std::printf("{\"op\": \"elementwise\", \"sub\": \"%s\", \"arity\": %d, \"dtypes_fwd\": \"%s\", \"dtypes_bwd\": \"%s\"}\n",
+                std::string(e.name).c_str(), ew_op_arity(e.value), dt[0].c_str(), dt[1].c_str());
   }
 }
 
@@ -293,11 +307,12 @@ int main(int argc, char** argv) {
     else if (a.rfind("--", 0) == 0 && !op.empty()) options += (options.empty() ? "" : " ") + a;
     else return usage(2);
   }
-  if (!pref_text.empty())
-    if (Status s = from_string(pref_text, &S.pref); !s.ok()) {
-      std::printf("--pref: %s\n", s.to_string().c_str());
-      return 2;
-    }
+  PlanPreference global_pref;
+  if (Status s = from_string(pref_text, &global_pref); !s.ok()) {
+    std::printf("--pref: %s\n", s.to_string().c_str());
+    return 2;
+  }
+  S.pref = pref_text;
   const std::string dir = default_problems_dir();
   if (list || table) {
     list_ops(table, dir);
@@ -344,11 +359,12 @@ int main(int argc, char** argv) {
   S.gpu = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
   if (!S.gpu) {
     cudaGetLastError();
-    PlanPreference pref = S.pref;
-    pref.target_arch = 90;
     int ok = 0;
     for (const auto& p : problems) {
-      auto plan = AnyPlan::select(p.op, p.problem, pref);
+      PlanPreference line_pref;
+      const Status ps = from_string(S.pref + " " + p.pref, &line_pref);
+      line_pref.target_arch = 90;
+      auto plan = ps.ok() ? AnyPlan::select(p.op, p.problem, line_pref) : Result<AnyPlan>(ps);
       ok += plan.ok();
       if (!plan) std::printf("does not select: %s %s: %s\n", p.op.c_str(), p.problem.c_str(), plan.status().to_string().c_str());
     }

@@ -25,7 +25,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from torch_elementwise_side_by_side import UNARY, BINARY, TERNARY  # the op -> torch call table
+from torch_side_by_side import UNARY, BINARY, TERNARY  # the op -> torch call table
 
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,
       "i64": torch.int64, "bool": torch.bool, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2,

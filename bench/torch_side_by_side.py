@@ -1,31 +1,406 @@
 #!/usr/bin/env python3
-"""Times PyTorch's counterpart of every baracuda_bench record on the same GPU, in the same run,
-and writes the side-by-side results in the shape of performance.md section 5.
+"""PyTorch beside every timed record of baracuda_bench, on the same GPU in the same run.
 
-  python3 bench/torch_side_by_side.py --ours bench.json --out-json pad.json --out-md pad.md \
-      --commit abc1234 --date 2026-11-21
+  baracuda_bench --batch bench/problems/perf --mode P --json bench.json
+  python3 bench/torch_side_by_side.py --ours bench.json --out-dir docs/perf --commit abc1234 --date 2026-11-27
 
-pad records: forward is F.pad(x, pads, mode); backward is the autograd backward of it
-(torch.autograd.grad(y, x, dy)), which is what a training step pays.
+Each record carries its op (a row of the op table), the problem line's fields and case options,
+and every operand's dtype, shape and strides. TORCH below maps each op to the PyTorch call a
+framework would make for the same problem: tensors of the same dtypes, shapes and strides, the
+inputs drawn from the same ranges (index operands from the same distributions). Backward rows are
+what a training step pays: torch.autograd.grad of the forward call (or the aten backward kernel
+autograd runs), with a random grad_output. Composites (rope, causal conv1d, fused GEMM
+epilogues) are written as a framework without the fused kernel writes them; --compile adds
+torch.compile of those composites.
+
+Writes <out-dir>/<family>.json (one record per row: ours, PyTorch, speedup, achieved rate and
+fraction of the ceiling measured in the same run) and <family>.md (the table and its summary:
+median and worst speedup, rows slower than PyTorch beyond the ±3 % tie band, median and worst
+fraction of the ceiling).
 """
 import argparse
 import json
+import os
+import re
 import statistics
 
 import torch
 import torch.nn.functional as F
 
-DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32, "f16": torch.float16, "f64": torch.float64}
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,
+      "i64": torch.int64, "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
+      "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
+S = torch.special
+TIE = 0.03  # a row within ±3 % of PyTorch is a tie
+
+# ---------------------------------------------------------------- elementwise: op -> torch call
+UNARY = {
+    "abs": torch.abs, "neg": torch.neg, "sign": torch.sign, "square": torch.square, "ceil": torch.ceil, "floor": torch.floor,
+    "round": torch.round, "trunc": torch.trunc, "frac": torch.frac, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
+    "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,
+    "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh, "asinh": torch.asinh,
+    "acosh": torch.acosh, "atanh": torch.atanh, "sinc": torch.sinc, "deg2rad": torch.deg2rad, "rad2deg": torch.rad2deg,
+    "nan_to_num": torch.nan_to_num, "logit": torch.logit, "isfinite": torch.isfinite, "isinf": torch.isinf,
+    "isnan": torch.isnan, "isposinf": torch.isposinf, "isneginf": torch.isneginf, "signbit": torch.signbit,
+    "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not, "clamp": lambda x: torch.clamp(x, -0.5, 1.25),
+    "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma, "sigmoid": torch.sigmoid,
+    "ndtr": S.ndtr, "digamma": torch.digamma, "erfcx": S.erfcx, "ndtri": S.ndtri, "i0": torch.i0, "i1": S.i1, "i0e": S.i0e, "i1e": S.i1e,
+    "frexp": lambda x: torch.frexp(x)[0], "polygamma": lambda x: torch.polygamma(1, x), "log_ndtr": S.log_ndtr, "entr": S.entr,
+    "relu": torch.relu, "relu6": F.relu6, "leaky_relu": F.leaky_relu, "rrelu": lambda x: F.rrelu(x, training=False), "elu": F.elu,
+    "selu": F.selu, "celu": F.celu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "mish": F.mish, "logsigmoid": F.logsigmoid, "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "hardtanh": F.hardtanh,
+    "hardshrink": F.hardshrink, "softshrink": F.softshrink, "tanhshrink": F.tanhshrink, "softplus": F.softplus,
+    "softsign": F.softsign, "threshold": lambda x: F.threshold(x, 0.5, 0.0),
+}
+BINARY = {
+    "zeta": S.zeta, "igamma": torch.igamma, "igammac": torch.igammac, "xlogy": torch.xlogy, "xlog1py": S.xlog1py,
+    "prelu": lambda a, w: torch.where(a > 0, a, w * a), "glu": lambda a, b: a * torch.sigmoid(b),
+    "swiglu": lambda a, b: F.silu(a) * b, "geglu": lambda a, b: F.gelu(a) * b, "reglu": lambda a, b: F.relu(a) * b,
+    "add": torch.add, "sub": torch.sub, "rsub": torch.rsub, "mul": torch.mul, "div": torch.div,
+    "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"), "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow, "float_power": torch.float_power, "atan2": torch.atan2,
+    "hypot": torch.hypot, "copysign": torch.copysign, "ldexp": torch.ldexp, "logaddexp": torch.logaddexp,
+    "logaddexp2": torch.logaddexp2, "maximum": torch.maximum, "minimum": torch.minimum, "fmax": torch.fmax, "fmin": torch.fmin,
+    "nextafter": torch.nextafter, "heaviside": torch.heaviside, "gcd": torch.gcd, "lcm": torch.lcm,
+    "lerp_scalar": lambda a, b: torch.lerp(a, b, 0.3), "masked_fill": lambda x, m: x.masked_fill(m, 0.0),
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "isclose": torch.isclose,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+}
+TERNARY = {
+    "where": torch.where, "clamp_tensor": torch.clamp, "addcmul": torch.addcmul, "addcdiv": torch.addcdiv,
+    "lerp": torch.lerp, "fma": lambda a, b, c: torch.addcmul(c, a, b),
+}
+NO_GRAD = {"igamma": {0}, "igammac": {0}}  # PyTorch has no derivative in a (operand 0), nor do we
 
 
-def median_us(fn, warm=5, reps=50):
+def ew_fn(op):
+    return UNARY.get(op) or BINARY.get(op) or TERNARY.get(op)
+
+
+# ---------------------------------------------------------------- records -> tensors
+
+
+def fields_of(problem):
+    """'a=bf16[8,8] transpose_b=true' -> {'a': 'bf16[8,8]', 'transpose_b': 'true'}"""
+    return dict(t.split("=", 1) for t in problem.split() if "=" in t)
+
+
+def option(rec, name, default=None):
+    m = re.search(r"--" + name + r"=(\S+)", rec["options"])
+    return m.group(1) if m else default
+
+
+def fill(t, lo=-2.0, hi=2.0):
+    if t.dtype == torch.bool:
+        return t.copy_(torch.rand(t.shape, device="cuda") > 0.5)
+    if not t.is_floating_point():
+        return t.copy_(torch.randint(-30, 31, t.shape, device="cuda"))
+    return t.uniform_(lo, hi)
+
+
+def tensor(o, lo=-2.0, hi=2.0):
+    """An operand of the record: its dtype, shape and strides (a view into fresh storage)."""
+    shape, strides = o["shape"], o["strides"]
+    if any(s < 0 for s in strides):
+        raise ValueError("negative strides")
+    t = torch.empty_strided(shape, strides, dtype=DT[o["dtype"]], device="cuda")
+    if 0 in strides and t.numel() > 0:  # a broadcast view: fill its storage through a dense view
+        fill(torch.as_strided(t, [d if s else 1 for d, s in zip(shape, strides)], strides), lo, hi)
+        return t
+    return fill(t, lo, hi)
+
+
+class Rec:
+    def __init__(self, r):
+        self.r, self.f = r, fields_of(r["problem"])
+        self.ops = {o["name"]: o for o in r["operands"]}
+
+    def t(self, name, lo=-2.0, hi=2.0):
+        return tensor(self.ops[name], lo, hi)
+
+    def has(self, name):
+        return name in self.ops
+
+    def i(self, key, default=0):
+        return int(self.f.get(key, default))
+
+    def b(self, key):
+        return self.f.get(key, "false") == "true"
+
+
+def grad_call(fn, leaves):
+    """torch.autograd.grad of fn(*leaves) for the leaves that require grad, random grad_output."""
+    y = fn(*leaves)
+    ys = list(y) if isinstance(y, (tuple, list)) else [y]
+    gs = [torch.empty_like(v).uniform_(-1, 1) for v in ys]
+    need = [x for x in leaves if isinstance(x, torch.Tensor) and x.requires_grad]
+    return lambda: torch.autograd.grad(ys, need, gs, retain_graph=True)
+
+
+def leaf(t, grad=True):
+    return t.detach().requires_grad_(grad and t.is_floating_point())
+
+
+# ---------------------------------------------------------------- per op
+
+
+def torch_pad(R, bwd, wrap=None):
+    rank = R.i("rank")
+    lo = [int(v) for v in R.f["pad_low"].split(",")]
+    hi = [int(v) for v in R.f["pad_high"].split(",")]
+    pads = []
+    for a in reversed(range(rank)):
+        pads += [lo[a], hi[a]]
+    while len(pads) > 2 and pads[-2:] == [0, 0]:
+        pads = pads[:-2]
+    mode = R.f.get("mode", "constant")
+    value = float(R.f.get("value", 0))
+    fn = (lambda x: F.pad(x, pads, mode="constant", value=value)) if mode == "constant" else (lambda x: F.pad(x, pads, mode=mode))
+    if not bwd:
+        x = R.t("x")
+        return lambda: fn(x)
+    shape = [int(v) for v in R.f["in_shape"].split(",")]
+    x = leaf(torch.empty(shape, device="cuda", dtype=DT[R.f["dtype"]]).uniform_(-2, 2))
+    return grad_call(fn, [x])
+
+
+def torch_copy(R, bwd, wrap=None):
+    x, y = R.t("src"), R.t("dst")
+    return lambda: y.copy_(x)
+
+
+def torch_elementwise(R, bwd, wrap=None):
+    op = R.f["op"]
+    if op == "to":
+        x = R.t("in[0]", 0.25, 2.0)
+        target = DT[R.f["out_dtype"]]
+        return lambda: x.to(target)
+    fn = ew_fn(op)
+    if fn is None:
+        return None
+    n = len([k for k in R.ops if k.startswith("in[")])
+    xs = [R.t(f"in[{k}]", 0.25, 2.0) for k in range(n)]
+    if not bwd:
+        if n == 1 and xs[0].dim() == 2 and xs[0].stride()[0] == 1:  # a transposed x: ours writes a contiguous result
+            y = torch.empty(R.ops["out"]["shape"], device="cuda", dtype=xs[0].dtype)
+            return (lambda: torch.exp(xs[0], out=y)) if op == "exp" else (lambda: y.copy_(fn(xs[0])))
+        return lambda: fn(*xs)
+    leaves = [leaf(x, k not in NO_GRAD.get(op, set())) for k, x in enumerate(xs)]
+    return grad_call(fn, leaves)
+
+
+def torch_frexp(R, bwd, wrap=None):
+    x = R.t("in")
+    return lambda: torch.frexp(x)
+
+
+def torch_reduce(R, bwd, wrap=None):
+    x = R.t("x")
+    ins = [int(v) for v in R.f["in_shape"].split(",")]
+    outs = [int(v) for v in R.f["out_shape"].split(",")]
+    lead = len(ins) - len(outs)
+    dims = list(range(lead)) + [lead + i for i, d in enumerate(outs) if d == 1 and ins[lead + i] != 1]
+    op = R.f["op"]
+    odt = DT[R.f["out_dtype"]]
+
+    def red(x):
+        y = {"sum": lambda: x.sum(dims, dtype=odt), "prod": lambda: x.prod(dims[0], dtype=odt),
+             "max": lambda: x.amax(dims), "min": lambda: x.amin(dims)}[op]()
+        return y.reshape(outs)
+    return lambda: red(x)
+
+
+def torch_gemm(R, bwd, wrap=None):
+    a, b = R.t("a", -1, 1), R.t("b", -1, 1)
+    bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
+    act = R.f.get("activation", "none")
+    gact = R.f.get("grad_activation", "none")
+    if R.b("transpose_b"):
+        core = lambda: F.linear(a, b, bias)
+    else:
+        core = (lambda: torch.addmm(bias, a, b)) if bias is not None and a.dim() == 2 else (lambda: torch.matmul(a, b) + (bias if bias is not None else 0))
+        if bias is None:
+            core = lambda: torch.matmul(a, b)
+    if gact != "none":  # dH = (dY W) * act'(Z), dbias = sum over rows
+        z = R.t("aux", -1, 1)
+        approx = "tanh" if gact == "gelu_tanh" else "none"
+
+        def dgelu_bgrad():
+            g = torch.ops.aten.gelu_backward(core(), z, approximate=approx)
+            return g, g.sum(0) if R.b("has_bias_grad") else g
+        return dgelu_bgrad
+    if act == "gelu_tanh":
+        return lambda: F.gelu(core(), approximate="tanh")
+    if act == "gelu_erf":
+        return lambda: F.gelu(core())
+    if act == "relu":
+        return lambda: F.relu(core())
+    return core
+
+
+def torch_bilinear(R, bwd, wrap=None):
+    x1, x2, w = R.t("x1", -1, 1), R.t("x2", -1, 1), R.t("weight", -1, 1)
+    b = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
+    if not bwd:
+        return lambda: F.bilinear(x1, x2, w, b)
+    leaves = [leaf(x1), leaf(x2), leaf(w)] + ([leaf(b)] if b is not None else [])
+    return grad_call(lambda *t: F.bilinear(t[0], t[1], t[2], t[3] if len(t) > 3 else None), leaves)
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def torch_rope(R, bwd, wrap=lambda f: f):
+    """HF transformers' composite (half pairing; partial rotary as HF does it) with cos / sin
+    precomputed in q's dtype, or Meta's complex multiply (interleaved); q and k."""
+    dt = DT[R.f["dtype"]]
+    Sq, D = R.i("seq"), R.i("head_dim")
+    Rd = R.i("rotary_dim", D) or D
+    base = float(R.f.get("base", 10000.0))
+    inv = 1.0 / (base ** (torch.arange(0, Rd, 2, device="cuda", dtype=torch.float32) / Rd))
+    freqs = torch.outer(torch.arange(Sq, device="cuda", dtype=torch.float32), inv)
+    bhsd = R.f.get("layout", "bshd") == "bhsd"
+    expand = (lambda t: t[None, None, :, :]) if bhsd else (lambda t: t[None, :, None, :])
+    if R.f.get("pairing", "half") == "interleaved":
+        fc = expand(torch.polar(torch.ones_like(freqs), freqs))
+
+        def fn(x):
+            xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+            return torch.view_as_real(xc * fc).flatten(-2).type_as(x)
+    else:
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = expand(emb.cos().to(dt)), expand(emb.sin().to(dt))
+
+        def fn(x):
+            if Rd == D:
+                return x * cos + rotate_half(x) * sin
+            xr, xp = x[..., :Rd], x[..., Rd:]
+            return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
+    fn = wrap(fn)
+    names = ("dq_out", "dk_out") if bwd else ("q", "k")
+    ins = [R.t(n) for n in names if R.has(n)]
+    if bwd:
+        return grad_call(lambda *t: tuple(fn(x) for x in t), [leaf(x) for x in ins])
+    return lambda: [fn(x) for x in ins]
+
+
+def torch_conv1d(R, bwd, wrap=lambda f: f):
+    """F.conv1d(groups=C, padding=W-1) + slice + SiLU, channel-last transposed in and out."""
+    W, L, C = R.i("width"), R.i("seq"), R.i("channels")
+    chan_last = R.f.get("layout", "bcl") == "blc"
+    silu = R.f.get("activation", "none") == "silu"
+    x = R.t("x")
+    w = R.t("weight", -0.5, 0.5)
+    b = R.t("bias", -0.5, 0.5) if R.b("has_bias") else None
+
+    def fn(x, w, b=None):
+        xc = x.transpose(1, 2) if chan_last else x
+        y = F.conv1d(xc, w[:, None, :], b, padding=W - 1, groups=C)[..., :L]
+        y = F.silu(y) if silu else y
+        return y.transpose(1, 2) if chan_last else y
+    fn = wrap(fn)
+    if not bwd:
+        return lambda: fn(x, w, b)
+    return grad_call(fn, [leaf(x), leaf(w)] + ([leaf(b)] if b is not None else []))
+
+
+def torch_conv1d_update(R, bwd, wrap=lambda f: f):
+    """Mamba's reference decode step: cat(state, x), conv over the window, state <- last W-1."""
+    W, C = R.i("width"), R.i("channels")
+    n = R.i("seq", 1)
+    B = R.i("batch")
+    dt = DT[R.f["dtype"]]
+    x = torch.empty(B, C, n, device="cuda", dtype=dt).uniform_(-2, 2)
+    state = torch.empty(B, C, W - 1, device="cuda", dtype=dt).uniform_(-2, 2)
+    w = R.t("weight", -0.5, 0.5)
+    b = R.t("bias", -0.5, 0.5) if R.b("has_bias") else None
+    silu = R.f.get("activation", "none") == "silu"
+
+    def fn(x, state, w, b):
+        full = torch.cat([state, x], dim=-1)
+        state.copy_(full[..., -(W - 1):])
+        y = F.conv1d(full, w[:, None, :], b, groups=C)[..., -n:]
+        return F.silu(y) if silu else y
+    fn = wrap(fn)
+    return lambda: fn(x, state, w, b)
+
+
+def draw_ids(dist, n, V):
+    g = torch.Generator(device="cuda").manual_seed(11)
+    if dist == "same":
+        return torch.full((n,), min(7, V - 1), device="cuda", dtype=torch.int64)
+    if dist.startswith("zipf"):
+        s = float(dist[4:] or 1.1)
+        p = torch.arange(1, V + 1, device="cuda", dtype=torch.float64).pow(-s)
+        return torch.multinomial((p / p.sum()).float(), n, replacement=True, generator=g)
+    return torch.randint(0, V, (n,), device="cuda", generator=g)
+
+
+def torch_embedding(R, bwd, wrap=None):
+    V, D, N = R.i("num_embeddings"), R.i("embedding_dim"), R.i("num_indices")
+    dt = DT[R.f.get("dtype", "f32")]
+    ids = draw_ids(option(R.r, "data", "uniform"), N, V)
+    if not bwd:
+        w = torch.empty(V, D, device="cuda", dtype=dt).uniform_(-1, 1)
+        return lambda: F.embedding(ids, w)
+    g = torch.empty(N, D, device="cuda", dtype=dt).uniform_(-1, 1)
+    return lambda: torch.ops.aten.embedding_dense_backward(g, ids, V, -1, R.b("scale_grad_by_freq"))
+
+
+def torch_embedding_bag(R, bwd, wrap=None):
+    V, D, N, B = R.i("num_embeddings"), R.i("embedding_dim"), R.i("num_indices"), R.i("num_bags")
+    dt = DT[R.f.get("dtype", "f32")]
+    mode = {"sum": 0, "mean": 1, "max": 2}[R.f.get("mode", "mean")]
+    ids = draw_ids(option(R.r, "data", "uniform"), N, V)
+    offsets = torch.arange(B, device="cuda", dtype=torch.int64) * N // B
+    w = torch.empty(V, D, device="cuda", dtype=dt).uniform_(-1, 1)
+    if not bwd:
+        return lambda: F.embedding_bag(ids, w, offsets, mode=R.f.get("mode", "mean"))
+    out, offset2bag, bag_size, max_idx = torch.ops.aten._embedding_bag(w, ids, offsets, False, mode)
+    g = torch.empty_like(out).uniform_(-1, 1)
+    return lambda: torch.ops.aten._embedding_bag_dense_backward(g, ids, offset2bag, bag_size, max_idx, V, False, mode, None, -1)
+
+
+TORCH = {
+    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
+    "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
+    "reduce_to_shape": torch_reduce, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
+    "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
+    "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
+    "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
+}
+# What each family's table says PyTorch ran.
+TORCH_SIDE = {
+    "pad": "F.pad; backward = torch.autograd.grad of it.",
+    "copy": "Tensor.copy_ into a preallocated result of the same layout.",
+    "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
+                   "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
+                   "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",
+    "reduce": "Tensor.sum / prod / amax / amin over the reduced dims.",
+    "gemm": "F.linear (transpose_b) or torch.matmul; epilogues as F.gelu(F.linear(x, w, b)); dgelu + bias-grad as "
+            "aten.gelu_backward(dY @ W, Z) and .sum(0); bilinear: F.bilinear and torch.autograd.grad of it.",
+    "rope": "HF transformers' composite (q * cos + rotate_half(q) * sin, cos / sin precomputed in q's dtype; partial rotary "
+            "as HF does it) or Meta's complex multiply (interleaved), on q and k; backward = torch.autograd.grad of it.",
+    "conv1d": "F.conv1d(groups=C, padding=W-1) + slice + SiLU (channel-last: transposed in and out); backward = "
+              "torch.autograd.grad for x, w and bias; update: Mamba's reference step (cat, conv, state copy).",
+    "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
+                 "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
+                 "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
+}
+
+
+def median_us(fn, warm=3, reps=15):
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
@@ -34,106 +409,103 @@ def median_us(fn, warm=5, reps=50):
     return statistics.median(times)
 
 
-def torch_pad_us(rec):
-    mode = rec["op"].split("_", 1)[1]
-    dt = DTYPES[rec["dtype"]]
-    x = torch.empty(rec["shape"], device="cuda", dtype=dt).uniform_(-2, 2)
-    pads = list(rec["pads"])
-    if rec["direction"] == "fwd":
-        return median_us(lambda: F.pad(x, pads, mode=mode))
-    xr = x.detach().requires_grad_(True)
-    y = F.pad(xr, pads, mode=mode)
-    dy = torch.empty_like(y).uniform_(-1, 1)
-    return median_us(lambda: torch.autograd.grad(y, xr, dy, retain_graph=True))
+COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update"}
 
 
-def load_run(extra_args=()):
-    """The arguments every side-by-side script takes, our raw benchmark JSON, and the GPU's name.
-    extra_args: (flag, default) pairs a family adds."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ours", required=True)
-    ap.add_argument("--out-json", required=True)
-    ap.add_argument("--out-md", required=True)
-    ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--date", default="unknown")
-    for flag, default in extra_args:
-        ap.add_argument(flag, default=default)
-    args = ap.parse_args()
-    return args, json.load(open(args.ours)), torch.cuda.get_device_name(0)
+def torch_times(r, compile_ops):
+    """(eager us, torch.compile us or None) of PyTorch's counterpart of record r; compile_ops: the
+    composite ops also timed under torch.compile."""
+    builder = TORCH.get(r["op"])
+    if builder is None:
+        return None, None
+    bwd = r["direction"] == "bwd"
+    call = builder(Rec(r), bwd)
+    if call is None:
+        return None, None
+    reps = 7 if r.get("ours_us", 0) > 20000 else 15
+    eager = median_us(call, reps=reps)
+    del call
+    comp = None
+    if r["op"] in COMPOSITES and r["op"] in compile_ops:
+        try:
+            comp = median_us(builder(Rec(r), bwd, wrap=lambda f: torch.compile(f, dynamic=False)), reps=reps)
+        except Exception as e:  # noqa: BLE001 - report and keep the eager number
+            print("torch.compile failed:", r["op"], str(e)[:200])
+    return eager, comp
 
 
-def eager_compile_record(op, r, variant, t_eager, t_comp, device, args):
-    """One side-by-side record of a memory-bound family timed against PyTorch eager and (when
-    t_comp is not None) torch.compile."""
-    return {
-        "op": op, "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"], "variant": variant,
-        "ours_us": round(r["ours_us"], 2), "torch_us": round(t_eager, 2),
-        "torch_compile_us": round(t_comp, 2) if t_comp else None,
-        "speedup_vs_torch": round(t_eager / r["ours_us"], 3),
-        "speedup_vs_torch_compile": round(t_comp / r["ours_us"], 3) if t_comp else None,
-        "bound": "memory", "achieved": round(r["achieved"], 3), "unit": "TB/s", "ceiling": round(r["ceiling"], 3),
-        "fraction_of_ceiling": round(r["achieved"] / r["ceiling"], 3), "device": device,
-        "commit": args.commit, "date": args.date, "sku": r["sku"], "verified": r["verified"],
-    }
+def fmt(v, spec):
+    return format(v, spec) if v is not None else "n/a"
 
 
-def eager_compile_table(shape_label):
-    """Header of the table eager_compile_rows fills."""
-    return [f"| dir | dtype | {shape_label} | variant | ours us | torch us | compile us | vs eager | vs compile | TB/s | of copy |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-
-
-def eager_compile_rows(out):
-    rows = []
-    for o in out:
-        comp = f"{o['torch_compile_us']:.1f}" if o["torch_compile_us"] else "n/a"
-        vsc = f"{o['speedup_vs_torch_compile']:.2f}x" if o["speedup_vs_torch_compile"] else "n/a"
-        rows.append(f"| {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | {o['ours_us']:.1f} | "
-                    f"{o['torch_us']:.1f} | {comp} | {o['speedup_vs_torch']:.2f}x | {vsc} | "
-                    f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
-    return rows
-
-
-def write_md(path, lines, out, label="PyTorch"):
-    """Appends the min/median/max speedup line to a family's table, writes it and prints it."""
-    sp = sorted(o["speedup_vs_torch"] for o in out)
+def family_md(fam, rows, ours, args, device):
+    lines = [f"# {fam}: baracuda vs PyTorch {torch.__version__} on {device}", "",
+             f"Date {args.date}, commit {args.commit}; `baracuda_bench --batch bench/problems/perf/{fam}.txt --mode P` "
+             f"beside `bench/torch_side_by_side.py` in the same run. Ceilings measured in the same run: device-to-device "
+             f"copy {ours['copy_tbps']:.3f} TB/s (bytes read + written) for memory-bound rows, a bf16 8192³ GEMM "
+             f"{ours['gemm_tflops']:.1f} TFLOP/s for compute-bound rows. Times: CUDA-event medians around one call "
+             "after warm-up (ours: run() with its host checks). PyTorch: " + TORCH_SIDE.get(fam, "") +
+             " Each row's repro line is in the JSON.", "",
+             "| op | problem | options | ours µs | torch µs | speedup | achieved | of ceiling | sku |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for o in rows:
+        ach = "no pass" if o["bytes"] == 0 and o["flops"] == 0 else f"{o['achieved']:.3f} {o['unit']}"
+        frac = "no pass" if o["fraction_of_ceiling"] is None else f"{100 * o['fraction_of_ceiling']:.1f}%"
+        lines.append(f"| {o['op']} | `{o['problem']}` | {o['options'] or ''} | {o['ours_us']:.1f} | {fmt(o['torch_us'], '.1f')} | "
+                     f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {o['sku']} |")
+    sp = [o["speedup_vs_torch"] for o in rows if o["speedup_vs_torch"]]
+    fr = [o["fraction_of_ceiling"] for o in rows if o["fraction_of_ceiling"]]
     if sp:
-        lines += ["", f"Speedup vs {label}: min {sp[0]:.2f}x, median {statistics.median(sp):.2f}x, max {sp[-1]:.2f}x."]
-    open(path, "w").write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        slow = [o for o in rows if o["speedup_vs_torch"] and o["speedup_vs_torch"] < 1 - TIE]
+        lines += ["", f"{len(rows)} rows. Speedup vs PyTorch: median {statistics.median(sp):.2f}x, min {min(sp):.2f}x, "
+                  f"max {max(sp):.2f}x; {len(slow)} rows slower than PyTorch beyond the ±3 % tie band."]
+        if fr:
+            lines[-1] += f" Fraction of the ceiling: median {100 * statistics.median(fr):.1f}%, min {100 * min(fr):.1f}%."
+        for o in slow:
+            lines.append(f"- slower: {o['op']} `{o['problem']}` {o['options']}: {o['speedup_vs_torch']:.2f}x")
+    return "\n".join(lines) + "\n"
 
 
 def main():
-    args, ours, device = load_run([("--family", "pad")])
-    out = []
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ours", required=True, help="baracuda_bench --json output")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--date", default="unknown")
+    ap.add_argument("--compile", default="", help="ops whose composite is also timed under torch.compile (comma list)")
+    args = ap.parse_args()
+    ours = json.load(open(args.ours))
+    device = torch.cuda.get_device_name(0)
+    compile_ops = set(filter(None, args.compile.split(",")))
+    fams = {}
     for r in ours["records"]:
-        if not r["op"].startswith(args.family):
+        if r["status"] not in ("PERF", "PASSED") or r["ours_us"] <= 0:
+            print("skipped (not timed):", r["op"], r["problem"], r["status"], r["reason"][:120])
             continue
-        t_us = torch_pad_us(r)
-        out.append({
-            "op": r["op"], "direction": r["direction"], "dtype": r["dtype"], "shape": r["shape"],
-            "variant": r["variant"], "ours_us": round(r["ours_us"], 2), "torch_us": round(t_us, 2),
-            "speedup_vs_torch": round(t_us / r["ours_us"], 3), "bound": "memory",
-            "achieved": round(r["achieved"], 3), "unit": "TB/s", "ceiling": round(r["ceiling"], 3),
-            "fraction_of_ceiling": round(r["achieved"] / r["ceiling"], 3), "device": device,
-            "commit": args.commit, "date": args.date, "sku": r["sku"], "verified": r["verified"],
-        })
-    json.dump(out, open(args.out_json, "w"), indent=1)
-    lines = [
-        f"# {args.family}: baracuda vs PyTorch {torch.__version__} on {device}",
-        "",
-        f"Date {args.date}, commit {args.commit}. Ceiling = device-to-device copy measured in the same run: "
-        f"{ours['copy_tbps']:.3f} TB/s (bytes read + written). Host overhead of run(): "
-        f"{ours['host_overhead_us']:.2f} us/call. Times are CUDA-event medians of 50 runs after warm-up.",
-        "",
-        "| op | dir | dtype | shape | variant | ours us | torch us | speedup | TB/s | of copy |",
-        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for o in out:
-        lines.append(f"| {o['op']} | {o['direction']} | {o['dtype']} | {o['shape']} | {o['variant']} | "
-                     f"{o['ours_us']:.1f} | {o['torch_us']:.1f} | {o['speedup_vs_torch']:.2f}x | "
-                     f"{o['achieved']:.2f} | {100 * o['fraction_of_ceiling']:.1f}% |")
-    write_md(args.out_md, lines, out)
+        try:
+            t, tc = torch_times(r, compile_ops)
+        except Exception as e:  # an op PyTorch lacks in this form
+            print("torch failed:", r["op"], r["problem"], str(e)[:200])
+            t, tc = None, None
+        torch.cuda.empty_cache()
+        frac = r["fraction_of_ceiling"] if (r["bytes"] or r["flops"]) else None
+        o = {"op": r["op"], "direction": r["direction"], "problem": r["problem"], "options": r["options"], "sku": r["sku"],
+             "ours_us": round(r["ours_us"], 2), "torch_us": round(t, 2) if t else None,
+             "torch_compile_us": round(tc, 2) if tc else None,
+             "speedup_vs_torch": round(t / r["ours_us"], 3) if t else None,
+             "bound": r["bound"], "bytes": r["bytes"], "flops": r["flops"], "achieved": round(r["achieved"], 4), "unit": r["unit"],
+             "ceiling": round(r["ceiling"], 4), "fraction_of_ceiling": round(frac, 4) if frac else None,
+             "graph_us": round(r["graph_us"], 2) if r.get("graph_us") else None, "verified": r["verified"],
+             "operands": r["operands"], "repro": r["repro"], "device": device, "commit": args.commit, "date": args.date}
+        fams.setdefault(r["family"], []).append(o)
+        print(f"{o['op']:24s} {o['ours_us']:10.1f} us  torch {fmt(o['torch_us'], '10.1f')} us  {fmt(o['speedup_vs_torch'], '.2f')}x  "
+              f"{o['problem'][:80]} {o['options']}", flush=True)
+    os.makedirs(args.out_dir, exist_ok=True)
+    for fam, rows in fams.items():
+        json.dump(rows, open(os.path.join(args.out_dir, fam + ".json"), "w"), indent=1)
+        md = family_md(fam, rows, ours, args, device)
+        open(os.path.join(args.out_dir, fam + ".md"), "w").write(md)
+        print(md.splitlines()[-1] if md else "")
 
 
 if __name__ == "__main__":

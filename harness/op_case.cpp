@@ -66,8 +66,8 @@ void RefCall::fail_descriptor_type() const {
   std::abort();
 }
 
-Cost op_cost(const AnyPlan& plan) {
-  if (const OpRef& r = op_ref(plan.op().name); r.cost) return r.cost(plan);
+Cost op_cost(const AnyPlan& plan, const CaseOptions& opt) {
+  if (const OpRef& r = op_ref(plan.op().name); r.cost) return r.cost(plan, opt);
   Cost c;
   for (const OperandSpec& s : plan.operands())
     c.bytes += static_cast<double>(s.numel()) * static_cast<double>(dtype_size(s.dtype)) * (s.role == OperandRole::kInOut ? 2 : 1);
@@ -142,8 +142,14 @@ Result<OpCase> OpCase::make(const AnyPlan& plan, const CaseOptions& opt) {
           c.buf_of_[i] = c.buf_of_[j];
           break;
         }
-    if (c.buf_of_[i] >= 0) continue;
     const std::string name(s.name);
+    if (auto a = opt.alias.find(name); a != opt.alias.end()) {
+      const int j = specs.index_of(a->second);
+      if (j < 0 || specs[static_cast<size_t>(j)].writes() || c.buf_of_[static_cast<size_t>(j)] < 0)
+        return Status(StatusCode::kInvalidProblem, "OpCase: --alias=" + name + ":" + a->second + " names no input before it");
+      c.buf_of_[i] = c.buf_of_[static_cast<size_t>(j)];
+    }
+    if (c.buf_of_[i] >= 0) continue;
     const Layout l = opt.views.count(name) ? opt.views.at(name) : opt.layout;
     std::unique_ptr<StridedBuffer> b;
     const bool host = mirrored(i);
@@ -186,16 +192,18 @@ Result<OpCase> OpCase::make(const AnyPlan& plan, const CaseOptions& opt) {
     c.initial_.push_back(b->host);
   }
   c.ws_bytes_ = plan.workspace_size();
-  if (c.ws_bytes_ > 0 && cudaMalloc(&c.ws_, c.ws_bytes_) != cudaSuccess)
-    return Status(StatusCode::kCudaError, "OpCase: cudaMalloc of the workspace failed");
-  if (c.ws_ && cudaMemset(c.ws_, 0xA5, c.ws_bytes_) != cudaSuccess)  // not zero: a plan must not rely on it
+  if (c.ws_bytes_ > 0) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, c.ws_bytes_) != cudaSuccess)
+      return Status(StatusCode::kCudaError, "OpCase: cudaMalloc of the workspace failed");
+    c.ws_.reset(p);
+  }
+  if (c.ws_ && cudaMemset(c.ws_.get(), 0xA5, c.ws_bytes_) != cudaSuccess)  // not zero: a plan must not rely on it
     return Status(StatusCode::kCudaError, "OpCase: cudaMemset of the workspace failed");
   return c;
 }
 
-OpCase::~OpCase() {
-  if (ws_) cudaFree(ws_);
-}
+void OpCase::CudaFree::operator()(void* p) const { cudaFree(p); }
 
 std::vector<NamedView> OpCase::views() const {
   std::vector<NamedView> v;

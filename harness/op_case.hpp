@@ -86,6 +86,18 @@ class RefCall {
   std::string data_;
 };
 
+struct CaseOptions {
+  Layout layout = Layout::kContiguous;              // every operand's layout
+  std::map<std::string, Layout> views;              // per operand (by name), over `layout`
+  std::map<std::string, std::vector<int64_t>> strides;  // per operand: explicit element strides
+  bool inplace = false;    // outputs that may alias an input of their shape and dtype are bound to it
+  std::map<std::string, std::string> alias;  // output -> the input it is bound to (any: the plan judges)
+  bool specials = false;   // ±0, ±inf, NaN at the first, middle and last element of float inputs
+  bool reference = true;   // keep full random inputs for check() (off: tiled values, for timing only)
+  uint64_t seed = 1;
+  std::string data;        // the adapter's input distribution
+};
+
 struct Cost {
   double bytes = 0;  // the minimum traffic: each input read once, each output written once
   double flops = 0;  // > 0: the op is compute-bound and measured in TFLOP/s
@@ -97,26 +109,17 @@ struct OpRef {
   void (*fill)(RefCall&) = nullptr;
   // The float64 answer: want (and mag / extra / exact) of every output and in-out operand.
   Status (*compute)(RefCall&) = nullptr;
-  // The roofline's numerator. Optional: each operand's bytes once, no flops.
-  Cost (*cost)(const AnyPlan&) = nullptr;
+  // The roofline's numerator for a case laid out by `opt` (aliasing may remove a pass).
+  // Optional: each operand's bytes once (in-out twice), no flops.
+  Cost (*cost)(const AnyPlan&, const CaseOptions&) = nullptr;
 };
 
 // The adapter of an op of the op table (every row has one: harness/ref_<family>.cpp).
 const OpRef& op_ref(std::string_view op);
-Cost op_cost(const AnyPlan& plan);
+Cost op_cost(const AnyPlan& plan, const CaseOptions& opt = {});
 
 // ---------------------------------------------------------------- a runnable case
 
-struct CaseOptions {
-  Layout layout = Layout::kContiguous;              // every operand's layout
-  std::map<std::string, Layout> views;              // per operand (by name), over `layout`
-  std::map<std::string, std::vector<int64_t>> strides;  // per operand: explicit element strides
-  bool inplace = false;    // outputs that may alias an input of their shape and dtype are bound to it
-  bool specials = false;   // ±0, ±inf, NaN at the first, middle and last element of float inputs
-  bool reference = true;   // keep full random inputs for check() (off: tiled values, for timing only)
-  uint64_t seed = 1;
-  std::string data;        // the adapter's input distribution
-};
 
 struct CaseCheck {
   bool ok = true;
@@ -130,11 +133,11 @@ class OpCase {
   static Result<OpCase> make(const AnyPlan& plan, const CaseOptions& opt);
   OpCase(OpCase&&) = default;
   OpCase& operator=(OpCase&&) = default;
-  ~OpCase();
+  ~OpCase() = default;
 
   const AnyPlan& plan() const { return *plan_; }
   std::vector<NamedView> views() const;
-  Workspace workspace() const { return {ws_, ws_bytes_}; }
+  Workspace workspace() const { return {ws_.get(), ws_bytes_}; }
   // The plan on the case's views (ws: the case's own workspace unless given).
   Status run(cudaStream_t stream) const;
   Status run(cudaStream_t stream, Workspace ws) const;
@@ -159,7 +162,8 @@ class OpCase {
   std::unique_ptr<RefCall> ref_;
   bool computed_ = false;
   Status ref_status_;
-  void* ws_ = nullptr;
+  struct CudaFree { void operator()(void* p) const; };
+  std::unique_ptr<void, CudaFree> ws_;  // owned: a moved-from case must not free it
   size_t ws_bytes_ = 0;
 };
 

@@ -55,6 +55,8 @@ Result<ProblemLine> parse_problem_line(std::string_view text) {
     if (key == "inplace") p.opt.inplace = true;
     else if (key == "specials") p.opt.specials = true;
     else if (key == "data") p.opt.data = std::string(val);
+    else if (key == "graph") p.graph = true;
+    else if (key == "pref") p.pref += (p.pref.empty() ? "" : " ") + std::string(val);
     else if (key == "seed") p.opt.seed = std::strtoull(std::string(val).c_str(), nullptr, 10);
     else if (key == "layout") {
       if (!parse_layout(val, &p.opt.layout)) return bad(t, "unknown layout");
@@ -62,6 +64,10 @@ Result<ProblemLine> parse_problem_line(std::string_view text) {
       Layout l;
       if (!split_named(val, &name, &rest) || !parse_layout(rest, &l)) return bad(t, "expected --view=NAME:LAYOUT");
       p.opt.views[name] = l;
+    } else if (key == "alias") {
+      std::string_view in;
+      if (!split_named(val, &name, &in)) return bad(t, "expected --alias=OUTPUT:INPUT");
+      p.opt.alias[name] = std::string(in);
     } else if (key == "strides") {
       if (!split_named(val, &name, &rest)) return bad(t, "expected --strides=NAME:S0,S1,...");
       std::vector<int64_t> s;
@@ -72,7 +78,7 @@ Result<ProblemLine> parse_problem_line(std::string_view text) {
       }
       p.opt.strides[name] = s;
     } else {
-      return bad(t, "unknown option (--layout --view --strides --inplace --data --specials --seed)");
+      return bad(t, "unknown option (--layout --view --strides --alias --inplace --data --specials --seed --pref --graph)");
     }
   }
   return p;

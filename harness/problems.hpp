@@ -9,9 +9,12 @@
 //   --view=NAME:KIND         one operand's layout ("--view=in[0]:transposed")
 //   --strides=NAME:S0,S1..   one operand's element strides
 //   --inplace                outputs that may alias an input are bound to it
+//   --alias=OUT:IN           output OUT bound to input IN's storage ("--alias=grad_in[0]:grad_out")
 //   --data=DIST              the input distribution the op's adapter knows ("zipf1.1", "same" ...)
 //   --specials               ±0, ±inf, NaN in float inputs
 //   --seed=N
+//   --pref=FIELD=VALUE       a PlanPreference field for this problem ("--pref=autotune=true")
+//   --graph                  timing: per call under CUDA graph replay as well (baracuda_bench)
 // Files live in bench/problems/ci/<family>.txt (small problems: the contract tests, the host
 // select test, --mode C) and bench/problems/perf/<family>.txt (the benchmark shapes).
 #pragma once
@@ -29,6 +32,8 @@ struct ProblemLine {
   std::string op;       // the op table row
   std::string problem;  // "field=value ..." (what AnyPlan::select takes)
   std::string options;  // "--option ..." as written (part of the repro line)
+  std::string pref;     // PlanPreference fields of --pref options ("autotune=true ...")
+  bool graph = false;   // --graph
   CaseOptions opt;
   std::string where;    // "file:line" for messages
 };

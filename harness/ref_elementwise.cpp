@@ -48,8 +48,8 @@ void ew_fill(RefCall& c) {
   for (int k = 0; k < d.num_operands; ++k) {
     RefOperand* r = c.find(kIn[k]);
     if (!r) continue;
-    // the benchmarks' domain (positive: the log / sqrt family on its domain) when timing
-    if (!c.data().empty()) r->lo = 0.25, r->hi = 2;
+    // --data=positive: [0.25, 2] (the benchmarks' domain: the log / sqrt family on its domain)
+    if (c.data() == "positive") r->lo = 0.25, r->hi = 2;
   }
 }
 
@@ -214,10 +214,28 @@ Status reduce(RefCall& c) {
   return {};
 }
 
+// grad_out, the operands the derivative reads, and the gradients written: a gradient that is
+// grad_out itself (ElementwiseBackwardPlan::grad_is_grad_out) bound to grad_out is not written,
+// as PyTorch's autograd passes grad_out on (all of them: 0 bytes, no pass at all).
+Cost ew_backward_cost(const AnyPlan& p, const CaseOptions& opt) {
+  const ElementwiseBackwardPlan& plan = *p.plan<ElementwiseBackwardPlan>();
+  double written = 0, read = 0;
+  for (const OperandSpec& s : p.operands()) {
+    const double bytes = static_cast<double>(s.numel()) * static_cast<double>(dtype_size(s.dtype));
+    if (!s.writes()) {
+      read += s.optional ? 0 : bytes;  // optional inputs: unread by the derivative
+      continue;
+    }
+    const auto a = opt.alias.find(std::string(s.name));
+    if (!(a != opt.alias.end() && a->second == "grad_out" && plan.grad_is_grad_out(s.element))) written += bytes;
+  }
+  return {written > 0 ? read + written : 0.0, 0};
+}
+
 }  // namespace
 
 OpRef ref_elementwise() { return {&ew_fill, &ew_forward, nullptr}; }
-OpRef ref_elementwise_backward() { return {&ew_fill, &ew_backward, nullptr}; }
+OpRef ref_elementwise_backward() { return {&ew_fill, &ew_backward, &ew_backward_cost}; }
 OpRef ref_frexp() { return {nullptr, &frexp, nullptr}; }
 OpRef ref_reduce_to_shape() { return {nullptr, &reduce, nullptr}; }
 

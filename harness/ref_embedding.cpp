@@ -99,7 +99,7 @@ Status emb_backward(RefCall& c) {
   return {};
 }
 
-Cost emb_cost(const AnyPlan& p) {
+Cost emb_cost(const AnyPlan& p, const CaseOptions&) {
   const EmbeddingDescriptor& d = *p.descriptor<EmbeddingDescriptor>();
   const double row = static_cast<double>(d.embedding_dim) * static_cast<double>(dtype_size(d.dtype));
   const double ids = static_cast<double>(d.num_indices) * static_cast<double>(dtype_size(d.index_dtype));
@@ -194,7 +194,7 @@ Status bag_backward(RefCall& c) {
   return {};
 }
 
-Cost bag_cost(const AnyPlan& p) {
+Cost bag_cost(const AnyPlan& p, const CaseOptions&) {
   const EmbeddingBagDescriptor& d = *p.descriptor<EmbeddingBagDescriptor>();
   const double row = static_cast<double>(d.embedding_dim) * static_cast<double>(dtype_size(d.dtype));
   const double n = static_cast<double>(d.indices_count()), b = static_cast<double>(d.num_bags);

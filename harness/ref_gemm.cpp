@@ -127,7 +127,7 @@ Status backward(RefCall& c) {
   return {};
 }
 
-Cost gemm_cost(const AnyPlan& p) {
+Cost gemm_cost(const AnyPlan& p, const CaseOptions&) {
   const GemmDescriptor& d = *p.descriptor<GemmDescriptor>();
   Cost c;
   for (const OperandSpec& s : p.operands()) c.bytes += static_cast<double>(s.numel()) * static_cast<double>(dtype_size(s.dtype));
@@ -179,7 +179,7 @@ Status bilinear_backward(RefCall& c) {
   return {};
 }
 
-Cost bilinear_cost(const AnyPlan& p) {
+Cost bilinear_cost(const AnyPlan& p, const CaseOptions&) {
   const auto [B, I, J, O] = dims(*p.descriptor<BilinearDescriptor>());
   Cost c;
   for (const OperandSpec& s : p.operands()) c.bytes += static_cast<double>(s.numel()) * static_cast<double>(dtype_size(s.dtype));

@@ -4,7 +4,10 @@
 # over the problem files, and PyTorch beside every timed record. Logs and tables go to $OUT
 # (default /tmp/baracuda-out). Usage:
 #   COMMIT=abc1234 DATE=2026-11-27 [BENCH=bench/problems/perf[/FAMILY.txt]] [BENCH_FILTER=TEXT] \
-#     scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--no-torch] [--parity]
+#     [TORCH_COMPILE=rope,rope_backward,...] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
+#     [--no-torch] [--parity]
+# Results to commit: $OUT/verified.json -> docs/verified.json (the contract suite per row),
+# $OUT/perf/<family>.{json,md} -> docs/perf/, then python3 scripts/gen_ops_md.py (docs/ops.md).
 set -uo pipefail
 OUT=${OUT:-/tmp/baracuda-out}
 mkdir -p "$OUT"
@@ -23,13 +26,17 @@ ninja -C "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -m20 -E "error"
 echo "build: $(( $(date +%s) - start )) s"
 if [ $TESTS = 1 ]; then
   start=$(date +%s)
-  ctest --test-dir "$BUILD" -j4 --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
+  BARACUDA_CONTRACT_JSON="$OUT/contract.json" ctest --test-dir "$BUILD" -j4 --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
+  [ -f "$OUT/contract.json" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(date=sys.argv[2], commit=sys.argv[3]); json.dump(d, open(sys.argv[4], 'w'), indent=1)" \
+    "$OUT/contract.json" "$DATE" "$COMMIT" "$OUT/verified.json" && rm -f "$OUT/contract.json"
   echo "ctest: $(( $(date +%s) - start )) s"
   tail -4 "$OUT/ctest.log"
   grep -E "^\[(contract|op table|pad|gemm|elementwise|reduce|rope|causal_conv1d|embedding)" "$OUT/ctest.log" | sort -u > "$OUT/device_summary.txt"
   # the per-family summaries print from inside the suites: run them once more for their lines
-  "$BUILD/tests/baracuda_device_tests" --gtest_filter='Contract.*:PadDevice.*Matrix*:ElementwiseDevice.Every*:ReduceToShapeDevice.*:RopeDevice.*:CausalConv1dDevice.*:EmbeddingDevice.*' 2>&1 \
+  "$BUILD/tests/baracuda_device_tests" --gtest_filter='PadDevice.*Matrix*:ElementwiseDevice.Every*:ReduceToShapeDevice.*:RopeDevice.*:CausalConv1dDevice.*:EmbeddingDevice.*' 2>&1 \
     | grep -E '^\[|FAILED|Failure' >> "$OUT/device_summary.txt" || status=1
+  [ -f "$OUT/verified.json" ] && python3 -c "import json,sys; [print('[contract]', r) for r in json.load(open(sys.argv[1]))['rows']]" \
+    "$OUT/verified.json" >> "$OUT/device_summary.txt"
   cat "$OUT/device_summary.txt"
 fi
 if [ $SAN = 1 ]; then
@@ -52,7 +59,7 @@ if [ $BENCHING = 1 ]; then
   tail -2 "$OUT/bench.log"
   if [ $TORCH = 1 ]; then
     (cd bench && PYTHONUNBUFFERED=1 python3 torch_side_by_side.py --ours "$OUT/bench.json" --out-dir "$OUT/perf" \
-      --commit "$COMMIT" --date "$DATE") > "$OUT/torch.log" 2>&1 || status=1
+      --commit "$COMMIT" --date "$DATE" ${TORCH_COMPILE:+--compile "$TORCH_COMPILE"}) > "$OUT/torch.log" 2>&1 || status=1
     tail -40 "$OUT/torch.log"
   fi
 fi

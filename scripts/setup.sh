@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what the build needs when it is missing (Debian/Ubuntu): CMake, Ninja, GoogleTest.
+# Installs what the build needs when it is missing (Debian/Ubuntu): CMake, Ninja, GoogleTest,
+# Python 3 (docs/ops.md's generator and its staleness test).
 # The CUDA 13 toolkit itself is a precondition (README: Requirements).
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
+command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
