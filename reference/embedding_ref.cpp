@@ -117,10 +117,10 @@ void embedding_bag_backward(const EmbShape& s, BagMode mode, const std::vector<d
       if (!valid(s, r)) continue;
       double f = mode == BagMode::kMean ? 1.0 / static_cast<double>(n) : (psw.empty() ? 1.0 : psw[static_cast<size_t>(p)]);
       if (scale_grad_by_freq) f /= c[static_cast<size_t>(r)];
-      double dot = 0;
+      double dot = 0;  // d per_sample_weights: only then is the table (w) given
       for (int64_t d = 0; d < D; ++d) {
         (*dweight)[at(r, D, d)] += f * dout[at(b, D, d)];
-        dot += dout[at(b, D, d)] * w[at(r, D, d)];
+        if (dpsw != nullptr) dot += dout[at(b, D, d)] * w[at(r, D, d)];
       }
       if (dpsw != nullptr) (*dpsw)[static_cast<size_t>(p)] = dot;
     }
