@@ -97,7 +97,7 @@ def fill(t, lo=-2.0, hi=2.0):
     if t.dtype == torch.bool:
         return t.copy_(torch.rand(t.shape, device="cuda") > 0.5)
     if not t.is_floating_point():
-        return t.copy_(torch.randint(-30, 31, t.shape, device="cuda"))
+        return t.copy_(torch.randint(-64, 65, t.shape, device="cuda"))  # the harness's integer range
     return t.uniform_(lo, hi)
 
 

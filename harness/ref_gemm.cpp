@@ -28,11 +28,13 @@ int64_t reduction_length(const GemmDescriptor& d) {
   return std::max<int64_t>(k, 1);
 }
 
-// Random values given now (the backward's saved tensors depend on them).
+// Random values given now (the backward's saved tensors depend on them), rounded to the
+// operand's dtype: the saved tensors computed from them must see what the kernels read (a relu
+// mask from unrounded inputs flips where Z is near 0).
 void give_random(RefCall& c, RefOperand& r) {
   r.in.resize(static_cast<size_t>(r.spec->numel()));
   std::uniform_real_distribution<double> u(-2, 2);
-  for (double& v : r.in) v = u(c.rng());
+  for (double& v : r.in) v = bits_to_double(r.spec->dtype, double_to_bits(r.spec->dtype, u(c.rng())));
   r.given = true;
 }
 
