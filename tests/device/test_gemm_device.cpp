@@ -870,54 +870,5 @@ TEST_F(GemmDevice, ErrorsAreClear) {
   if (plan->workspace_size() > 0) EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
 }
 
-TEST_F(GemmDevice, BitwiseRerunsAndGraphCapture) {
-  const int64_t M = 512, N = 384, K = 4096;
-  std::mt19937_64 rng(77);
-  StridedBuffer a(DType::bf16, {M, K}, Layout::kContiguous), b(DType::bf16, {N, K}, Layout::kContiguous),
-      bias(DType::bf16, {N}, Layout::kContiguous), o(DType::bf16, {M, N}, Layout::kContiguous);
-  fill(a, rng, false), fill(b, rng, false), fill(bias, rng, false);
-  a.upload(), b.upload(), bias.upload();
-  TensorLayout bl = bias.ref();
-  GemmDescriptor d = GemmDescriptor::linear(a.ref(), b.ref(), &bl, o.mut());
-  d.activation = GemmActivation::kGeluTanh;
-  auto plan = GemmPlan::select(d);
-  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  printf("[gemm] rerun/graph sku %s, workspace %zu, split_k %d\n", plan->sku().name().c_str(), plan->workspace_size(),
-         plan->precision_guarantee().split_k);
-  DeviceWs ws(plan->workspace_size());
-  GemmArgs args;
-  args.a = a.ref(), args.b = b.ref(), args.bias = bias.ref(), args.out = o.mut();
-  ASSERT_TRUE(plan->run(nullptr, {ws.p, plan->workspace_size()}, args).ok());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  o.download();
-  const std::vector<uint8_t> first = o.host;
-  for (int i = 0; i < 20; ++i) {
-    o.fill_storage(kPoison), o.upload();
-    ASSERT_TRUE(plan->run(nullptr, {ws.p, plan->workspace_size()}, args).ok());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    o.download();
-    ASSERT_EQ(o.host, first) << "rerun " << i << " differs";
-  }
-  cudaStream_t stream;
-  BARACUDA_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  o.fill_storage(kPoison), o.upload();
-  BARACUDA_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  Status cs = plan->run(stream, {ws.p, plan->workspace_size()}, args);
-  BARACUDA_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(cs.ok()) << cs.to_string();
-  BARACUDA_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int r = 0; r < 3; ++r) {
-    BARACUDA_CUDA_OK(cudaGraphLaunch(exec, stream));
-    BARACUDA_CUDA_OK(cudaStreamSynchronize(stream));
-    o.download();
-    ASSERT_EQ(o.host, first) << "graph replay " << r;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-}
-
 }  // namespace
 }  // namespace baracuda

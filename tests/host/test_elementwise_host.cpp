@@ -19,7 +19,7 @@
 #include "host/host_test_util.hpp"
 #include "ops/elementwise/ew_iter.hpp"
 #include "ops/elementwise/ew_math.hpp"
-#include "ops/elementwise/ew_ops.hpp"
+#include "ops/elementwise/ew_ops_binary.hpp"  // op_pow, op_div_floor (+ P, Fwd from the common header)
 #include "ops/elementwise/ew_params.hpp"
 
 namespace baracuda {

@@ -9,7 +9,8 @@
 // defaults are PyTorch's and are filled by ew_default_params() / ElementwiseDescriptor::make.
 //
 // The scalar math (forward and derivative) of each op lives once, in
-// src/ops/elementwise/ew_ops.hpp, shared by the GPU kernels and the float64 reference.
+// src/ops/elementwise/ew_ops_<group>.hpp (ew_ops.hpp includes them all), shared by the GPU kernels
+// and the float64 reference.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
-// Instantiates the kernels of one group of elementwise_ops.hpp. A unit defines
-// EW_GROUP_<its group> as BARACUDA_EW_DEFINE, then includes this; every other group is skipped.
+// Instantiates the kernels of one group of elementwise_ops.hpp. A unit includes its group's op
+// structs (ew_ops_<group>.hpp: no other group's), defines EW_GROUP_<its group> as
+// BARACUDA_EW_DEFINE, then includes this; every other group is skipped (BARACUDA_EW_SKIP names
+// no op_<name>, so the other groups' structs need not be declared).
 #pragma once
 
 #include "baracuda/ops/elementwise_ops.hpp"

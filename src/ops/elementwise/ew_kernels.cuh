@@ -5,7 +5,8 @@
 //   flat_kernel<A, T, TO, MI>   one dense run (rows == 1, no literal or per-row operand): the
 //                               rows kernel without its per-vector row and kind arithmetic.
 //   strided_kernel<A, C>        any coalesced layout; each operand loaded from its own dtype.
-// A is an adapter (Fwd/Bwd in ew_ops.hpp) with NI inputs and NO outputs computed in C.
+// A is an adapter (Fwd/Bwd in ew_ops_common.hpp) with NI inputs and NO outputs computed in C.
+// No op struct is included here: a unit includes its group's ew_ops_<group>.hpp (ew_inst_group.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,7 +20,7 @@
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/elementwise/ew_geometry.hpp"
-#include "ops/elementwise/ew_ops.hpp"
+#include "ops/elementwise/ew_ops_common.hpp"
 
 namespace baracuda::ew {
 
@@ -182,7 +183,7 @@ __global__ void __launch_bounds__(kFlatThreads) flat_kernel(const EwRows g) {
   }
 }
 
-// Keyed by the adapter A: its op's FlatDepth (ew_ops.hpp) picks the flat kernel's depth and
+// Keyed by the adapter A: its op's FlatDepth (ew_ops_common.hpp) picks the flat kernel's depth and
 // may narrow the vector. Vectors are 16 bytes of the widest operand, outputs included (frexp's
 // i32 exponent beside a bf16 mantissa: 4 elements, not 8, so each warp store is one contiguous
 // 512-byte run; 8 took 25 % longer, H200).

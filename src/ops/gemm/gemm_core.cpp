@@ -104,7 +104,7 @@ Result<PackStep> make_pack(std::string_view op, int which, DType dt, int n, cons
   PackStep p;
   p.which = which;
   p.ws_offset = ws_offset;
-  // drop extent-1 axes (the pad plan needs rank >= 1)
+  // drop extent-1 axes (fewer axes for the copy to walk)
   int r = 0;
   int64_t e[kMaxRank * 2], ss[kMaxRank * 2], ds[kMaxRank * 2];
   for (int i = 0; i < n; ++i) {
@@ -186,13 +186,58 @@ void simplify(GemmCanon& c) {
   c.nb = w;
 }
 
-Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in, const GemmCoreOptions& opt,
-                                 const PlanPreference& pref, int arch, int candidates) {
-  GemmCore g;
-  g.opt = opt;
-  g.canon = canon_in;
+// ---------------------------------------------------------------- GemmCore::build, step by step
+namespace {
+
+// What the steps of GemmCore::build hand on to each other, besides the GemmCore they fill in.
+struct BuildContext {
+  bool fp8 = false;
+  size_t es_a = 0, es_b = 0, es_d = 0;  // element bytes of a, b and d
+  int64_t M = 0, N = 0;
+  int64_t out_rows = 0;  // rows of the output as the column sum sees them (kept batch axes x M)
+  // K' = K · Π(summed extents) and a's and b's strides along it
+  int64_t k_total = 0, a_k = 0, b_k = 0;
+  // the batch axes the output keeps (outer -> inner) and those it sums
+  int nkept = 0, nsum = 0;
+  GemmAxis kept[kMaxRank], summed[kMaxRank];
+  // a's stride along M and b's along N (the packed ones once packed)
+  int64_t a_m = 0, b_n = 0;
+  // a, b and d as cuBLASLt matrices: transposed?, leading dimension
+  bool t = false, ta = false, tb = false;
+  int64_t ld_d = 0, lda = 0, ldb = 0;
+  int64_t off = 0;  // workspace bytes laid out so far
+  // cuBLASLt's strided batch: count, and each operand's stride along it
+  int64_t lt_batch = 1;
+  std::array<int64_t, kGemmOperands> lt_bs{};
+  // cuBLASLt's operands (A, B) = (b, a) when swapped: element types, transposes, leading dimensions
+  cudaDataType_t ta_t{}, tb_t{}, td_t{};
+  bool lt_ta = false, lt_tb = false;
+  int64_t lt_lda = 0, lt_ldb = 0;
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  int64_t palign = 0;  // the pointer alignment the options promise, in [1, 256]
+
+  // Lays out `bytes` of workspace (256-aligned); returns its offset.
+  int64_t take(int64_t bytes) {
+    const int64_t at = off;
+    off += round_up(bytes, kWsAlign);
+    return at;
+  }
+};
+
+// a (b) as a cuBLASLt operand at its current strides, setting ta / lda (tb / ldb); false when it cannot be.
+bool place_a(const GemmCore& g, BuildContext& ctx) {
+  return g.swap ? lt_matrix(ctx.k_total, ctx.M, ctx.a_k, ctx.a_m, &ctx.ta, &ctx.lda)
+                : lt_matrix(ctx.M, ctx.k_total, ctx.a_m, ctx.a_k, &ctx.ta, &ctx.lda);
+}
+bool place_b(const GemmCore& g, BuildContext& ctx) {
+  return g.swap ? lt_matrix(ctx.N, ctx.k_total, ctx.b_n, ctx.b_k, &ctx.tb, &ctx.ldb)
+                : lt_matrix(ctx.k_total, ctx.N, ctx.b_k, ctx.b_n, &ctx.tb, &ctx.ldb);
+}
+
+// Accumulate type, TF32, empty output / empty sum (K' = 0), simplified batch axes, and the sizes later steps use.
+void normalize(const PlanPreference& pref, GemmCore& g, BuildContext& ctx) {
   GemmCanon& c = g.canon;
-  const bool fp8 = is_fp8(c.a_dtype);
+  ctx.fp8 = is_fp8(c.a_dtype);
   g.compute_acc = c.a_dtype == DType::f64 ? DType::f64 : DType::f32;
   g.tf32 = c.a_dtype == DType::f32 && pref.allow_tf32;
 
@@ -206,257 +251,284 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   for (int i = 0; i < c.nb; ++i)
     if (c.batch[i].ext == 0 && c.batch[i].s[kOpD] == 0) g.k_zero = true;
 
-  const size_t es_a = dtype_size(c.a_dtype), es_b = dtype_size(c.b_dtype), es_d = dtype_size(c.d_dtype);
-  const int64_t M = c.m.ext, N = c.n.ext;
+  ctx.es_a = dtype_size(c.a_dtype), ctx.es_b = dtype_size(c.b_dtype), ctx.es_d = dtype_size(c.d_dtype);
+  ctx.M = c.m.ext, ctx.N = c.n.ext;
 
   // rows of the output as the column sum sees them (kept batch axes x M)
-  int64_t out_rows = M;
+  ctx.out_rows = ctx.M;
   for (int i = 0; i < c.nb; ++i)
-    if (!is_summed(c.batch[i])) out_rows *= c.batch[i].ext;
+    if (!is_summed(c.batch[i])) ctx.out_rows *= c.batch[i].ext;
+}
 
-  // Without a cuBLASLt call the epilogue kernel does all the work.
-  if (g.empty || g.k_zero) {
-    g.separate_epilogue = !g.empty;
-    g.variant = g.empty ? "empty" : "k0.pointwise";
-    g.device_ready = true;
-    if (opt.bias_grad) {  // (zeros when the output has no rows)
-      g.colsum_ws_offset = 0;
-      g.workspace = pointwise_colsum_workspace(c.d_dtype, out_rows, N);
-    }
-    return g;
+// Without a cuBLASLt call (empty output, or K' = 0) the epilogue kernel does all the work.
+void plan_pointwise_only(GemmCore& g, const BuildContext& ctx) {
+  g.separate_epilogue = !g.empty;
+  g.variant = g.empty ? "empty" : "k0.pointwise";
+  g.device_ready = true;
+  if (g.opt.bias_grad) {  // (zeros when the output has no rows)
+    g.colsum_ws_offset = 0;
+    g.workspace = pointwise_colsum_workspace(g.canon.d_dtype, ctx.out_rows, ctx.N);
   }
+}
 
-  // ---- K folding: summed batch axes join K when a and b address them with nesting strides.
-  int64_t k_total = 0, a_k = 0, b_k = 0;
-  const bool a_folds = fold_k(c, kOpA, &k_total, &a_k);
-  const bool b_folds = fold_k(c, kOpB, &k_total, &b_k);
+// K folding: summed batch axes join K where a's and b's strides nest (else that operand is packed).
+void fold_summed_axes(GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const bool a_folds = fold_k(c, kOpA, &ctx.k_total, &ctx.a_k);
+  const bool b_folds = fold_k(c, kOpB, &ctx.k_total, &ctx.b_k);
   g.pack_a = !a_folds;
   g.pack_b = !b_folds;
-  int nkept = 0;
-  GemmAxis kept[kMaxRank];
   for (int i = 0; i < c.nb; ++i)
-    if (!is_summed(c.batch[i])) kept[nkept++] = c.batch[i];
+    if (!is_summed(c.batch[i])) ctx.kept[ctx.nkept++] = c.batch[i];
+  for (int i = 0; i < c.nb; ++i)
+    if (is_summed(c.batch[i])) ctx.summed[ctx.nsum++] = c.batch[i];
+}
 
-  // ---- orientation from d: row-major d -> cuBLASLt computes dᵀ = bᵀ·aᵀ
-  bool t = false;
-  int64_t ld_d = 0;
-  if (lt_matrix(N, M, c.n.s[kOpD], c.m.s[kOpD], &t, &ld_d) && !t) g.swap = true;
-  else if (lt_matrix(M, N, c.m.s[kOpD], c.n.s[kOpD], &t, &ld_d) && !t) g.swap = false;
+// Orientation from d: row-major d -> cuBLASLt computes dᵀ = bᵀ·aᵀ (swap); d is packed when not addressable.
+Status choose_orientation(std::string_view op, GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const int64_t M = ctx.M, N = ctx.N;
+  if (lt_matrix(N, M, c.n.s[kOpD], c.m.s[kOpD], &ctx.t, &ctx.ld_d) && !ctx.t) g.swap = true;
+  else if (lt_matrix(M, N, c.m.s[kOpD], c.n.s[kOpD], &ctx.t, &ctx.ld_d) && !ctx.t) g.swap = false;
   else g.pack_d = true;
-  for (int i = 0; i < nkept; ++i)
-    if (kept[i].s[kOpD] < 0) g.pack_d = true;
+  for (int i = 0; i < ctx.nkept; ++i)
+    if (ctx.kept[i].s[kOpD] < 0) g.pack_d = true;
   if (g.pack_d) g.swap = true;
-  if (fp8 && !g.swap)
+  if (ctx.fp8 && !g.swap)
     return error(StatusCode::kUnsupported, op, ": fp8 needs a row-major out (unit stride along N)");
+  return {};
+}
 
-  // ---- a and b as cuBLASLt operands (before packing)
-  int64_t a_m = c.m.s[kOpA], b_n = c.n.s[kOpB];
-  auto a_rows = [&] { return g.swap ? k_total : M; };
-  auto a_cols = [&] { return g.swap ? M : k_total; };
-  bool ta = false, tb = false;
-  int64_t lda = 0, ldb = 0;
-  auto place_a = [&] {
-    return g.swap ? lt_matrix(k_total, M, a_k, a_m, &ta, &lda) : lt_matrix(M, k_total, a_m, a_k, &ta, &lda);
-  };
-  auto place_b = [&] {
-    return g.swap ? lt_matrix(N, k_total, b_n, b_k, &tb, &ldb) : lt_matrix(k_total, N, b_k, b_n, &tb, &ldb);
-  };
-  (void)a_rows;
-  (void)a_cols;
-  if (!g.pack_a && !place_a()) g.pack_a = true;
-  if (!g.pack_b && !place_b()) g.pack_b = true;
-  for (int i = 0; i < nkept; ++i) {
-    if (kept[i].s[kOpA] < 0) g.pack_a = true;
-    if (kept[i].s[kOpB] < 0) g.pack_b = true;
+// Whether a and b are packed: cuBLASLt cannot address them as they are, or a kept batch stride is negative.
+void place_operands(GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  ctx.a_m = c.m.s[kOpA], ctx.b_n = c.n.s[kOpB];
+  if (!g.pack_a && !place_a(g, ctx)) g.pack_a = true;
+  if (!g.pack_b && !place_b(g, ctx)) g.pack_b = true;
+  for (int i = 0; i < ctx.nkept; ++i) {
+    if (ctx.kept[i].s[kOpA] < 0) g.pack_a = true;
+    if (ctx.kept[i].s[kOpB] < 0) g.pack_b = true;
   }
+}
 
-  // ---- workspace layout and packing steps
-  int64_t off = 0;
-  auto take = [&](int64_t bytes) {
-    const int64_t at = off;
-    off += round_up(bytes, kWsAlign);
-    return at;
-  };
-  // canonical axis lists (kept..., M, summed..., K) for a; (kept..., summed..., K, N) for b
-  int nsum = 0;
-  GemmAxis summed[kMaxRank];
-  for (int i = 0; i < c.nb; ++i)
-    if (is_summed(c.batch[i])) summed[nsum++] = c.batch[i];
+// a's pack (when packed): a copied into the workspace as (kept..., M, summed..., K) row-major, placed again.
+Status pack_a_operand(std::string_view op, const PlanPreference& pref, GemmCore& g, BuildContext& ctx) {
+  if (!g.pack_a) return {};
+  const GemmCanon& c = g.canon;
+  int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
+  bool keep[kMaxRank * 2 + 2];
+  int n = 0;
+  for (int i = 0; i < ctx.nkept; ++i, ++n) {
+    ext[n] = ctx.kept[i].ext;
+    src[n] = ctx.kept[i].s[kOpA];
+    keep[n] = src[n] != 0;
+  }
+  ext[n] = ctx.M, src[n] = c.m.s[kOpA], keep[n] = true, ++n;
+  for (int i = 0; i < ctx.nsum; ++i, ++n) ext[n] = ctx.summed[i].ext, src[n] = ctx.summed[i].s[kOpA], keep[n] = true;
+  ext[n] = c.k.ext, src[n] = c.k.s[kOpA], keep[n] = true, ++n;
+  contiguous_over(ext, keep, n, dst);
+  int64_t elems = 1;
+  for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
+  auto p = make_pack(op, kOpA, c.a_dtype, n, ext, src, dst, ctx.take(elems * ctx.es_a), pref);
+  if (!p) return p.status();
+  g.pre.push_back(std::move(*p));
+  for (int i = 0; i < ctx.nkept; ++i) ctx.kept[i].s[kOpA] = dst[i];
+  ctx.a_m = ctx.k_total;
+  ctx.a_k = 1;
+  if (!place_a(g, ctx)) return error(StatusCode::kInternal, op, ": packed a is not addressable");
+  return {};
+}
 
-  if (g.pack_a) {
-    int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
-    bool keep[kMaxRank * 2 + 2];
-    int n = 0;
-    for (int i = 0; i < nkept; ++i, ++n) {
-      ext[n] = kept[i].ext;
-      src[n] = kept[i].s[kOpA];
-      keep[n] = src[n] != 0;
-    }
-    ext[n] = M, src[n] = c.m.s[kOpA], keep[n] = true, ++n;
-    for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpA], keep[n] = true;
-    ext[n] = c.k.ext, src[n] = c.k.s[kOpA], keep[n] = true, ++n;
-    contiguous_over(ext, keep, n, dst);
-    int64_t elems = 1;
-    for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
-    auto p = make_pack(op, kOpA, c.a_dtype, n, ext, src, dst, take(elems * es_a), pref);
-    if (!p) return p.status();
-    g.pre.push_back(std::move(*p));
-    for (int i = 0; i < nkept; ++i) kept[i].s[kOpA] = dst[i];
-    a_m = k_total;
-    a_k = 1;
-    if (!place_a()) return error(StatusCode::kInternal, op, ": packed a is not addressable");
+// b's pack (when packed): (kept..., summed..., K, N) row-major, or N before K for fp8, placed again.
+Status pack_b_operand(std::string_view op, const PlanPreference& pref, GemmCore& g, BuildContext& ctx) {
+  if (!g.pack_b) return {};
+  const GemmCanon& c = g.canon;
+  const int64_t N = ctx.N;
+  int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
+  bool keep[kMaxRank * 2 + 2];
+  int n = 0;
+  for (int i = 0; i < ctx.nkept; ++i, ++n) {
+    ext[n] = ctx.kept[i].ext;
+    src[n] = ctx.kept[i].s[kOpB];
+    keep[n] = src[n] != 0;
   }
-  if (g.pack_b) {
-    int64_t ext[kMaxRank * 2 + 2], src[kMaxRank * 2 + 2], dst[kMaxRank * 2 + 2];
-    bool keep[kMaxRank * 2 + 2];
-    int n = 0;
-    for (int i = 0; i < nkept; ++i, ++n) {
-      ext[n] = kept[i].ext;
-      src[n] = kept[i].s[kOpB];
-      keep[n] = src[n] != 0;
-    }
-    // fp8 wants b K-major ([.., N, K] row-major); everything else [.., K, N] row-major
-    if (fp8) {
-      ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
-      for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpB], keep[n] = true;
-      ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
-    } else {
-      for (int i = 0; i < nsum; ++i, ++n) ext[n] = summed[i].ext, src[n] = summed[i].s[kOpB], keep[n] = true;
-      ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
-      ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
-    }
-    contiguous_over(ext, keep, n, dst);
-    int64_t elems = 1;
-    for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
-    auto p = make_pack(op, kOpB, c.b_dtype, n, ext, src, dst, take(elems * es_b), pref);
-    if (!p) return p.status();
-    g.pre.push_back(std::move(*p));
-    for (int i = 0; i < nkept; ++i) kept[i].s[kOpB] = dst[i];
-    if (fp8) b_n = k_total, b_k = 1;
-    else b_n = 1, b_k = N;
-    if (!place_b()) return error(StatusCode::kInternal, op, ": packed b is not addressable");
+  // fp8 wants b K-major ([.., N, K] row-major); everything else [.., K, N] row-major
+  if (ctx.fp8) {
+    ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
+    for (int i = 0; i < ctx.nsum; ++i, ++n) ext[n] = ctx.summed[i].ext, src[n] = ctx.summed[i].s[kOpB], keep[n] = true;
+    ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
+  } else {
+    for (int i = 0; i < ctx.nsum; ++i, ++n) ext[n] = ctx.summed[i].ext, src[n] = ctx.summed[i].s[kOpB], keep[n] = true;
+    ext[n] = c.k.ext, src[n] = c.k.s[kOpB], keep[n] = true, ++n;
+    ext[n] = N, src[n] = c.n.s[kOpB], keep[n] = true, ++n;
   }
-  // d target: out itself, or a row-major workspace buffer copied out afterwards
+  contiguous_over(ext, keep, n, dst);
+  int64_t elems = 1;
+  for (int i = 0; i < n; ++i) elems *= keep[i] ? ext[i] : 1;
+  auto p = make_pack(op, kOpB, c.b_dtype, n, ext, src, dst, ctx.take(elems * ctx.es_b), pref);
+  if (!p) return p.status();
+  g.pre.push_back(std::move(*p));
+  for (int i = 0; i < ctx.nkept; ++i) ctx.kept[i].s[kOpB] = dst[i];
+  if (ctx.fp8) ctx.b_n = ctx.k_total, ctx.b_k = 1;
+  else ctx.b_n = 1, ctx.b_k = N;
+  if (!place_b(g, ctx)) return error(StatusCode::kInternal, op, ": packed b is not addressable");
+  return {};
+}
+
+// The d target: out itself, or a row-major workspace buffer copied out afterwards; and the copy of c into it.
+Status choose_d_target(std::string_view op, const PlanPreference& pref, GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const int64_t M = ctx.M, N = ctx.N;
   int64_t d_m = c.m.s[kOpD], d_n = c.n.s[kOpD];
-  {
-    int64_t ext[kMaxRank + 2], dst_s[kMaxRank + 2], out_s[kMaxRank + 2], c_s[kMaxRank + 2];
-    bool keep[kMaxRank + 2];
-    int n = 0;
-    for (int i = 0; i < nkept; ++i, ++n)
-      ext[n] = kept[i].ext, out_s[n] = kept[i].s[kOpD], c_s[n] = kept[i].s[kOpC], keep[n] = true;
-    ext[n] = M, out_s[n] = c.m.s[kOpD], c_s[n] = c.m.s[kOpC], keep[n] = true, ++n;
-    ext[n] = N, out_s[n] = c.n.s[kOpD], c_s[n] = c.n.s[kOpC], keep[n] = true, ++n;
-    if (g.pack_d) {
-      contiguous_over(ext, keep, n, dst_s);
-      int64_t elems = 1;
-      for (int i = 0; i < n; ++i) elems *= ext[i];
-      g.d_ws_offset = take(elems * es_d);
-      auto p = make_pack(op, kOpD, c.d_dtype, n, ext, dst_s, out_s, g.d_ws_offset, pref);
-      if (!p) return p.status();
-      g.post.push_back(std::move(*p));
-      for (int i = 0; i < nkept; ++i) kept[i].s[kOpD] = dst_s[i];
-      d_m = N;
-      d_n = 1;
-    } else {
-      std::copy(out_s, out_s + n, dst_s);
-    }
-    if (!lt_matrix(N, M, d_n, d_m, &t, &ld_d) || t) {
-      if (!lt_matrix(M, N, d_m, d_n, &t, &ld_d) || t) return error(StatusCode::kInternal, op, ": out is not addressable");
-    }
-    if (opt.use_c) {
-      // c is copied into the d target (broadcast materialised) unless it is the target itself
-      auto p = make_pack(op, kOpC, c.d_dtype, n, ext, c_s, dst_s, g.pack_d ? g.d_ws_offset : -1, pref);
-      if (!p) return p.status();
-      g.pre.insert(g.pre.begin(), std::move(*p));
-      g.c_copy_needed_unless_inplace = !g.pack_d;
-    }
+  int64_t ext[kMaxRank + 2], dst_s[kMaxRank + 2], out_s[kMaxRank + 2], c_s[kMaxRank + 2];
+  bool keep[kMaxRank + 2];
+  int n = 0;
+  for (int i = 0; i < ctx.nkept; ++i, ++n)
+    ext[n] = ctx.kept[i].ext, out_s[n] = ctx.kept[i].s[kOpD], c_s[n] = ctx.kept[i].s[kOpC], keep[n] = true;
+  ext[n] = M, out_s[n] = c.m.s[kOpD], c_s[n] = c.m.s[kOpC], keep[n] = true, ++n;
+  ext[n] = N, out_s[n] = c.n.s[kOpD], c_s[n] = c.n.s[kOpC], keep[n] = true, ++n;
+  if (g.pack_d) {
+    contiguous_over(ext, keep, n, dst_s);
+    int64_t elems = 1;
+    for (int i = 0; i < n; ++i) elems *= ext[i];
+    g.d_ws_offset = ctx.take(elems * ctx.es_d);
+    auto p = make_pack(op, kOpD, c.d_dtype, n, ext, dst_s, out_s, g.d_ws_offset, pref);
+    if (!p) return p.status();
+    g.post.push_back(std::move(*p));
+    for (int i = 0; i < ctx.nkept; ++i) ctx.kept[i].s[kOpD] = dst_s[i];
+    d_m = N;
+    d_n = 1;
+  } else {
+    std::copy(out_s, out_s + n, dst_s);
   }
+  if (!lt_matrix(N, M, d_n, d_m, &ctx.t, &ctx.ld_d) || ctx.t) {
+    if (!lt_matrix(M, N, d_m, d_n, &ctx.t, &ctx.ld_d) || ctx.t) return error(StatusCode::kInternal, op, ": out is not addressable");
+  }
+  if (g.opt.use_c) {
+    // c is copied into the d target (broadcast materialised) unless it is the target itself
+    auto p = make_pack(op, kOpC, c.d_dtype, n, ext, c_s, dst_s, g.pack_d ? g.d_ws_offset : -1, pref);
+    if (!p) return p.status();
+    g.pre.insert(g.pre.begin(), std::move(*p));
+    g.c_copy_needed_unless_inplace = !g.pack_d;
+  }
+  return {};
+}
 
-  // ---- batch: the innermost kept axis becomes cuBLASLt's strided batch, the rest loop
-  int64_t lt_batch = 1;
-  std::array<int64_t, kGemmOperands> lt_bs{};
-  if (nkept > 0) {
-    const GemmAxis& in = kept[nkept - 1];
+// Batch: the innermost kept axis becomes cuBLASLt's strided batch, the rest loop on the host.
+void choose_lt_batch(GemmCore& g, BuildContext& ctx) {
+  if (ctx.nkept > 0) {
+    const GemmAxis& in = ctx.kept[ctx.nkept - 1];
     const bool nonneg = in.s[kOpA] >= 0 && in.s[kOpB] >= 0 && in.s[kOpD] >= 0 && in.s[kOpP] >= 0;
     if (nonneg && in.ext <= std::numeric_limits<int32_t>::max()) {
-      lt_batch = in.ext;
-      lt_bs = in.s;
-      --nkept;
+      ctx.lt_batch = in.ext;
+      ctx.lt_bs = in.s;
+      --ctx.nkept;
     }
   }
-  g.nloop = nkept;
-  std::copy(kept, kept + nkept, g.loop);
+  g.nloop = ctx.nkept;
+  std::copy(ctx.kept, ctx.kept + ctx.nkept, g.loop);
+}
 
-  // ---- epilogue: fused into cuBLASLt when it can express it exactly
+// aux (preact written, or the grad epilogue's act input read) addressable by cuBLASLt: ld = N
+bool aux_addressable(const GemmCore& g, const BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const int64_t M = ctx.M, N = ctx.N;
+  bool ok = N % 8 == 0 && (M == 1 || c.m.s[kOpP] == N) && ctx.lt_bs[kOpP] % 8 == 0;
+  for (int i = 0; i < g.nloop; ++i) ok = ok && g.loop[i].s[kOpP] % 8 == 0;
+  return ok;
+}
+
+// Backward epilogue (act', bias_grad): fused as cuBLASLt's DGELU(_BGRAD) only when asked and exact, else separate.
+Status choose_grad_epilogue(std::string_view op, GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const GemmCoreOptions& opt = g.opt;
+  // cuBLASLt's DGELU(_BGRAD) is the tanh form; its DRELU reads a bit-mask aux, not a tensor;
+  // its bias gradient covers one matrix (no batch)
+  // f32/f64: cuBLASLt's dGELU is not accurate to f32 (measured on the H200: 25x the error of a
+  // plain f32 evaluation), so only 16-bit outs fuse
+  const bool half_out = c.d_dtype == DType::f16 || c.d_dtype == DType::bf16;
+  bool fusable = g.swap && !g.pack_d && opt.grad_act == GemmActivation::kGeluTanh && half_out && aux_addressable(g, ctx) &&
+                 (!opt.bias_grad || (ctx.lt_batch == 1 && g.nloop == 0));
+  // kAuto without timing: separate, measured faster on the H200 (Llama-3 dgrad shapes: fused
+  // DGELU_BGRAD 1.05-1.06x the time of GEMM + epilogue kernel + column sum)
+  if (opt.epilogue != GemmEpilogueImpl::kFused) fusable = false;
+  if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
+    return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this backward epilogue (d",
+                 enum_name(opt.grad_act), opt.bias_grad ? " + bias_grad" : "",
+                 "; it fuses dgelu_tanh (+ bias_grad without batch) on a row-major f16/bf16 out with N % 8 == 0)");
+  if (fusable) {
+    g.fused_dact = true;
+    g.fused_bgrad = opt.bias_grad;
+  } else {
+    g.separate_epilogue = true;
+    if (opt.bias_grad) g.colsum_ws_offset = ctx.take(static_cast<int64_t>(pointwise_colsum_workspace(c.d_dtype, ctx.out_rows, ctx.N)));
+  }
+  return {};
+}
+
+// Forward epilogue (bias, act, preact): fused into cuBLASLt when it can express it exactly, else separate.
+Status choose_forward_epilogue(std::string_view op, GemmCore& g, const BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  const GemmCoreOptions& opt = g.opt;
+  // f64: cuBLASLt's GELU epilogue is not f64-accurate (measured 1e-8 relative error on H200),
+  // so activations on f64 run in the bespoke epilogue, in f64
+  bool fusable = g.swap && !g.pack_d && opt.act != GemmActivation::kGeluErf &&
+                 !(c.d_dtype == DType::f64 && opt.act != GemmActivation::kNone);
+  // aux = preact, ld = N (row-major), needs N % 8 and batch strides % 8; relu's aux is a bitmask
+  if (opt.save_preact) fusable = fusable && opt.act == GemmActivation::kGeluTanh && aux_addressable(g, ctx);
+  if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
+  if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
+    return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this epilogue (",
+                 enum_name(opt.act), opt.has_bias ? " + bias" : "", opt.save_preact ? " + preact" : "",
+                 "; it fuses bias/relu/gelu-tanh on a row-major out, preact only for gelu-tanh with N % 8 == 0)");
+  if (fusable) {
+    g.fused_bias = opt.has_bias;
+    g.fused_act = opt.act != GemmActivation::kNone;
+    g.fused_aux = opt.save_preact;
+  } else {
+    g.separate_epilogue = true;
+  }
+  return {};
+}
+
+// Epilogue: the backward's or the forward's, whichever the options ask for (neither: nothing to decide).
+Status choose_epilogue(std::string_view op, GemmCore& g, BuildContext& ctx) {
+  const GemmCoreOptions& opt = g.opt;
   const bool want_grad = opt.grad_act != GemmActivation::kNone || opt.bias_grad;
   const bool want_epi = opt.has_bias || opt.act != GemmActivation::kNone || opt.save_preact || want_grad;
-  // aux (preact written, or the grad epilogue's act input read) addressable by cuBLASLt: ld = N
-  auto aux_ok = [&] {
-    bool ok = N % 8 == 0 && (M == 1 || c.m.s[kOpP] == N) && lt_bs[kOpP] % 8 == 0;
-    for (int i = 0; i < g.nloop; ++i) ok = ok && g.loop[i].s[kOpP] % 8 == 0;
-    return ok;
-  };
-  if (want_grad) {
-    // cuBLASLt's DGELU(_BGRAD) is the tanh form; its DRELU reads a bit-mask aux, not a tensor;
-    // its bias gradient covers one matrix (no batch)
-    // f32/f64: cuBLASLt's dGELU is not accurate to f32 (measured on the H200: 25x the error of a
-    // plain f32 evaluation), so only 16-bit outs fuse
-    const bool half_out = c.d_dtype == DType::f16 || c.d_dtype == DType::bf16;
-    bool fusable = g.swap && !g.pack_d && opt.grad_act == GemmActivation::kGeluTanh && half_out && aux_ok() &&
-                   (!opt.bias_grad || (lt_batch == 1 && g.nloop == 0));
-    // kAuto without timing: separate, measured faster on the H200 (Llama-3 dgrad shapes: fused
-    // DGELU_BGRAD 1.05-1.06x the time of GEMM + epilogue kernel + column sum)
-    if (opt.epilogue != GemmEpilogueImpl::kFused) fusable = false;
-    if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
-      return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this backward epilogue (d",
-                   enum_name(opt.grad_act), opt.bias_grad ? " + bias_grad" : "",
-                   "; it fuses dgelu_tanh (+ bias_grad without batch) on a row-major f16/bf16 out with N % 8 == 0)");
-    if (fusable) {
-      g.fused_dact = true;
-      g.fused_bgrad = opt.bias_grad;
-    } else {
-      g.separate_epilogue = true;
-      if (opt.bias_grad) g.colsum_ws_offset = take(static_cast<int64_t>(pointwise_colsum_workspace(c.d_dtype, out_rows, N)));
-    }
-  } else if (want_epi) {
-    // f64: cuBLASLt's GELU epilogue is not f64-accurate (measured 1e-8 relative error on H200),
-    // so activations on f64 run in the bespoke epilogue, in f64
-    bool fusable = g.swap && !g.pack_d && opt.act != GemmActivation::kGeluErf &&
-                   !(c.d_dtype == DType::f64 && opt.act != GemmActivation::kNone);
-    // aux = preact, ld = N (row-major), needs N % 8 and batch strides % 8; relu's aux is a bitmask
-    if (opt.save_preact) fusable = fusable && opt.act == GemmActivation::kGeluTanh && aux_ok();
-    if (opt.epilogue == GemmEpilogueImpl::kSeparate) fusable = false;
-    if (opt.epilogue == GemmEpilogueImpl::kFused && !fusable)
-      return error(StatusCode::kUnsupported, op, ": epilogue_impl = fused, but cuBLASLt cannot fuse this epilogue (",
-                   enum_name(opt.act), opt.has_bias ? " + bias" : "", opt.save_preact ? " + preact" : "",
-                   "; it fuses bias/relu/gelu-tanh on a row-major out, preact only for gelu-tanh with N % 8 == 0)");
-    if (fusable) {
-      g.fused_bias = opt.has_bias;
-      g.fused_act = opt.act != GemmActivation::kNone;
-      g.fused_aux = opt.save_preact;
-    } else {
-      g.separate_epilogue = true;
-    }
-  }
+  if (want_grad) return choose_grad_epilogue(op, g, ctx);
+  if (want_epi) return choose_forward_epilogue(op, g, ctx);
+  return {};
+}
 
-  // ---- cuBLASLt descriptors and the algorithm (needs the device)
+// Whether cuBLASLt can be asked now (a device of the selected arch); if not, the core stays "lt.unresolved".
+bool on_selected_device(int arch, GemmCore& g, const BuildContext& ctx) {
   int dev_arch = 0;
   std::string why;
   dev_arch = current_device_arch(&why);
   if (dev_arch == 0 || dev_arch != arch) {
     g.device_ready = false;
     g.variant = "lt.unresolved";
-    g.workspace = static_cast<size_t>(off);
-    return g;
+    g.workspace = static_cast<size_t>(ctx.off);
+    return false;
   }
+  return true;
+}
+
+// The cuBLASLt handle of the current device.
+Status bind_handle(std::string_view op, GemmCore& g) {
   auto h = cublaslt::handle_for_current_device(op, &g.device);
   if (!h) return h.status();
   g.handle = *h;
+  return {};
+}
 
-  cudaDataType_t ta_t, tb_t, td_t;
-  cublaslt::data_type(g.swap ? c.b_dtype : c.a_dtype, &ta_t);
-  cublaslt::data_type(g.swap ? c.a_dtype : c.b_dtype, &tb_t);
-  cublaslt::data_type(c.d_dtype, &td_t);
+// Matmul descriptor: compute and scale types, cuBLASLt's (A, B) = (b, a) when swapped, and their transposes.
+Status init_op_desc(std::string_view op, GemmCore& g, BuildContext& ctx) {
+  const GemmCanon& c = g.canon;
+  cublaslt::data_type(g.swap ? c.b_dtype : c.a_dtype, &ctx.ta_t);
+  cublaslt::data_type(g.swap ? c.a_dtype : c.b_dtype, &ctx.tb_t);
+  cublaslt::data_type(c.d_dtype, &ctx.td_t);
   const cublasComputeType_t ct = c.a_dtype == DType::f64 ? CUBLAS_COMPUTE_64F
                                  : g.tf32                ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                          : CUBLAS_COMPUTE_32F;
@@ -465,14 +537,20 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   if (Status s = cublaslt::lt_status(cublasLtMatmulDescInit(desc, ct, st), op, "cublasLtMatmulDescInit"); !s.ok()) return s;
 
   // cuBLASLt operands: (A, B) = (b, a) when swapped
-  const bool lt_ta = g.swap ? tb : ta, lt_tb = g.swap ? ta : tb;
-  const int64_t lt_lda = g.swap ? ldb : lda, lt_ldb = g.swap ? lda : ldb;
-  const int32_t opa = lt_ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = lt_tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (fp8 && !(lt_ta && !lt_tb))
+  ctx.lt_ta = g.swap ? ctx.tb : ctx.ta, ctx.lt_tb = g.swap ? ctx.ta : ctx.tb;
+  ctx.lt_lda = g.swap ? ctx.ldb : ctx.lda, ctx.lt_ldb = g.swap ? ctx.lda : ctx.ldb;
+  const int32_t opa = ctx.lt_ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ctx.lt_tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (ctx.fp8 && !(ctx.lt_ta && !ctx.lt_tb))
     return error(StatusCode::kUnsupported, op, ": fp8 needs a row-major a [M, K] and a K-major b (b [N, K] row-major with transpose_b)");
   if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_TRANSA, opa); !s.ok()) return s;
   if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_TRANSB, opb); !s.ok()) return s;
+  return {};
+}
 
+// The cuBLASLt epilogue, with placeholder bias / aux pointers (their alignment, for the heuristic) and aux layout.
+Status set_epilogue_attributes(std::string_view op, GemmCore& g, BuildContext& ctx) {
+  const GemmCoreOptions& opt = g.opt;
+  cublasLtMatmulDesc_t desc = &g.op_desc;
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.fused_act && opt.act == GemmActivation::kRelu) epi = g.fused_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   else if (g.fused_act && opt.act == GemmActivation::kGeluTanh)
@@ -480,8 +558,10 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
                       : (g.fused_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
   else if (g.fused_bias) epi = CUBLASLT_EPILOGUE_BIAS;
   if (g.fused_dact) epi = g.fused_bgrad ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+  ctx.epi = epi;
   if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi); !s.ok()) return s;
   const int64_t palign = std::min(256, std::max(1, opt.pointer_alignment));
+  ctx.palign = palign;
   if (g.fused_bias || g.fused_bgrad) {
     // the heuristic reads the pointer's value for its alignment; run() sets the real one
     const void* fake = reinterpret_cast<const void*>(static_cast<uintptr_t>(palign));
@@ -490,22 +570,34 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   if (g.fused_aux || g.fused_dact) {
     void* fake = reinterpret_cast<void*>(static_cast<uintptr_t>(palign));
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, fake); !s.ok()) return s;
-    const int64_t aux_ld = N;
+    const int64_t aux_ld = ctx.N;
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld); !s.ok()) return s;
-    if (lt_batch > 1)
-      if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, lt_bs[kOpP]); !s.ok()) return s;
+    if (ctx.lt_batch > 1)
+      if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, ctx.lt_bs[kOpP]); !s.ok()) return s;
   }
-  if (fp8) {
+  return {};
+}
+
+// fp8: placeholder scale pointers for the heuristic, and fast accumulation when the options ask for it.
+Status set_fp8_attributes(std::string_view op, GemmCore& g, const BuildContext& ctx) {
+  cublasLtMatmulDesc_t desc = &g.op_desc;
+  if (ctx.fp8) {
     // the heuristic must see scale pointers to choose a scaling kernel; run() sets the real ones
     const void* fake = reinterpret_cast<const void*>(uintptr_t{16});
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, fake); !s.ok()) return s;
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, fake); !s.ok()) return s;
   }
-  if (fp8 && opt.fp8_fast_accum) {
+  if (ctx.fp8 && g.opt.fp8_fast_accum) {
     const int8_t on = 1;
     if (Status s = set_desc(op, desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, on); !s.ok()) return s;
   }
+  return {};
+}
 
+// The layouts of cuBLASLt's A, B and D (stored shape, before op), with the strided batch.
+Status init_layouts(std::string_view op, GemmCore& g, const BuildContext& ctx) {
+  const int64_t M = ctx.M, N = ctx.N, k_total = ctx.k_total, lt_batch = ctx.lt_batch;
+  const std::array<int64_t, kGemmOperands>& lt_bs = ctx.lt_bs;
   // layouts (stored shape, before op)
   auto init_layout = [&](cublasLtMatrixLayoutOpaque_t* l, cudaDataType_t dt, int64_t rows, int64_t cols, bool tr,
                          int64_t ld, int64_t bstride) -> Status {
@@ -520,26 +612,30 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
     return {};
   };
   const int64_t lt_m = g.swap ? N : M, lt_n = g.swap ? M : N;
-  if (Status s = init_layout(&g.lay_a, ta_t, lt_m, k_total, lt_ta, lt_lda, g.swap ? lt_bs[kOpB] : lt_bs[kOpA]); !s.ok())
+  if (Status s = init_layout(&g.lay_a, ctx.ta_t, lt_m, k_total, ctx.lt_ta, ctx.lt_lda, g.swap ? lt_bs[kOpB] : lt_bs[kOpA]); !s.ok())
     return s;
-  if (Status s = init_layout(&g.lay_b, tb_t, k_total, lt_n, lt_tb, lt_ldb, g.swap ? lt_bs[kOpA] : lt_bs[kOpB]); !s.ok())
+  if (Status s = init_layout(&g.lay_b, ctx.tb_t, k_total, lt_n, ctx.lt_tb, ctx.lt_ldb, g.swap ? lt_bs[kOpA] : lt_bs[kOpB]); !s.ok())
     return s;
-  if (Status s = init_layout(&g.lay_d, td_t, lt_m, lt_n, false, ld_d, lt_bs[kOpD]); !s.ok()) return s;
+  if (Status s = init_layout(&g.lay_d, ctx.td_t, lt_m, lt_n, false, ctx.ld_d, lt_bs[kOpD]); !s.ok()) return s;
+  return {};
+}
 
+// Heuristic constraints: workspace left after the packs, alignments it may assume, split-K partials' type.
+Status init_preference(std::string_view op, const PlanPreference& pref, const GemmCore& g, const BuildContext& ctx,
+                       cublasLtMatmulPreference_t lp) {
+  const GemmCanon& c = g.canon;
   // alignment the algorithm may assume: pointer guarantee, lowered by loop offsets
   auto align_of = [&](int j, bool packed, size_t es) {
-    int64_t al = packed ? kWsAlign : palign;
+    int64_t al = packed ? kWsAlign : ctx.palign;
     for (int i = 0; i < g.nloop; ++i) al = std::min(al, lowbit_bytes(g.loop[i].s[j], es));
     return static_cast<uint32_t>(al);
   };
-  const uint32_t al_a = align_of(kOpA, g.pack_a, es_a), al_b = align_of(kOpB, g.pack_b, es_b);
-  const uint32_t al_d = align_of(kOpD, g.pack_d, es_d);
+  const uint32_t al_a = align_of(kOpA, g.pack_a, ctx.es_a), al_b = align_of(kOpB, g.pack_b, ctx.es_b);
+  const uint32_t al_d = align_of(kOpD, g.pack_d, ctx.es_d);
 
-  cublasLtMatmulPreferenceOpaque_t pref_store{};
-  cublasLtMatmulPreference_t lp = &pref_store;
   if (Status s = cublaslt::lt_status(cublasLtMatmulPreferenceInit(lp), op, "cublasLtMatmulPreferenceInit"); !s.ok())
     return s;
-  const size_t budget = pref.max_workspace_bytes > static_cast<size_t>(off) ? pref.max_workspace_bytes - off : 0;
+  const size_t budget = pref.max_workspace_bytes > static_cast<size_t>(ctx.off) ? pref.max_workspace_bytes - ctx.off : 0;
   const uint64_t max_ws = std::min(budget, kMaxLtWorkspace);
   if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_ws); !s.ok()) return s;
   if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.swap ? al_b : al_a); !s.ok()) return s;
@@ -547,12 +643,18 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
   if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_d); !s.ok()) return s;
   if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_d); !s.ok()) return s;
   const bool half_out = c.d_dtype == DType::f16 || c.d_dtype == DType::bf16;
-  if (half_out && !opt.reduced_precision_reduction) {
+  if (half_out && !g.opt.reduced_precision_reduction) {
     // split-K partials stay in the compute type (f32), never in the 16-bit output
     const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     if (Status s = set_pref(op, lp, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, mask); !s.ok()) return s;
   }
+  return {};
+}
 
+// The algorithm: the heuristic's best (its top `candidates` kept for autotune), its workspace after the packs.
+Status choose_algorithm(std::string_view op, int candidates, GemmCore& g, BuildContext& ctx, cublasLtMatmulPreference_t lp) {
+  const GemmCanon& c = g.canon;
+  cublasLtMatmulDesc_t desc = &g.op_desc;
   constexpr int kMaxCandidates = 8;
   cublasLtMatmulHeuristicResult_t res_all[kMaxCandidates]{};
   const int want = std::clamp(candidates, 1, kMaxCandidates);
@@ -561,9 +663,9 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
       cublasLtMatmulAlgoGetHeuristic(g.handle, desc, &g.lay_a, &g.lay_b, &g.lay_d, &g.lay_d, lp, want, res_all, &got);
   const cublasLtMatmulHeuristicResult_t& res = res_all[0];
   if (hs != CUBLAS_STATUS_SUCCESS || got == 0)
-    return error(StatusCode::kUnsupported, op, ": cuBLASLt has no algorithm for this problem (M=", M, " N=", N,
-                 " K=", k_total, " batch=", lt_batch, ", ", dtype_name(c.a_dtype), " x ", dtype_name(c.b_dtype), " -> ",
-                 dtype_name(c.d_dtype), ", epilogue ", static_cast<int>(epi), "): ", cublasLtGetStatusName(hs));
+    return error(StatusCode::kUnsupported, op, ": cuBLASLt has no algorithm for this problem (M=", ctx.M, " N=", ctx.N,
+                 " K=", ctx.k_total, " batch=", ctx.lt_batch, ", ", dtype_name(c.a_dtype), " x ", dtype_name(c.b_dtype), " -> ",
+                 dtype_name(c.d_dtype), ", epilogue ", static_cast<int>(ctx.epi), "): ", cublasLtGetStatusName(hs));
   g.algo = res.algo;
   g.algo_ws = res.workspaceSize;
   if (candidates > 1) {
@@ -573,9 +675,44 @@ Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in,
       g.algo_ws = std::max(g.algo_ws, res_all[i].workspaceSize);  // the workspace fits every candidate while tuning
     }
   }
-  g.algo_ws_offset = take(static_cast<int64_t>(g.algo_ws));
-  g.workspace = static_cast<size_t>(off);
+  g.algo_ws_offset = ctx.take(static_cast<int64_t>(g.algo_ws));
+  g.workspace = static_cast<size_t>(ctx.off);
   g.device_ready = true;
+  return {};
+}
+
+}  // namespace
+
+Result<GemmCore> GemmCore::build(std::string_view op, const GemmCanon& canon_in, const GemmCoreOptions& opt,
+                                 const PlanPreference& pref, int arch, int candidates) {
+  GemmCore g;
+  g.opt = opt;
+  g.canon = canon_in;
+  BuildContext ctx;
+  normalize(pref, g, ctx);
+  if (g.empty || g.k_zero) {
+    plan_pointwise_only(g, ctx);
+    return g;
+  }
+  // ---- operands: K folding, orientation, packing
+  fold_summed_axes(g, ctx);
+  if (Status s = choose_orientation(op, g, ctx); !s.ok()) return s;
+  place_operands(g, ctx);
+  if (Status s = pack_a_operand(op, pref, g, ctx); !s.ok()) return s;
+  if (Status s = pack_b_operand(op, pref, g, ctx); !s.ok()) return s;
+  if (Status s = choose_d_target(op, pref, g, ctx); !s.ok()) return s;
+  choose_lt_batch(g, ctx);
+  if (Status s = choose_epilogue(op, g, ctx); !s.ok()) return s;
+  // ---- cuBLASLt descriptors and the algorithm (needs the device)
+  if (!on_selected_device(arch, g, ctx)) return g;
+  if (Status s = bind_handle(op, g); !s.ok()) return s;
+  if (Status s = init_op_desc(op, g, ctx); !s.ok()) return s;
+  if (Status s = set_epilogue_attributes(op, g, ctx); !s.ok()) return s;
+  if (Status s = set_fp8_attributes(op, g, ctx); !s.ok()) return s;
+  if (Status s = init_layouts(op, g, ctx); !s.ok()) return s;
+  cublasLtMatmulPreferenceOpaque_t pref_store{};
+  if (Status s = init_preference(op, pref, g, ctx, &pref_store); !s.ok()) return s;
+  if (Status s = choose_algorithm(op, candidates, g, ctx, &pref_store); !s.ok()) return s;
   g.describe();
   return g;
 }

@@ -1,4 +1,5 @@
-// Device helpers the pad kernels share (pad_kernels.cu, pad_staged.cu, pad_pairs.cu).
+// Device helpers the pad kernels share (pad_warprows.cu, pad_flat.cu, pad_segments.cu,
+// pad_staged.cu, pad_pairs.cu).
 #pragma once
 
 #include <cstdint>
@@ -98,6 +99,37 @@ __device__ __forceinline__ uint4 window16(const uint4 a, const uint4 b, unsigned
   if (s & 4u) w0 = w1, w1 = w2, w2 = w3, w3 = w4, w4 = w5;
   return make_uint4(fshr(w0, w1, r), fshr(w1, w2, r), fshr(w2, w3, r), fshr(w3, w4, r));
 }
+
+// 16 bytes of T: the unit of a vector access.
+template <class T>
+union Vec16 {
+  uint4 u;
+  T e[16 / sizeof(T)];
+};
+
+// 16 consecutive bytes at p, read with aligned 16-byte loads only, in two steps so that a
+// thread can issue all its loads before it consumes any: issue16 loads the aligned block at p,
+// or the two around it (which must lie inside [lo, hi), else it returns false and loads
+// nothing); take16 assembles the bytes once the loads have landed.
+struct Load16 {
+  uint4 a, b;
+  unsigned shift;
+};
+__device__ __forceinline__ bool issue16(const void* p, const void* lo, const void* hi, Load16* l) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t base = addr & ~uintptr_t{15};
+  l->shift = static_cast<unsigned>(addr - base);
+  if (l->shift == 0) {
+    l->a = __ldg(reinterpret_cast<const uint4*>(base));
+    l->b = l->a;
+    return true;
+  }
+  if (base < reinterpret_cast<uintptr_t>(lo) || base + 32 > reinterpret_cast<uintptr_t>(hi)) return false;
+  l->a = __ldg(reinterpret_cast<const uint4*>(base));
+  l->b = __ldg(reinterpret_cast<const uint4*>(base) + 1);
+  return true;
+}
+__device__ __forceinline__ uint4 take16(const Load16& l) { return window16(l.a, l.b, l.shift); }
 
 // x's cells along one axis, in order: [la, la + ln), the identity x + lo when id,
 // [ha, ha + hn).

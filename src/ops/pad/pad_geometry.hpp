@@ -181,7 +181,7 @@ using PadForwardDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f
                                    DType::i16, DType::i32, DType::i64, DType::boolean>;
 using PadBackwardDTypes = FloatDTypes;
 
-// Launcher tables (defined in pad_kernels.cu); null when the dtype is not supported.
+// Launcher tables (defined in pad_launch.cu); null when the dtype is not supported.
 using PadLaunchFn = LaunchFn<PadGeometry>;
 PadLaunchFn pad_forward_launcher(DType dtype, bool index64);
 PadLaunchFn pad_backward_launcher(DType dtype, bool index64);
