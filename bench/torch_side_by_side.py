@@ -451,8 +451,9 @@ def family_md(fam, rows, ours, args, device):
     for o in rows:
         ach = "no pass" if o["bytes"] == 0 and o["flops"] == 0 else f"{o['achieved']:.3f} {o['unit']}"
         frac = "no pass" if o["fraction_of_ceiling"] is None else f"{100 * o['fraction_of_ceiling']:.1f}%"
+        sku = o["sku"].replace("|", "\\|")  # a composite's skus are '|'-joined
         lines.append(f"| {o['op']} | `{o['problem']}` | {o['options'] or ''} | {o['ours_us']:.1f} | {fmt(o['torch_us'], '.1f')} | "
-                     f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {o['sku']} |")
+                     f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {sku} |")
     sp = [o["speedup_vs_torch"] for o in rows if o["speedup_vs_torch"]]
     fr = [o["fraction_of_ceiling"] for o in rows if o["fraction_of_ceiling"]]
     if sp:

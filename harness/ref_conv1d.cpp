@@ -10,23 +10,21 @@ namespace baracuda::harness {
 
 namespace {
 
-// [B, L, C] (row-major) <-> [B, C, L]
-std::vector<double> to_bcl(const std::vector<double>& v, Conv1dLayout lay, int64_t B, int64_t C, int64_t L) {
+// [B, L, C] (row-major) <-> [B, C, L]: v in `lay`'s order to channel-first (to_channel_first), or back
+std::vector<double> relayout(const std::vector<double>& v, Conv1dLayout lay, int64_t B, int64_t C, int64_t L, bool to_channel_first) {
   if (lay == Conv1dLayout::kBCL) return v;
   std::vector<double> r(v.size());
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < L; ++t)
-      for (int64_t ch = 0; ch < C; ++ch) r[static_cast<size_t>((b * C + ch) * L + t)] = v[static_cast<size_t>((b * L + t) * C + ch)];
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const size_t blc = static_cast<size_t>((b * L + t) * C + ch), bcl = static_cast<size_t>((b * C + ch) * L + t);
+        if (to_channel_first) r[bcl] = v[blc];
+        else r[blc] = v[bcl];
+      }
   return r;
 }
-std::vector<double> from_bcl(const std::vector<double>& v, Conv1dLayout lay, int64_t B, int64_t C, int64_t L) {
-  if (lay == Conv1dLayout::kBCL) return v;
-  std::vector<double> r(v.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < L; ++t)
-      for (int64_t ch = 0; ch < C; ++ch) r[static_cast<size_t>((b * L + t) * C + ch)] = v[static_cast<size_t>((b * C + ch) * L + t)];
-  return r;
-}
+std::vector<double> to_bcl(const std::vector<double>& v, Conv1dLayout lay, int64_t B, int64_t C, int64_t L) { return relayout(v, lay, B, C, L, true); }
+std::vector<double> from_bcl(const std::vector<double>& v, Conv1dLayout lay, int64_t B, int64_t C, int64_t L) { return relayout(v, lay, B, C, L, false); }
 
 std::vector<double> in_or_empty(RefCall& c, const char* name) {
   RefOperand* r = c.find(name);

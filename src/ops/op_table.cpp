@@ -14,32 +14,10 @@ namespace baracuda {
 
 namespace {
 
-template <class F>
-struct FirstParam;
-template <class R, class A, class... Rest>
-struct FirstParam<R (*)(A, Rest...)> {
-  using type = std::remove_cvref_t<A>;
-};
-template <class F>
-struct OnlyParam;
-template <class R, class C, class A>
-struct OnlyParam<R (C::*)(A) const> {
-  using type = std::remove_cvref_t<A>;
-};
-
 template <class Plan>
-using DescOf = typename FirstParam<decltype(&Plan::select)>::type;
-template <class Plan>
-using ArgsOf = typename OnlyParam<decltype(&Plan::can_implement)>::type;
-
+using DescOf = DescriptorOf<Plan>;
 template <class M>
-struct SpanOf {
-  using type = void;
-};
-template <class E>
-struct SpanOf<std::span<E>> {
-  using type = std::remove_const_t<E>;
-};
+using SpanOf = operands_detail::SpanElem<M>;  // the element type of a span field (void otherwise)
 
 // The typed Args from views bound by name. A span field (a variable-count operand list) takes
 // its elements from views named "field[i]"; they are kept in `lists` (TensorMut) and `refs`

@@ -51,23 +51,10 @@ void enum_round_trips(std::set<std::string_view>* seen) {
   }
 }
 
-template <class F>
-struct FirstParam;
-template <class R, class A, class... Rest>
-struct FirstParam<R (*)(A, Rest...)> {
-  using type = std::remove_cvref_t<A>;
-};
-template <class F>
-struct OnlyParam;
-template <class R, class C, class A>
-struct OnlyParam<R (C::*)(A) const> {
-  using type = std::remove_cvref_t<A>;
-};
-
 // A default-constructed plan of the row refuses can_implement and run, saying so.
 template <class Plan>
 void unselected_plan_refuses(std::string_view name) {
-  using Args = typename OnlyParam<decltype(&Plan::can_implement)>::type;
+  using Args = ArgsOf<Plan>;
   const Plan plan{};
   EXPECT_FALSE(plan.selected()) << name;
   expect_error(plan.can_implement(Args{}), StatusCode::kInvalidProblem, "not selected");
@@ -110,7 +97,7 @@ TEST(OpTable, EveryRowHasCiProblemsThatSelectForHopper) {
 TEST(OpTable, EnumsRoundTripAndUnselectedPlansRefuse) {
   std::set<std::string_view> seen;
 #define BARACUDA_OP(name, Plan, family, direction)                                               \
-  enum_round_trips<typename FirstParam<decltype(&Plan::select)>::type>(&seen);                  \
+  enum_round_trips<DescriptorOf<Plan>>(&seen);                  \
   unselected_plan_refuses<Plan>(#name);
 #include "baracuda/ops/ops.def"
 #undef BARACUDA_OP

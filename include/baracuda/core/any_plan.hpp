@@ -29,6 +29,26 @@
 
 namespace baracuda {
 
+// A plan type's descriptor and Args, read off its select() and can_implement() signatures.
+namespace plan_traits_detail {
+template <class F>
+struct FirstParam;
+template <class R, class A, class... Rest>
+struct FirstParam<R (*)(A, Rest...)> {
+  using type = std::remove_cvref_t<A>;
+};
+template <class F>
+struct OnlyParam;
+template <class R, class C, class A>
+struct OnlyParam<R (C::*)(A) const> {
+  using type = std::remove_cvref_t<A>;
+};
+}  // namespace plan_traits_detail
+template <class Plan>
+using DescriptorOf = typename plan_traits_detail::FirstParam<decltype(&Plan::select)>::type;
+template <class Plan>
+using ArgsOf = typename plan_traits_detail::OnlyParam<decltype(&Plan::can_implement)>::type;
+
 // One row of the op table.
 struct OpInfo {
   std::string_view name;    // "rope_backward": what --list prints and AnyPlan::select takes
