@@ -24,13 +24,22 @@ import os
 import re
 import statistics
 
-import torch
-import torch.nn.functional as F
+try:  # --md-only rewrites the tables from the JSON without PyTorch
+    import torch
+    import torch.nn.functional as F
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+    class _Absent:  # attribute access for the call tables below; nothing is called without PyTorch
+        def __getattr__(self, name):
+            return None
+    torch = F = _Absent()
 
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,
       "i64": torch.int64, "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
       "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
-S = torch.special
+S = torch.special if HAVE_TORCH else torch
 TIE = 0.03  # a row within ±3 % of PyTorch is a tie
 
 # ---------------------------------------------------------------- elementwise: op -> torch call
@@ -426,7 +435,9 @@ def torch_times(r, compile_ops):
     eager = median_us(call, reps=reps)
     del call
     comp = None
-    if r["op"] in COMPOSITES and r["op"] in compile_ops:
+    # forward rows only: timed through autograd.grad, the compiled composite's backward measured
+    # the eager time (2026-11-27), so backward rows carry no compile figure until that is fixed
+    if r["op"] in COMPOSITES and r["op"] in compile_ops and not bwd:
         try:
             comp = median_us(builder(Rec(r), bwd, wrap=lambda f: torch.compile(f, dynamic=False)), reps=reps)
         except Exception as e:  # noqa: BLE001 - report and keep the eager number
@@ -438,22 +449,28 @@ def fmt(v, spec):
     return format(v, spec) if v is not None else "n/a"
 
 
-def family_md(fam, rows, ours, args, device):
-    lines = [f"# {fam}: baracuda vs PyTorch {torch.__version__} on {device}", "",
+def family_md(fam, rows, ours, args, device, torch_version):
+    comp = any(o.get("torch_compile_us") for o in rows)
+    graph = any(o.get("graph_us") for o in rows)
+    lines = [f"# {fam}: baracuda vs PyTorch {torch_version} on {device}", "",
              f"Date {args.date}, commit {args.commit}; `baracuda_bench --batch bench/problems/perf/{fam}.txt --mode P` "
              f"beside `bench/torch_side_by_side.py` in the same run. Ceilings measured in the same run: device-to-device "
              f"copy {ours['copy_tbps']:.3f} TB/s (bytes read + written) for memory-bound rows, a bf16 8192³ GEMM "
              f"{ours['gemm_tflops']:.1f} TFLOP/s for compute-bound rows. Times: CUDA-event medians around one call "
              "after warm-up (ours: run() with its host checks). PyTorch: " + TORCH_SIDE.get(fam, "") +
-             " Each row's repro line is in the JSON.", "",
-             "| op | problem | options | ours µs | torch µs | speedup | achieved | of ceiling | sku |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             " Each row's repro line is in the JSON." + (" compile µs: torch.compile of the same composite." if comp else "")
+             + (" graph µs: ours per call under CUDA graph replay (device time, no host checks or launch)." if graph else ""), "",
+             "| op | problem | options | ours µs | " + ("graph µs | " if graph else "") + "torch µs | " + ("compile µs | " if comp else "")
+             + "speedup | achieved | of ceiling | sku |",
+             "| --- | --- | --- | ---: | " + ("---: | " if graph else "") + "---: | " + ("---: | " if comp else "") + "---: | ---: | ---: | --- |"]
     for o in rows:
         ach = "no pass" if o["bytes"] == 0 and o["flops"] == 0 else f"{o['achieved']:.3f} {o['unit']}"
         frac = "no pass" if o["fraction_of_ceiling"] is None else f"{100 * o['fraction_of_ceiling']:.1f}%"
         sku = o["sku"].replace("|", "\\|")  # a composite's skus are '|'-joined
-        lines.append(f"| {o['op']} | `{o['problem']}` | {o['options'] or ''} | {o['ours_us']:.1f} | {fmt(o['torch_us'], '.1f')} | "
-                     f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {sku} |")
+        lines.append(f"| {o['op']} | `{o['problem']}` | {o['options'] or ''} | {o['ours_us']:.1f} | "
+                     + (f"{fmt(o.get('graph_us'), '.1f')} | " if graph else "") + f"{fmt(o['torch_us'], '.1f')} | "
+                     + (f"{fmt(o.get('torch_compile_us'), '.1f')} | " if comp else "")
+                     + f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {sku} |")
     sp = [o["speedup_vs_torch"] for o in rows if o["speedup_vs_torch"]]
     fr = [o["fraction_of_ceiling"] for o in rows if o["fraction_of_ceiling"]]
     if sp:
@@ -462,6 +479,10 @@ def family_md(fam, rows, ours, args, device):
                   f"max {max(sp):.2f}x; {len(slow)} rows slower than PyTorch beyond the ±3 % tie band."]
         if fr:
             lines[-1] += f" Fraction of the ceiling: median {100 * statistics.median(fr):.1f}%, min {100 * min(fr):.1f}%."
+        sc = [o["torch_compile_us"] / o["ours_us"] for o in rows if o.get("torch_compile_us")]
+        if sc:
+            lines[-1] += (f" Against torch.compile: median {statistics.median(sc):.2f}x, min {min(sc):.2f}x over {len(sc)} rows"
+                          f" ({sum(1 for x in sc if x < 1 - TIE)} slower beyond the tie band).")
         for o in slow:
             lines.append(f"- slower: {o['op']} `{o['problem']}` {o['options']}: {o['speedup_vs_torch']:.2f}x")
     return "\n".join(lines) + "\n"
@@ -474,8 +495,19 @@ def main():
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--date", default="unknown")
     ap.add_argument("--compile", default="", help="ops whose composite is also timed under torch.compile (comma list)")
+    ap.add_argument("--md-only", action="store_true", help="rewrite <out-dir>/<family>.md from its JSON (no GPU, no PyTorch)")
     args = ap.parse_args()
     ours = json.load(open(args.ours))
+    if args.md_only:
+        for f in sorted(os.listdir(args.out_dir)):
+            fam = f[:-5]
+            rows = json.load(open(os.path.join(args.out_dir, f))) if f.endswith(".json") else None
+            if not rows or not isinstance(rows, list) or "problem" not in rows[0]:
+                continue
+            args.commit, args.date = rows[0]["commit"], rows[0]["date"]
+            md = family_md(fam, rows, ours, args, rows[0]["device"], rows[0].get("torch_version", "?"))
+            open(os.path.join(args.out_dir, fam + ".md"), "w").write(md)
+        return
     device = torch.cuda.get_device_name(0)
     compile_ops = set(filter(None, args.compile.split(",")))
     fams = {}
@@ -497,14 +529,15 @@ def main():
              "bound": r["bound"], "bytes": r["bytes"], "flops": r["flops"], "achieved": round(r["achieved"], 4), "unit": r["unit"],
              "ceiling": round(r["ceiling"], 4), "fraction_of_ceiling": round(frac, 4) if frac else None,
              "graph_us": round(r["graph_us"], 2) if r.get("graph_us") else None, "verified": r["verified"],
-             "operands": r["operands"], "repro": r["repro"], "device": device, "commit": args.commit, "date": args.date}
+             "operands": r["operands"], "repro": r["repro"], "device": device, "torch_version": torch.__version__,
+             "commit": args.commit, "date": args.date}
         fams.setdefault(r["family"], []).append(o)
         print(f"{o['op']:24s} {o['ours_us']:10.1f} us  torch {fmt(o['torch_us'], '10.1f')} us  {fmt(o['speedup_vs_torch'], '.2f')}x  "
               f"{o['problem'][:80]} {o['options']}", flush=True)
     os.makedirs(args.out_dir, exist_ok=True)
     for fam, rows in fams.items():
         json.dump(rows, open(os.path.join(args.out_dir, fam + ".json"), "w"), indent=1)
-        md = family_md(fam, rows, ours, args, device)
+        md = family_md(fam, rows, ours, args, device, torch.__version__)
         open(os.path.join(args.out_dir, fam + ".md"), "w").write(md)
         print(md.splitlines()[-1] if md else "")
 
