@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs the test suite (host tier everywhere; device tier when a GPU is
 # present, otherwise those tests are reported as skipped with the reason), then the host tier
-# again with the library's host code under AddressSanitizer + UBSan.
+# again with the library's host code under AddressSanitizer + UBSan (+ float-cast-overflow),
+# and the descriptor fuzzer over the op table under them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -20,10 +21,13 @@ skipped=$(grep -cE '\(Skipped\)' "$log" || true)
 # host tier under ASan/UBSan (validation, geometry and index math at the 2^31 boundaries)
 SAN=${BUILD}-asan
 cmake -S . -B "$SAN" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBARACUDA_SANITIZE=ON -DBARACUDA_BUILD_BENCH=OFF > /dev/null
-cmake --build "$SAN" -j"$(nproc)" --target baracuda_host_tests
+cmake --build "$SAN" -j"$(nproc)" --target baracuda_host_tests baracuda_fuzz
 ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   "$SAN/tests/baracuda_host_tests" --gtest_brief=1 | tee "$log"
 san=$(grep -oE 'PASSED  \] [0-9]+' "$log" | grep -oE '[0-9]+$')
+# the descriptor fuzzer over the op table under the sanitizers (bounded, seeded; scripts/fuzz.sh runs longer)
+ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  "$SAN/tests/baracuda_fuzz" --seconds "${FUZZ_SECONDS:-90}" --seed 1 | tail -3
 rm -f "$log"
 # ctest stops the script on any failure (set -e), so reaching here means none failed
-echo "tests: $(( total - skipped + san )) passed, 0 failed, ${skipped} skipped"
+echo "tests: $(( total - skipped + san + 1 )) passed, 0 failed, ${skipped} skipped (the last: the sanitizer fuzz run)"

@@ -1,7 +1,9 @@
 #include "baracuda/core/dlpack.hpp"
 
+#include <cstring>
 #include <string>
 
+#include "core/checked_math.hpp"
 #include "core/validate.hpp"
 
 namespace baracuda {
@@ -49,15 +51,19 @@ DLTensor make_dl(void* data, TensorLayout& t, DLDevice device) {
 }
 
 Result<TensorMut> view_of(const DLTensor& t, bool allow_host) {
-  const bool cuda_like = t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged ||
-                         t.device.device_type == kDLCUDAHost;
-  if (!cuda_like && !(allow_host && t.device.device_type == kDLCPU))
-    return Status(StatusCode::kUnsupported, "dlpack: device_type " +
-                                                std::to_string(static_cast<int>(t.device.device_type)) +
-                                                " is not CUDA memory");
+  // the device type as the integer a C producer wrote (a value outside DLDeviceType's
+  // enumerators must not be loaded as the enum)
+  int32_t device_type = 0;
+  static_assert(sizeof(t.device.device_type) == sizeof(device_type));
+  std::memcpy(&device_type, &t.device.device_type, sizeof device_type);
+  const bool cuda_like = device_type == kDLCUDA || device_type == kDLCUDAManaged || device_type == kDLCUDAHost;
+  if (!cuda_like && !(allow_host && device_type == kDLCPU))
+    return Status(StatusCode::kUnsupported, "dlpack: device_type " + std::to_string(device_type) + " is not CUDA memory");
   if (t.ndim < 0 || t.ndim > kMaxRank)
     return Status(StatusCode::kInvalidProblem, "dlpack: ndim = " + std::to_string(t.ndim) +
                                                    " must be in [0, " + std::to_string(kMaxRank) + "]");
+  if (t.ndim > 0 && t.shape == nullptr)
+    return Status(StatusCode::kInvalidProblem, "dlpack: shape is null with ndim = " + std::to_string(t.ndim));
   auto dt = from_dlpack_dtype(t.dtype);
   if (!dt) return dt.status();
   const size_t es = dtype_size(*dt);
@@ -65,6 +71,11 @@ Result<TensorMut> view_of(const DLTensor& t, bool allow_host) {
     return Status(StatusCode::kMisalignedOperand,
                   "dlpack: byte_offset = " + std::to_string(t.byte_offset) +
                       " is not a multiple of the element size " + std::to_string(es));
+  uintptr_t at = 0;
+  if (t.byte_offset > static_cast<uint64_t>(INT64_MAX) ||
+      (t.data && !checked_address(t.data, static_cast<int64_t>(t.byte_offset), &at)))
+    return Status(StatusCode::kInvalidProblem, "dlpack: byte_offset = " + std::to_string(t.byte_offset) +
+                                                   " moves the data pointer past the end of the address space");
   TensorMut v;
   v.dtype = *dt;
   v.rank = t.ndim;
@@ -74,7 +85,7 @@ Result<TensorMut> view_of(const DLTensor& t, bool allow_host) {
   } else {
     v.set_contiguous_strides();
   }
-  v.data = t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr;
+  v.data = t.data ? reinterpret_cast<void*>(at) : nullptr;
   if (Status s = check_layout("dlpack", "tensor", v); !s.ok()) return s;
   return v;
 }

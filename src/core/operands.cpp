@@ -15,6 +15,21 @@ int64_t OperandSpec::numel() const {
   return n;
 }
 
+Status check_operand_sizes(std::string_view op, const OperandSpecs& specs) {
+  for (const OperandSpec& s : specs) {
+    const std::span<const int64_t> dims = s.dims();
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] < 0)
+        return error(StatusCode::kInvalidProblem, op, ": ", s.name, " would have shape ", shape_string(dims), " (extent ", d,
+                     " is negative)");
+    int64_t n = 0, bytes = 0;
+    if (!checked_product(dims.data(), s.rank, &n) || !checked_mul(n, static_cast<int64_t>(dtype_size(s.dtype)), &bytes))
+      return error(StatusCode::kInvalidProblem, op, ": ", s.name, " would have shape ", shape_string(dims),
+                   ": more than 2^63 elements or bytes");
+  }
+  return {};
+}
+
 OperandSpec& OperandSpecs::add(std::string_view name, OperandRole role, DType dtype, std::span<const int64_t> shape) {
   OperandSpec s;
   s.name = name;

@@ -75,7 +75,8 @@ Status plan_kit_detail::check_member_enums(std::string_view op, const std::strin
   } else if constexpr (Described<M>) {
     return check_enums(op, m, cat(name, "."));
   } else if constexpr (requires { describe_check_enums(m); }) {
-    if (!describe_check_enums(m)) return error(StatusCode::kInvalidProblem, op, ": ", name, " holds a value outside its enum");
+    if (!describe_check_enums(m))
+      return error(StatusCode::kInvalidProblem, op, ": ", name, " holds a dtype or enum value outside its range");
   }
   return {};
 }
@@ -108,6 +109,18 @@ Status check_plan_args(std::string_view op, bool selected, const OperandSpecs& o
     return error(StatusCode::kInvalidProblem, op, ": the plan was not selected (a default-constructed plan runs nothing; "
                  "obtain one from select())");
   return check_args(op, operands, args);
+}
+
+// Whether a call has nothing to write: every output (and in-out) view has no element or is an
+// absent optional one. run() then returns OK before any CUDA call (the fuzzer checks it).
+template <Described Args>
+bool writes_nothing(const OperandSpecs& operands, const Args& args) {
+  for (const OperandSpec& o : operands) {
+    if (!o.writes()) continue;
+    const BoundView v = bound_view(args, o.field, o.element);
+    if (v.layout && v.data && v.layout->numel() > 0) return false;
+  }
+  return true;
 }
 
 }  // namespace baracuda

@@ -19,7 +19,13 @@ bool parse_dtype(std::string_view name, DType* out) {
   return false;
 }
 
+namespace {
+// The axes a layout may index (a rank outside [0, kMaxRank] indexes none; check_layout refuses it).
+int axes(int rank) { return rank < 0 || rank > kMaxRank ? 0 : rank; }
+}  // namespace
+
 int64_t TensorLayout::numel() const {
+  if (rank < 0 || rank > kMaxRank) return 0;
   int64_t n = 1;
   for (int d = 0; d < rank; ++d)
     if (!checked_mul(n, shape[d], &n)) return INT64_MAX;  // saturates; validation rejects it
@@ -28,7 +34,7 @@ int64_t TensorLayout::numel() const {
 
 bool TensorLayout::is_contiguous() const {
   int64_t expect = 1;
-  for (int d = rank - 1; d >= 0; --d) {
+  for (int d = axes(rank) - 1; d >= 0; --d) {
     if (shape[d] == 0) return true;
     if (shape[d] != 1 && stride[d] != expect) return false;
     if (!checked_mul(expect, shape[d], &expect)) return false;
@@ -38,11 +44,12 @@ bool TensorLayout::is_contiguous() const {
 
 bool TensorLayout::byte_extent(int64_t* lo, int64_t* hi) const {
   *lo = *hi = 0;
+  if (rank < 0 || rank > kMaxRank) return false;
   if (numel() == 0) return true;
   int64_t min_off = 0, max_off = 0;
   for (int d = 0; d < rank; ++d) {
-    int64_t span = 0;
-    if (!checked_mul(stride[d], shape[d] - 1, &span)) return false;
+    int64_t span = 0, last = 0;
+    if (shape[d] < 0 || !checked_sub(shape[d], 1, &last) || !checked_mul(stride[d], last, &span)) return false;
     if (span < 0) {
       if (!checked_add(min_off, span, &min_off)) return false;
     } else if (!checked_add(max_off, span, &max_off)) {
@@ -61,7 +68,7 @@ bool TensorLayout::byte_extent(int64_t* lo, int64_t* hi) const {
 
 void TensorLayout::set_contiguous_strides() {
   int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
+  for (int d = axes(rank) - 1; d >= 0; --d) {
     stride[d] = s;
     // past int64 the layout is invalid anyway (check_layout says so); saturate, never overflow
     if (!checked_mul(s, std::max<int64_t>(shape[d], 1), &s)) s = INT64_MAX;
@@ -76,7 +83,7 @@ TensorLayout TensorLayout::contiguous() const {
 
 bool TensorLayout::identical(const TensorLayout& o) const {
   if (dtype != o.dtype || rank != o.rank) return false;
-  for (int i = 0; i < std::max(0, rank); ++i)
+  for (int i = 0; i < axes(rank); ++i)
     if (shape[i] != o.shape[i] || stride[i] != o.stride[i]) return false;
   return true;
 }
@@ -85,7 +92,7 @@ size_t TensorLayout::hash() const {
   Fnv1a f;
   f.mix(dtype);
   f.mix(rank);
-  for (int i = 0; i < std::max(0, rank); ++i) f.mix(shape[i]), f.mix(stride[i]);
+  for (int i = 0; i < axes(rank); ++i) f.mix(shape[i]), f.mix(stride[i]);
   return f.value();
 }
 

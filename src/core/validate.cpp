@@ -38,9 +38,13 @@ Status check_layout(std::string_view op, std::string_view field, const TensorLay
                    " has more than 2^63 elements");
   }
   int64_t lo = 0, hi = 0;
-  if (!t.byte_extent(&lo, &hi))
-    return error(StatusCode::kInvalidProblem, op, ": ", field, " strides with shape ", shape_string(t),
-                 " address more than 2^63 bytes");
+  // the extent is checked as if every empty axis had one element: an empty view's strides still
+  // reach no further than 2^63 bytes (geometry code multiplies them)
+  TensorLayout nominal = t;
+  for (int d = 0; d < t.rank; ++d) nominal.shape[d] = std::max<int64_t>(t.shape[d], 1);
+  if (!t.byte_extent(&lo, &hi) || !nominal.byte_extent(&lo, &hi))
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " strides ", shape_string(std::span<const int64_t>(t.stride, t.rank)),
+                 " with shape ", shape_string(t), " address more than 2^63 bytes");
   return {};
 }
 
@@ -60,72 +64,100 @@ Status check_view(std::string_view op, std::string_view field, const TensorLayou
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(t.dtype) != 0)
     return error(StatusCode::kMisalignedOperand, op, ": ", field, " data ", data,
                  " is not aligned to its ", dtype_size(t.dtype), "-byte element");
+  int64_t lo = 0, hi = 0;
+  uintptr_t a = 0;
+  if (data != nullptr && t.byte_extent(&lo, &hi) && (!checked_address(data, lo, &a) || !checked_address(data, hi, &a)))
+    return error(StatusCode::kInvalidProblem, op, ": ", field, " data ", data, " with strides ",
+                 shape_string(std::span<const int64_t>(t.stride, t.rank)), " reaches past the address space");
   return {};
 }
 
 Status check_no_internal_overlap(std::string_view op, std::string_view field, const TensorLayout& t) {
   // Sufficient condition for distinct addresses: sorted by |stride|, each stride exceeds the
-  // furthest reach of all smaller axes.
+  // furthest reach of all smaller axes. Strides whose reach leaves int64 (|INT64_MIN| included)
+  // are refused: no valid view addresses that far.
   if (t.numel() <= 1) return {};
   int idx[kMaxRank];
+  int64_t mag[kMaxRank] = {};
   int n = 0;
-  for (int d = 0; d < t.rank; ++d)
-    if (t.shape[d] > 1) idx[n++] = d;
-  std::sort(idx, idx + n, [&](int a, int b) {
-    return std::abs(t.stride[a]) < std::abs(t.stride[b]);
-  });
+  for (int d = 0; d < t.rank; ++d) {
+    if (t.shape[d] <= 1) continue;
+    if (!checked_abs(t.stride[d], &mag[d]))
+      return error(StatusCode::kInvalidProblem, op, ": ", field, " stride[", d, "] = ", t.stride[d], " has no magnitude in int64");
+    idx[n++] = d;
+  }
+  std::sort(idx, idx + n, [&](int a, int b) { return mag[a] < mag[b]; });
   int64_t reach = 0;  // max offset reachable by the smaller axes
   for (int i = 0; i < n; ++i) {
-    const int64_t s = std::abs(t.stride[idx[i]]);
+    const int64_t s = mag[idx[i]];
     if (s <= reach)
       return error(StatusCode::kInvalidProblem, op, ": ", field, " has internally overlapping strides ",
                    shape_string(std::span<const int64_t>(t.stride, t.rank)), " for shape ", shape_string(t),
                    " (two indices share memory)");
-    reach += s * (t.shape[idx[i]] - 1);
+    if (!checked_mul_add(s, t.shape[idx[i]] - 1, reach, &reach))
+      return error(StatusCode::kInvalidProblem, op, ": ", field, " strides ", shape_string(std::span<const int64_t>(t.stride, t.rank)),
+                   " with shape ", shape_string(t), " address more than 2^63 elements");
   }
   return {};
 }
 
+namespace {
+// [base + lo, base + hi) of a view in bytes, as 128-bit integers (no pointer wrap); false when
+// the layout's extent does not fit int64 (such a view fails check_layout).
+bool byte_range(const TensorLayout& t, const void* data, __int128* lo, __int128* hi) {
+  int64_t l = 0, h = 0;
+  if (!t.byte_extent(&l, &h)) return false;
+  const __int128 p = static_cast<__int128>(reinterpret_cast<uintptr_t>(data));
+  *lo = p + l;
+  *hi = p + h;
+  return true;
+}
+}  // namespace
+
 bool ranges_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data) {
   if (a.numel() == 0 || b.numel() == 0) return false;
-  int64_t alo = 0, ahi = 0, blo = 0, bhi = 0;
-  a.byte_extent(&alo, &ahi);
-  b.byte_extent(&blo, &bhi);
-  const intptr_t pa = reinterpret_cast<intptr_t>(a_data), pb = reinterpret_cast<intptr_t>(b_data);
-  return pa + alo < pb + bhi && pb + blo < pa + ahi;
+  __int128 alo = 0, ahi = 0, blo = 0, bhi = 0;
+  if (!byte_range(a, a_data, &alo, &ahi) || !byte_range(b, b_data, &blo, &bhi)) return true;  // unknowable: assume so
+  return alo < bhi && blo < ahi;
 }
 
 bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLayout& b, const void* b_data) {
   if (!ranges_overlap(a, a_data, b, b_data)) return false;
   if (!a.identical(b)) return true;
   const int64_t es = static_cast<int64_t>(dtype_size(a.dtype));
-  int64_t d = reinterpret_cast<intptr_t>(b_data) - reinterpret_cast<intptr_t>(a_data);
-  if (d % es != 0) return true;
-  d /= es;
+  const __int128 diff = static_cast<__int128>(reinterpret_cast<uintptr_t>(b_data)) - static_cast<__int128>(reinterpret_cast<uintptr_t>(a_data));
+  if (es == 0 || diff % es != 0 || diff / es > INT64_MAX || diff / es < -INT64_MAX) return true;
+  const int64_t d = static_cast<int64_t>(diff / es);
   // axes by decreasing |stride|; with nested strides an offset difference has one
   // representation sum k_a * s_a (|k_a| < n_a), found greedily
   int idx[kMaxRank], n = 0;
-  for (int x = 0; x < std::min(a.rank, kMaxRank); ++x)
-    if (a.shape[x] > 1) idx[n++] = x;
-  std::sort(idx, idx + n, [&](int p, int q) { return std::abs(a.stride[p]) > std::abs(a.stride[q]); });
+  int64_t mag[kMaxRank] = {};
+  for (int x = 0; x < std::min(a.rank, kMaxRank); ++x) {
+    if (a.shape[x] <= 1) continue;
+    if (!checked_abs(a.stride[x], &mag[x])) return true;
+    idx[n++] = x;
+  }
+  std::sort(idx, idx + n, [&](int p, int q) { return mag[p] > mag[q]; });
   int64_t reach_below[kMaxRank + 1] = {};
   for (int i = n - 1; i >= 0; --i) {
-    const int64_t s = std::abs(a.stride[idx[i]]);
+    const int64_t s = mag[idx[i]];
     if (s <= reach_below[i + 1]) return true;
-    reach_below[i] = reach_below[i + 1] + s * (a.shape[idx[i]] - 1);
+    if (!checked_mul_add(s, a.shape[idx[i]] - 1, reach_below[i + 1], &reach_below[i])) return true;
   }
   // depth-first over the (at most two) quotients that leave a remainder the smaller axes reach
+  // (|rem| <= reach_below[i] throughout, so c * s and rem - c * s stay inside int64)
   auto representable = [&](auto&& self, int i, int64_t rem) -> bool {
     if (i == n) return rem == 0;
-    const int64_t s = std::abs(a.stride[idx[i]]), lim = a.shape[idx[i]] - 1;
+    const int64_t s = mag[idx[i]], lim = a.shape[idx[i]] - 1;
     const int64_t k = rem / s;
     for (int64_t c : {k - 1, k, k + 1}) {
       if (c < -lim || c > lim) continue;
       const int64_t r = rem - c * s;
-      if (std::abs(r) <= reach_below[i + 1] && self(self, i + 1, r)) return true;
+      if ((r < 0 ? -r : r) <= reach_below[i + 1] && self(self, i + 1, r)) return true;
     }
     return false;
   };
+  if ((d < 0 ? -d : d) > reach_below[0]) return false;
   return representable(representable, 0, d);
 }
 

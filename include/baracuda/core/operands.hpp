@@ -130,7 +130,12 @@ BoundView bound_view(const A& args, int field, int element) {
   return r;
 }
 
+// Every expected operand's extents are >= 0 and its element count and byte size fit int64 (a
+// descriptor whose shapes multiply past 2^63 is refused at select, naming the operand).
+Status check_operand_sizes(std::string_view op, const OperandSpecs& specs);
+
 // Fills every spec's field / element from its name; Internal when a name is no field of A.
+// Ends with check_operand_sizes.
 template <Described A>
 Status resolve_operands(std::string_view op, OperandSpecs& specs) {
   for (OperandSpec& s : specs) {
@@ -142,7 +147,7 @@ Status resolve_operands(std::string_view op, OperandSpecs& specs) {
     s.field = static_cast<int16_t>(at);
     s.element = static_cast<int16_t>(element);
   }
-  return {};
+  return check_operand_sizes(op, specs);
 }
 
 // Every spec's view against the spec: a valid layout, the spec's dtype and shape, data

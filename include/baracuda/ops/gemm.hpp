@@ -76,6 +76,9 @@ BARACUDA_ENUM(GemmEpilogueImpl, uint8_t,
               (kFused, "fused"),         // cuBLASLt epilogue only (select fails if it cannot express it)
               (kSeparate, "separate"));  // plain GEMM, then the bespoke epilogue kernel (one pass over out)
 
+// The rank GemmDescriptor::inner gives b or out when their dims cannot fold into one axis.
+inline constexpr int kGemmUnfoldable = -2;
+
 struct GemmDescriptor {
   TensorLayout a;                 // [..., M, K] or [K]
   TensorLayout b;                 // [..., K, N] or [K]; [..., N, K] when transpose_b
@@ -131,7 +134,9 @@ struct GemmDescriptor {
   // y = x @ wᵀ (+ bias): x [..., in], w [out, in], bias [out]; args.b is w itself.
   static GemmDescriptor linear(const TensorLayout& x, const TensorLayout& w, const TensorLayout* bias,
                                const TensorLayout& y);
-  // inner(a, b) for a [..., K], b [K] or b [N, K] (b's leading dims must fold into one N).
+  // inner(a, b) for a [..., K], b [K] or b [N, K] (b's leading dims must fold into one N; where
+  // they, or out's trailing dims, do not, that layout gets rank kGemmUnfoldable and select()
+  // says which).
   static GemmDescriptor inner(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out);
 };
 BARACUDA_DESCRIBE(GemmDescriptor, a, b, out, c, bias, transpose_b, has_c, has_bias, alpha, beta, activation, save_preactivation,

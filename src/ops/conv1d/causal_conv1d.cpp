@@ -246,7 +246,8 @@ Status CausalConv1dPlan::can_implement(const CausalConv1dArgs& a) const {
 Status CausalConv1dPlan::run(cudaStream_t stream, Workspace, const CausalConv1dArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   const CausalConv1dDescriptor& d = desc_;
-  if (d.batch * d.channels == 0) return {};
+  // nothing to write: no rows, or no steps and no final states (which an empty sequence still sets)
+  if (d.batch * d.channels == 0 || (d.seq == 0 && !d.final_states)) return {};
   detail::Conv1dParams p = main_params(d, a.x, a.weight, a.bias, a.initial_states, a.y, a.y.data);
   if (d.final_states) {
     p.sfin = a.final_states.data;

@@ -187,7 +187,7 @@ void fill_scalars(const std::array<double, 4>& p, const ElementwiseDescriptor& d
     const double v = ew::kernel_literal(d, k, literal_shift != 0);  // PyTorch's reading of the scalar (ew_params.hpp)
     s->d[slot] = v;
     s->f[slot] = static_cast<float>(v);
-    s->i[slot] = o.value.is_int() ? o.value.i : static_cast<int64_t>(o.value.f);
+    s->i[slot] = o.value.is_int() ? o.value.i : saturating_float_to_int(o.value.f);  // NaN 0, out of range saturated
   }
 }
 
@@ -557,6 +557,12 @@ Result<std::shared_ptr<detail::EwResolved>> resolve_shared(std::string_view opn,
   auto r = resolve(opn, d, pref, backward, sku, &res->out_rank, res->out_shape);
   if (!r) return r.status();
   res->r = *r;
+  // the broadcast result (and a backward's per-element gradients, 8 bytes an element at most)
+  // must be addressable before anything multiplies its extents
+  int64_t n = 0, bytes = 0;
+  if (!checked_product(res->out_shape, res->out_rank, &n) || !checked_mul(n, 8, &bytes))
+    return error(StatusCode::kInvalidProblem, opn, ": the broadcast shape ",
+                 shape_string(std::span<const int64_t>(res->out_shape, res->out_rank)), " has more than 2^63 bytes");
   return res;
 }
 

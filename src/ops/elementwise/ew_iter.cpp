@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/validate.hpp"
 
@@ -41,7 +42,7 @@ void coalesce(Iter& it, bool order = true) {
   while (first_out < it.no && !it.out_on[first_out]) ++first_out;
   if (order && first_out < it.no) {
     const int64_t* os = it.out[first_out].stride;
-    std::stable_sort(keep, keep + r, [&](int a, int b) { return std::llabs(os[a]) > std::llabs(os[b]); });
+    std::stable_sort(keep, keep + r, [&](int a, int b) { return saturating_abs(os[a]) > saturating_abs(os[b]); });
   }
   int64_t size[kMaxRank];
   int64_t st[kMaxIn + kMaxOut][kMaxRank];
@@ -76,7 +77,7 @@ void coalesce(Iter& it, bool order = true) {
 bool vector_aligned(const void* p, int64_t row_stride, size_t esize, int64_t vec, int64_t rows) {
   const uint64_t vbytes = static_cast<uint64_t>(vec) * esize;
   if (reinterpret_cast<uintptr_t>(p) % vbytes != 0) return false;
-  return rows == 1 || (static_cast<uint64_t>(std::llabs(row_stride)) * esize) % vbytes == 0;
+  return rows == 1 || (static_cast<uint64_t>(saturating_abs(row_stride)) * esize) % vbytes == 0;
 }
 
 const void* advance(const void* p, int64_t elems, size_t esize) {
@@ -155,7 +156,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
   if (k.flat && dense && (rows == 1 || (cols >= k.flat_block && cols <= kRun))) {
     int64_t rows_per_launch = kMaxGridY;
     auto fit = [&](int64_t row_stride) {
-      if (row_stride != 0) rows_per_launch = std::min<int64_t>(rows_per_launch, (kLimit32 - cols) / std::llabs(row_stride) + 1);
+      if (row_stride != 0) rows_per_launch = std::min<int64_t>(rows_per_launch, (kLimit32 - cols) / saturating_abs(row_stride) + 1);
     };
     for (int i = 0; i < it.ni; ++i) fit(g.in_rs[i]);
     for (int o = 0; o < it.no; ++o)
@@ -189,7 +190,7 @@ bool try_rows(std::string_view op, Iter& it, const EwKernels& k, const EwScalars
 bool try_tile(std::string_view op, const Iter& it, const EwKernels& k, const EwScalars& s, bool sat_fp8, cudaStream_t stream,
               Status* st) {
   if (!k.tile || it.rank != 2 || it.size[0] < 32 || it.size[1] < 32 || (it.size[1] + 31) / 32 > 65535) return false;  // grid.y: column tiles
-  auto row_fastest = [](const int64_t* stride) { return std::llabs(stride[0]) < std::llabs(stride[1]); };
+  auto row_fastest = [](const int64_t* stride) { return saturating_abs(stride[0]) < saturating_abs(stride[1]); };
   bool any = false;
   EwTile g;
   g.rows = it.size[0];
@@ -258,13 +259,15 @@ struct StridedCtx {
 // Largest |offset| an operand reaches over axes [from, rank) with the given extents.
 int64_t reach(const Iter& it, const int64_t* stride, int from, const int64_t* size) {
   int64_t r = 0;
-  for (int a = from; a < it.rank; ++a) r += (size[a] - 1) * std::llabs(stride[a]);
+  for (int a = from; a < it.rank; ++a)
+    if (!checked_mul_add(size[a] - 1, saturating_abs(stride[a]), r, &r)) return INT64_MAX;  // saturates: "does not fit"
   return r;
 }
 
 bool fits(const Iter& it, int from, const int64_t* size) {
   int64_t n = 1;
-  for (int a = from; a < it.rank; ++a) n *= size[a];
+  for (int a = from; a < it.rank; ++a)
+    if (!checked_mul(n, size[a], &n)) return false;
   if (n > kLimit32) return false;
   for (int i = 0; i < it.ni; ++i)
     if (!it.in[i].literal && reach(it, it.in[i].stride, from, size) > kLimit32) return false;

@@ -11,6 +11,7 @@
 
 #include "baracuda/core/half_bits.hpp"
 #include "baracuda/ops/elementwise.hpp"
+#include "core/checked_math.hpp"
 #include "core/validate.hpp"
 
 namespace baracuda::ew {
@@ -100,11 +101,11 @@ inline double kernel_literal(const ElementwiseDescriptor& d, int k, bool backwar
 }
 
 // Parameter k as integer kernels read it (EwScalars::i): an integer Scalar exactly (int64 beyond
-// 2^53 included), unless kernel_params replaced its value; otherwise p[k] truncated (0 if not
-// finite).
+// 2^53 included), unless kernel_params replaced its value; otherwise p[k] truncated (NaN: 0;
+// beyond int64: saturated).
 inline int64_t kernel_int_param(const ElementwiseDescriptor& d, const std::array<double, 4>& p, int k) {
   if (d.param[k].is_int() && p[k] == static_cast<double>(d.param[k].i)) return d.param[k].i;
-  return static_cast<int64_t>(std::isfinite(p[k]) ? p[k] : 0.0);
+  return saturating_float_to_int(p[k]);  // NaN 0, beyond int64 saturated (never UB)
 }
 
 // The kernel form of the op's parameters (ew_ops.hpp documents each).

@@ -12,6 +12,7 @@
 #include "core/plan_kit.hpp"
 #include "core/select_first.hpp"
 #include "core/validate.hpp"
+#include "core/checked_math.hpp"
 #include "core/workspace.hpp"
 #include "ops/embedding/embedding_geometry.hpp"
 
@@ -24,8 +25,11 @@ PosMap make_pos_map(const TensorLayout& t, int rank) {
   m.rank = 0;
   for (int a = 0; a < rank; ++a) {
     if (t.shape[a] == 1) continue;
-    if (m.rank > 0 && m.stride[m.rank - 1] == t.stride[a] * t.shape[a]) {  // merge into the previous axis
-      m.shape[m.rank - 1] *= t.shape[a];
+    // merge into the previous axis (checked: an empty view's strides are arbitrary)
+    int64_t outer = 0, merged = 0;
+    if (m.rank > 0 && checked_mul(t.stride[a], t.shape[a], &outer) && m.stride[m.rank - 1] == outer &&
+        checked_mul(m.shape[m.rank - 1], t.shape[a], &merged)) {
+      m.shape[m.rank - 1] = merged;
       m.stride[m.rank - 1] = t.stride[a];
       continue;
     }
@@ -324,6 +328,7 @@ Status EmbeddingBackwardPlan::can_implement(const EmbeddingBackwardArgs& a) cons
 
 Status EmbeddingBackwardPlan::run(cudaStream_t stream, Workspace ws, const EmbeddingBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
+  if (writes_nothing(operands_, a)) return {};
   const EmbeddingDescriptor& d = desc_;
   detail::EmbParams p;
   p.kind = detail::EmbKind::kEmbedding;
@@ -360,6 +365,8 @@ Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const Pl
   if (d.bag_size < 0) return bad("bag_size = ", d.bag_size, " must be >= 0 (0: offsets form)");
   if (d.bag_size == 0 && d.num_indices < 0) return bad("num_indices = ", d.num_indices, " must be >= 0");
   if (d.bag_size > 0 && d.num_bags > INT64_MAX / d.bag_size) return bad("num_bags * bag_size overflows int64");
+  if (d.bag_size == 0 && d.include_last_offset && d.num_bags == INT64_MAX)
+    return bad("num_bags = ", d.num_bags, " leaves no room for the last offset (num_bags + 1 offsets)");
   if (d.bag_size > 0 && d.include_last_offset) return bad("include_last_offset needs the offsets form (bag_size = 0)");
   if (d.per_sample_weights && d.mode != EmbeddingBagMode::kSum)
     return bad("per_sample_weights are only allowed with mode sum, not ", enum_name(d.mode));
@@ -500,6 +507,7 @@ Status EmbeddingBagBackwardPlan::can_implement(const EmbeddingBagBackwardArgs& a
 
 Status EmbeddingBagBackwardPlan::run(cudaStream_t stream, Workspace ws, const EmbeddingBagBackwardArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
+  if (writes_nothing(operands_, a)) return {};
   const EmbeddingBagDescriptor& d = desc_;
   detail::EmbParams p = bag_params(d, a.indices, a.offsets, a.per_sample_weights);
   p.slot_bag = p.psw == nullptr;  // the row writer then needs no bag look-up per term

@@ -12,6 +12,7 @@
 #include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/reduce_to_shape.hpp"
 #include "core/arch.hpp"
+#include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_cache.hpp"
@@ -61,6 +62,15 @@ using detail::check_operand;
 using detail::same_layout;
 
 namespace {
+
+// GemmDescriptor::inner's folds that could not be made (kGemmUnfoldable), said plainly.
+Status check_folds(std::string_view op, const GemmDescriptor& d) {
+  if (d.b.rank == kGemmUnfoldable)
+    return error(StatusCode::kInvalidProblem, op, ": b's leading dims must fold into one N axis (inner): their strides do not nest");
+  if (d.out.rank == kGemmUnfoldable)
+    return error(StatusCode::kInvalidProblem, op, ": out's trailing dims must fold into one N axis (inner): their strides do not nest");
+  return {};
+}
 
 constexpr std::string_view kOp = "gemm";
 constexpr std::string_view kOpBwd = "gemm_backward";
@@ -374,7 +384,10 @@ GemmDescriptor GemmDescriptor::outer(const TensorLayout& a, const TensorLayout& 
     a2.rank = 2, a2.shape[1] = 1, a2.stride[1] = 1;
   }
   if (b.rank == 1) {  // [N] -> [1, N]
-    b2.rank = 2, b2.shape[1] = b.shape[0], b2.stride[1] = b.stride[0], b2.shape[0] = 1, b2.stride[0] = b.shape[0] * b.stride[0];
+    b2.rank = 2, b2.shape[1] = b.shape[0], b2.stride[1] = b.stride[0], b2.shape[0] = 1;
+    // the extent-1 axis's stride (its value only matters as cuBLASLt's leading dimension); checked:
+    // a caller's stride may be anything
+    if (!checked_mul(b.shape[0], b.stride[0], &b2.stride[0])) b2.stride[0] = INT64_MAX;
   }
   GemmDescriptor d = matmul(a2, b2, out);
   return d;
@@ -397,32 +410,39 @@ GemmDescriptor GemmDescriptor::linear(const TensorLayout& x, const TensorLayout&
 
 GemmDescriptor GemmDescriptor::inner(const TensorLayout& a, const TensorLayout& b, const TensorLayout& out) {
   GemmDescriptor d = matmul(a, b, out);
-  if (b.rank >= 2) {
+  if (b.rank >= 2 && b.rank <= kMaxRank) {
     // fold b's leading dims into one N axis when their strides nest: b [.., K] -> [N, K]
     TensorLayout f = b;
     int64_t n = 1;
-    bool ok = true;
+    bool b_folds = true;
     for (int i = b.rank - 2; i >= 0; --i) {
-      if (i < b.rank - 2 && b.shape[i] > 1 && b.stride[i] != b.stride[i + 1] * b.shape[i + 1]) ok = false;
-      n *= b.shape[i];
+      int64_t nested = 0;
+      if (i < b.rank - 2 && b.shape[i] > 1 &&
+          (!checked_mul(b.stride[i + 1], b.shape[i + 1], &nested) || b.stride[i] != nested))
+        b_folds = false;
+      if (!checked_mul(n, b.shape[i], &n)) b_folds = false;
     }
     f.rank = 2;
     f.shape[0] = n, f.shape[1] = b.shape[b.rank - 1];
     f.stride[0] = b.stride[b.rank - 2], f.stride[1] = b.stride[b.rank - 1];
-    if (!ok) f.rank = -1;  // rejected at select: "b's leading dims must fold"
+    if (!b_folds) f.rank = kGemmUnfoldable;  // select: "b's leading dims must fold"
     // out [a.., b..] is viewed as [a.., N]: its trailing b dims must fold too
     TensorLayout o = out;
     const int keep = out.rank - (b.rank - 1);
-    if (keep >= 0) {
+    if (keep >= 0 && out.rank <= kMaxRank) {
       int64_t on = 1;
+      bool out_folds = true;
       for (int i = keep; i < out.rank; ++i) {
-        on *= out.shape[i];
-        if (i + 1 < out.rank && out.shape[i] > 1 && out.stride[i] != out.stride[i + 1] * out.shape[i + 1]) ok = false;
+        int64_t nested = 0;
+        if (!checked_mul(on, out.shape[i], &on)) out_folds = false;
+        if (i + 1 < out.rank && out.shape[i] > 1 &&
+            (!checked_mul(out.stride[i + 1], out.shape[i + 1], &nested) || out.stride[i] != nested))
+          out_folds = false;
       }
-      if (!ok) o.rank = -1;
       o.rank = keep + 1;
       o.shape[keep] = on;
       o.stride[keep] = out.rank > keep ? out.stride[out.rank - 1] : 1;
+      if (!out_folds) o.rank = kGemmUnfoldable;  // select: "out's trailing dims must fold"
     }
     d.b = f, d.out = o;
     d.transpose_b = true;
@@ -435,6 +455,7 @@ Result<GemmPlan> GemmPlan::select(const GemmDescriptor& desc, const PlanPreferen
   GemmPlan p;
   // enums, preference and architecture before anything hashes the descriptor (the plan cache)
   if (Status s = begin_select(kOp, desc, pref, &p.sku_, Backend::kCuBLASLt); !s.ok()) return s;
+  if (Status s = check_folds(kOp, desc); !s.ok()) return s;
   const int arch = p.sku_.arch;
   const int device = cache_device(arch);
   std::shared_ptr<const detail::GemmExec> cached = g_fwd_cache.find(desc, pref, device);
@@ -489,6 +510,7 @@ Status GemmPlan::run(cudaStream_t stream, Workspace ws, const GemmArgs& args) co
 Result<GemmBackwardPlan> GemmBackwardPlan::select(const GemmBackwardDescriptor& desc, const PlanPreference& pref) {
   KernelSku sku;
   if (Status s = begin_select(kOpBwd, desc, pref, &sku, Backend::kCuBLASLt); !s.ok()) return s;
+  if (Status s = check_folds(kOpBwd, desc); !s.ok()) return s;
   const int arch = sku.arch;
   if (is_fp8(desc.a.dtype) || is_fp8(desc.b.dtype))
     return error(StatusCode::kUnsupported, kOpBwd, ": fp8 GEMM has no backward (as torch._scaled_mm)");
@@ -641,6 +663,7 @@ Status GemmBackwardPlan::can_implement(const GemmBackwardArgs& args) const {
 
 Status GemmBackwardPlan::run(cudaStream_t stream, Workspace ws, const GemmBackwardArgs& args) const {
   if (Status s = can_implement(args); !s.ok()) return s;
+  if (writes_nothing(operands_, args)) return {};
   const detail::GemmBackwardExec& ex = *exec_;
   const GemmDescriptor& d = desc_;
   if (Status s = check_workspace(kOpBwd, ws, ex.workspace); !s.ok()) return s;

@@ -258,6 +258,7 @@ void normalize(const PlanPreference& pref, GemmCore& g, BuildContext& ctx) {
   ctx.out_rows = ctx.M;
   for (int i = 0; i < c.nb; ++i)
     if (!is_summed(c.batch[i])) ctx.out_rows *= c.batch[i].ext;
+  if (ctx.out_rows == 0) g.empty = true;  // a kept batch axis of extent 0: out has no element (never a broadcast)
 }
 
 // Without a cuBLASLt call (empty output, or K' = 0) the epilogue kernel does all the work.

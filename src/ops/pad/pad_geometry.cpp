@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "baracuda/ops/pad.hpp"
+#include "core/checked_math.hpp"
 #include "core/validate.hpp"
 #include "ops/pad/pad_geometry.hpp"
 
@@ -64,7 +65,7 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
   }
   if (na == 0) ax[na++] = Axis{1, 1, 0, 1, 1};
   auto dst_extent = [&](const Axis& v) { return dst_is_x ? v.n : v.m; };
-  auto dst_stride = [&](const Axis& v) { return std::abs(dst_is_x ? v.xs : v.ys); };
+  auto dst_stride = [&](const Axis& v) { return saturating_abs(dst_is_x ? v.xs : v.ys); };
   // column axis: smallest destination stride among axes with extent > 1 (the later on ties)
   int col = na - 1;
   for (int a = na - 1; a >= 0; --a)
@@ -82,8 +83,10 @@ Status detail::pad_build_geometry(std::string_view op, const PadDescriptor& d, c
     if (out_n > 0) {
       Axis& p = merged[out_n - 1];
       const bool unpadded = p.n == p.m && p.lo == 0 && v.n == v.m && v.lo == 0;
-      if (unpadded && p.xs == v.xs * v.n && p.ys == v.ys * v.m) {
-        p = Axis{p.n * v.n, p.m * v.m, 0, v.xs, v.ys};
+      int64_t xo = 0, yo = 0, n = 0, m = 0;  // checked: strides of an empty view are the caller's
+      if (unpadded && checked_mul(v.xs, v.n, &xo) && checked_mul(v.ys, v.m, &yo) && p.xs == xo && p.ys == yo &&
+          checked_mul(p.n, v.n, &n) && checked_mul(p.m, v.m, &m)) {
+        p = Axis{n, m, 0, v.xs, v.ys};
         continue;
       }
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_kit.hpp"
@@ -38,14 +39,14 @@ void choose_splits(red::ReduceGeom* g) {
   }
   constexpr int64_t kTargetWarps = 132 * 64, kTargetThreads = 132 * 2048;
   if (g->row_mode) {
-    if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>((g->R + 2047) / 2048, (kTargetWarps + g->K - 1) / g->K);
+    if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>(ceil_div(g->R, 2048), ceil_div(kTargetWarps, g->K));
   } else {
     const int64_t threads = g->K / g->col_vec;
-    if (threads < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>((g->R + 31) / 32, (kTargetThreads + threads - 1) / threads);
+    if (threads < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>(ceil_div(g->R, 32), ceil_div(kTargetThreads, std::max<int64_t>(threads, 1)));
     g->splits = std::min<int64_t>(g->splits, 65535);
   }
-  g->r_per_split = (g->R + g->splits - 1) / g->splits;
-  g->splits = (g->R + g->r_per_split - 1) / g->r_per_split;
+  g->r_per_split = ceil_div(g->R, g->splits);
+  g->splits = ceil_div(g->R, g->r_per_split);
 }
 
 // Shape-only classification (strides filled at run).
@@ -119,9 +120,9 @@ void build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const Tensor
   int64_t best = INT64_MAX;
   bool inner_reduced = g->kk == 0;
   for (int i = 0; i < g->kr; ++i)
-    if (g->rsize[i] > 1 && std::llabs(g->rxs[i]) < best) best = std::llabs(g->rxs[i]), inner_reduced = true;
+    if (g->rsize[i] > 1 && saturating_abs(g->rxs[i]) < best) best = saturating_abs(g->rxs[i]), inner_reduced = true;
   for (int i = 0; i < g->kk; ++i)
-    if (g->ksize[i] > 1 && std::llabs(g->kxs[i]) < best) best = std::llabs(g->kxs[i]), inner_reduced = false;
+    if (g->ksize[i] > 1 && saturating_abs(g->kxs[i]) < best) best = saturating_abs(g->kxs[i]), inner_reduced = false;
   if (!x) inner_reduced = ax.n > 0 ? ax.reduced[ax.n - 1] : true;  // shape-only: last axis
   g->row_mode = inner_reduced;
   const int64_t v = 16 / static_cast<int64_t>(dtype_size(d.in_dtype));
@@ -171,6 +172,10 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   if (!red::reduce_find_kernel(d.in_dtype, static_cast<int>(d.op), f64_acc(d)))
     return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.in_dtype));
   p.desc_ = d;
+  // the operands first: their sizes are checked before the geometry multiplies extents
+  p.operands_.input("x", d.in_dtype, std::span<const int64_t>(d.in_shape, static_cast<size_t>(d.in_rank)));
+  p.operands_.output("y", d.out_dtype, std::span<const int64_t>(d.out_shape, static_cast<size_t>(d.out_rank)));
+  if (Status s = resolve_operands<ReduceToShapeArgs>(kOp, p.operands_); !s.ok()) return s;
   red::ReduceGeom g;
   build(d, nullptr, nullptr, &g);
   // the run-time classification may pick the other mode; reserve for the larger split count
@@ -187,9 +192,6 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   p.sku_.dtype = d.in_dtype;
   p.sku_.variant = g.row_mode ? "rows" : "columns";
   p.guarantee_.accumulator = p.guarantee_.math = accumulator(d);
-  p.operands_.input("x", d.in_dtype, std::span<const int64_t>(d.in_shape, static_cast<size_t>(d.in_rank)));
-  p.operands_.output("y", d.out_dtype, std::span<const int64_t>(d.out_shape, static_cast<size_t>(d.out_rank)));
-  if (Status s = resolve_operands<ReduceToShapeArgs>(kOp, p.operands_); !s.ok()) return s;
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "baracuda/ops/rope.hpp"
+#include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_kit.hpp"
@@ -34,10 +35,11 @@ Status validate_descriptor(std::string_view op, const RopeDescriptor& d) {
   const int64_t R = d.rot_dim();
   if (R < 2 || R > d.head_dim || R % 2 != 0)
     return bad("rotary_dim = ", R, " must be even and in [2, head_dim = ", d.head_dim, "]");
-  if (d.seq > 0 && d.batch > INT64_MAX / d.seq) return bad("batch * seq overflows int64");
-  if (d.heads_q > (int64_t{1} << 31) || d.heads_k > (int64_t{1} << 31) || d.head_dim > (int64_t{1} << 31) ||
-      (d.heads_q + d.heads_k) * d.head_dim >= (int64_t{1} << 31))
-    return bad("(heads_q + heads_k) * head_dim = ", (d.heads_q + d.heads_k) * d.head_dim, " must be < 2^31");
+  int64_t bs = 0, heads = 0, row = 0;
+  if (!checked_mul(d.batch, d.seq, &bs)) return bad("batch * seq overflows int64");
+  if (!checked_add(d.heads_q, d.heads_k, &heads) || !checked_mul(heads, d.head_dim, &row) || row >= (int64_t{1} << 31))
+    return bad("(heads_q + heads_k) * head_dim must be < 2^31 (heads_q = ", d.heads_q, ", heads_k = ", d.heads_k,
+               ", head_dim = ", d.head_dim, ")");
   if (d.positions_rank < 0 || d.positions_rank > 2)
     return bad("positions_rank = ", d.positions_rank, " must be 0 (none), 1 ([S]) or 2 ([B, S])");
   if (d.positions_rank > 0)
