@@ -4,10 +4,21 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "core/checked_math.hpp"
 
 namespace baracuda {
+
+namespace {
+// Insertion sort of at most kMaxRank axis indices (std::sort's 16-element insertion threshold
+// makes GCC warn about reading past an 8-element array it never reaches).
+template <class Less>
+void sort_axes(int* idx, int n, Less less) {
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && less(idx[j], idx[j - 1]); --j) std::swap(idx[j], idx[j - 1]);
+}
+}  // namespace
 
 void detail::append(std::string& s, const void* p) {
   char buf[32];
@@ -86,7 +97,7 @@ Status check_no_internal_overlap(std::string_view op, std::string_view field, co
       return error(StatusCode::kInvalidProblem, op, ": ", field, " stride[", d, "] = ", t.stride[d], " has no magnitude in int64");
     idx[n++] = d;
   }
-  std::sort(idx, idx + n, [&](int a, int b) { return mag[a] < mag[b]; });
+  sort_axes(idx, n, [&](int a, int b) { return mag[a] < mag[b]; });
   int64_t reach = 0;  // max offset reachable by the smaller axes
   for (int i = 0; i < n; ++i) {
     const int64_t s = mag[idx[i]];
@@ -137,7 +148,7 @@ bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLa
     if (!checked_abs(a.stride[x], &mag[x])) return true;
     idx[n++] = x;
   }
-  std::sort(idx, idx + n, [&](int p, int q) { return mag[p] > mag[q]; });
+  sort_axes(idx, n, [&](int p, int q) { return mag[p] > mag[q]; });
   int64_t reach_below[kMaxRank + 1] = {};
   for (int i = n - 1; i >= 0; --i) {
     const int64_t s = mag[idx[i]];

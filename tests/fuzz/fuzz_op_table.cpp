@@ -10,7 +10,9 @@
 //   - can_implement accepting views whose outputs have no element, and run() then doing
 //     anything but return OK without touching CUDA (no GPU here: a launch would fail).
 //
-//   baracuda_fuzz [--seconds N] [--seed S] [--row NAME] [--verbose]
+//   baracuda_fuzz [--iterations N | --seconds N] [--seed S] [--row NAME] [--verbose]
+//   --iterations: that many rounds over the rows (the same cases on every machine: what CI runs);
+//   --seconds: rounds until the time is up (exploration; scripts/fuzz.sh)
 //
 // Seeded and deterministic for a given seed and row; each case's line ("row seed iteration:
 // problem") is kept so a crash report names it. scripts/fuzz.sh runs it longer.
@@ -276,6 +278,7 @@ void fuzz_row(std::string_view name, const std::vector<std::string>& lines, Rng&
 
 int main(int argc, char** argv) {
   double seconds = 20;
+  int64_t iterations = 0;  // 0: bounded by --seconds
   uint64_t seed = 1;
   std::string only;
   bool verbose = false;
@@ -283,17 +286,18 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
     if (a == "--seconds") seconds = std::atof(val().c_str());
+    else if (a == "--iterations") iterations = std::strtoll(val().c_str(), nullptr, 10);
     else if (a == "--seed") seed = std::strtoull(val().c_str(), nullptr, 10);
     else if (a == "--row") only = val();
     else if (a == "--verbose") verbose = true;
     else {
-      std::printf("usage: baracuda_fuzz [--seconds N] [--seed S] [--row NAME] [--verbose]\n");
+      std::printf("usage: baracuda_fuzz [--iterations N | --seconds N] [--seed S] [--row NAME] [--verbose]\n");
       return 2;
     }
   }
   for (int sig : {SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGABRT}) std::signal(sig, on_signal);
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(print_case);
-  alarm(static_cast<unsigned>(seconds * 3 + 60));  // a hang fails the run (SIGALRM)
+  alarm(iterations ? 3600u : static_cast<unsigned>(seconds * 3 + 60));  // a hang fails the run (SIGALRM)
 
   int n = 0;
   const bool gpu = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
@@ -317,7 +321,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const auto budget = std::chrono::duration<double>(seconds);
   int64_t iter = 0;
-  while (std::chrono::steady_clock::now() - start < budget) {
+  while (iterations ? iter < iterations : std::chrono::steady_clock::now() - start < budget) {
     for (const Row& row : rows) {
       if (!only.empty() && row.name != only) continue;
       Rng case_rng(seed * 1000003u + static_cast<uint64_t>(iter) * 131u + std::hash<std::string_view>{}(row.name));
@@ -335,7 +339,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(c.cases), static_cast<long long>(c.selected), static_cast<long long>(c.implemented),
                 static_cast<long long>(c.runs));
   }
-  std::printf("[fuzz] seed %llu: %lld cases in %.0f s, %d contract failures%s\n", static_cast<unsigned long long>(seed),
-              static_cast<long long>(total), seconds, g_failures, gpu ? " (GPU present: run() not called)" : "");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[fuzz] seed %llu: %lld iterations, %lld cases in %.0f s, %d contract failures%s\n",
+              static_cast<unsigned long long>(seed), static_cast<long long>(iter), static_cast<long long>(total), took, g_failures, gpu ? " (GPU present: run() not called)" : "");
   return g_failures ? 1 : 0;
 }

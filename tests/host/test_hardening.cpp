@@ -160,6 +160,9 @@ TEST(Hardening, ImpossibleDescriptorsRefusedAtSelect) {
                          "cache_rows=4 rotary_dim=2", "must be < 2^31");
   expect_refused("causal_conv1d_backward", "dtype=f32 batch=1099511627776 channels=2 seq=1099511627776 width=4", "2^63");
   expect_refused("causal_conv1d", "dtype=f32 batch=1073741824 channels=1073741824 seq=1073741824 width=4", "2^63");
+  // nothing to compute, but the backward's partial-row count ceil(seq / span) overflowed in
+  // `seq + span - 1` (CI's fuzz run, d98f537; UBSan)
+  EXPECT_TRUE(AnyPlan::select("causal_conv1d_backward", "dtype=f32 batch=0 channels=2 seq=9223372036854775807 width=4", hopper()));
   // representable (2^60 elements, 2^62 bytes): select may accept them, but nothing on the way may
   // overflow (the sanitizer build aborts on it)
   for (auto [op, problem] : {std::pair<const char*, const char*>{"bilinear", "x1=f32[1073741824,1] x2=f32[1073741824,1073741824] "

@@ -130,8 +130,9 @@ struct EnumTraits<DType> {
 
 template <class S, class M>
 struct Field {
+  using Member = M S::*;  // an alias: nvcc's host pass parenthesizes the declarator otherwise (-Wparentheses)
   std::string_view name;
-  M S::*member;
+  Member member;
 };
 
 template <class T>

@@ -9,6 +9,7 @@
 
 #include "baracuda/ops/causal_conv1d.hpp"
 #include "core/arch.hpp"
+#include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
 #include "core/plan_kit.hpp"
@@ -74,7 +75,7 @@ bool vec_fits(int ne, int ax, int64_t extent, size_t es, std::initializer_list<s
 // kernel at its shorter warps, the time kernel at its shortest tasks, f64).
 int64_t parts_per_batch(int64_t L) {
   constexpr int64_t span = std::min(4 * detail::kChanStepsBwdShort, detail::conv_time_task_bytes(8, true) / 8);
-  return std::max<int64_t>(1, (L + span - 1) / span);
+  return std::max<int64_t>(1, ceil_div(L, span));  // L may be INT64_MAX when batch or channels is 0
 }
 
 // Fills the geometry for the kernel chosen by the operands' strides; returns the launcher.
@@ -267,11 +268,12 @@ Result<CausalConv1dBackwardPlan> CausalConv1dBackwardPlan::select(const CausalCo
     return s;
   // partial rows of dweight / dbias (B * parts * C * (W + 1) accumulator words): the most any form writes
   WorkspaceLayout w;
-  size_t rows = 0;
-  if (__builtin_mul_overflow(static_cast<size_t>(d.batch), static_cast<size_t>(parts_per_batch(d.seq)), &rows) ||
-      __builtin_mul_overflow(rows, static_cast<size_t>(d.channels) * static_cast<size_t>(d.width + 1), &rows))
-    rows = SIZE_MAX / 8;
-  w.take(rows * dtype_size(acc_of(d.dtype)));
+  int64_t words = 0;
+  if (!checked_mul(d.batch, parts_per_batch(d.seq), &words) || !checked_mul(words, d.channels, &words) ||
+      !checked_mul(words, d.width + 1, &words) || !checked_mul(words, static_cast<int64_t>(dtype_size(acc_of(d.dtype))), &words))
+    return error(StatusCode::kInvalidProblem, kBwd, ": partial-row workspace (batch * ceil(seq / span) * channels * (width + 1)"
+                 " accumulator words) exceeds 2^63 bytes");
+  w.take(static_cast<size_t>(words));
   plan.workspace_ = w.total();
   if (Status s = check_workspace_budget(kBwd, plan.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   return plan;
