@@ -21,7 +21,9 @@ BUILD=${BUILD:-build-device}
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 start=$(date +%s)
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
+PYOPT=""  # the Python package's extension too, where nanobind is installed (the GPU machine has it)
+python3 -c "import nanobind" 2>/dev/null && PYOPT="-DBARACUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(command -v python3)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release $PYOPT > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
 ninja -C "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -m20 -E "error" "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 if [ $TESTS = 1 ]; then
@@ -38,6 +40,16 @@ if [ $TESTS = 1 ]; then
   [ -f "$OUT/verified.json" ] && python3 -c "import json,sys; [print('[contract]', r) for r in json.load(open(sys.argv[1]))['rows']]" \
     "$OUT/verified.json" >> "$OUT/device_summary.txt"
   cat "$OUT/device_summary.txt"
+fi
+if [ $TESTS = 1 ] && [ -n "$PYOPT" ]; then
+  # the Python package on the GPU: every row from Python, PyTorch parity, gradcheck, compile,
+  # graphs, JAX, call overhead (the [overhead] line)
+  start=$(date +%s)
+  root=$PWD
+  (cd "$OUT" && XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$root/$BUILD/python" BARACUDA_PARITY_JSON="$OUT/parity.json" \
+    python3 -m pytest -q -rs -s -p no:cacheprovider "$root/python/tests") > "$OUT/pytest.log" 2>&1 || status=1
+  echo "pytest: $(( $(date +%s) - start )) s; $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)"
+  grep -E '^\[overhead\]|^FAILED' "$OUT/pytest.log"
 fi
 if [ $SAN = 1 ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \

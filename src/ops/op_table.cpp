@@ -153,8 +153,31 @@ struct RowModel final : AnyPlan::Model {
   }
 };
 
+// Every field of v as (name, value); nested structs as "scaling.factor".
+template <class T>
+void list_fields(const T& v, const std::string& prefix, std::vector<std::pair<std::string, std::string>>* out) {
+  for_each_field(v, [&](std::string_view name, const auto& m) {
+    using M = std::remove_cvref_t<decltype(m)>;
+    if constexpr (Described<M>) {
+      list_fields(m, cat(prefix, name, "."), out);
+    } else {
+      std::string text;
+      describe_put(text, m);
+      out->emplace_back(cat(prefix, name), std::move(text));
+    }
+  });
+}
+
+template <class Plan>
+std::vector<std::pair<std::string, std::string>> default_fields() {
+  std::vector<std::pair<std::string, std::string>> out;
+  list_fields(DescOf<Plan>{}, std::string(), &out);
+  return out;
+}
+
 // The row's selectors, parallel to kInfos.
 struct Row {
+  std::vector<std::pair<std::string, std::string>> (*fields)();
   Result<std::shared_ptr<const AnyPlan::Model>> (*select_line)(const OpInfo&, std::string_view, const PlanPreference&);
   Result<std::shared_ptr<const AnyPlan::Model>> (*select_desc)(const OpInfo&, const void*, const std::type_info&,
                                                               const PlanPreference&);
@@ -191,7 +214,7 @@ const OpInfo kInfos[] = {
 };
 
 const Row kRows[] = {
-#define BARACUDA_OP(name, Plan, family, direction) {&select_line<Plan>, &select_desc<Plan>},
+#define BARACUDA_OP(name, Plan, family, direction) {&default_fields<Plan>, &select_line<Plan>, &select_desc<Plan>},
 #include "baracuda/ops/ops.def"
 #undef BARACUDA_OP
 };
@@ -225,6 +248,12 @@ const OpInfo* find_op(std::string_view name) {
   for (const OpInfo& i : kInfos)
     if (i.name == name) return &i;
   return nullptr;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> AnyPlan::fields(std::string_view op) {
+  const auto [info, r] = find_row(op);
+  if (!r) return no_such_op(op);
+  return r->fields();
 }
 
 Result<AnyPlan> AnyPlan::select(std::string_view op, std::string_view problem, const PlanPreference& pref) {

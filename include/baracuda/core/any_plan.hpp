@@ -21,6 +21,8 @@
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
+#include <utility>
+#include <vector>
 
 #include "baracuda/core/operands.hpp"
 #include "baracuda/core/plan.hpp"
@@ -80,6 +82,10 @@ class AnyPlan {
   static Result<AnyPlan> select(std::string_view op, const Desc& desc, const PlanPreference& pref = {}) {
     return select_typed(op, &desc, typeid(Desc), pref);
   }
+
+  // The fields of op's descriptor and their default values, in the problem-line syntax (what
+  // a problem line may set; the bindings' keyword arguments).
+  static Result<std::vector<std::pair<std::string, std::string>>> fields(std::string_view op);
 
   bool selected() const { return m_ != nullptr; }
   const OpInfo& op() const;

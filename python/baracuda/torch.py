@@ -1,0 +1,487 @@
+"""baracuda ops as PyTorch custom ops (``torch.ops.baracuda.<row>``), with autograd.
+
+Every row of the op table is one ``torch.library`` custom op, generated from the table::
+
+    torch.ops.baracuda.<row>(problem: str, preference: str, inputs: Tensor?[]) -> Tensor[]
+
+``inputs`` are the plan's input operands in the order ``plan.inputs`` lists them; the outputs
+come back in ``plan.outputs`` order, allocated by the op from PyTorch's caching allocator on the
+current stream (workspace too). The ops are functional: an operand the plan updates in place
+(role ``inout``) is cloned first and returned. A fake implementation (shapes from the plan,
+selected for sm_90 without touching the GPU) lets ``torch.compile(fullgraph=True)`` trace them,
+and forward rows whose table has a ``<row>_backward`` get an autograd formula that runs it:
+the backward plan takes the forward descriptor, reads forward operands by name and the output
+gradients as ``d<name>`` / ``d_<name>`` / ``grad_<name>``, and writes the input gradients under
+the same names. Nothing here is written per op.
+
+``call(op, **kw)`` is the keyword form: descriptor fields and input operands by name (a tensor
+given for a layout field of the descriptor stands for its layout too), returning the outputs by
+name. The functional wrappers below it keep ``torch.nn.functional``'s names and arguments.
+"""
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+import functools
+
+import baracuda as _baracuda
+
+from . import Error, _C, _ROW_BY_NAME, fields as _all_fields, problem_line, select, _pref_line
+
+__all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "pad", "embedding", "embedding_bag",
+           "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
+           "EmbeddingBag", "CausalConv1d"]
+
+_TO_TORCH = {
+    "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
+    "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2, "i8": torch.int8, "u8": torch.uint8,
+    "i16": torch.int16, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool,
+    "c64": torch.complex64, "c128": torch.complex128,
+}
+_CODE = {name: code for name, code, _ in _C.dtypes()}
+_FROM_TORCH = {t: name for name, t in _TO_TORCH.items()}
+_C._set_torch(torch.Tensor, {t: _CODE[name] for name, t in _TO_TORCH.items()})
+_baracuda._TORCH_READY = True
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return _TO_TORCH[name]
+
+
+def dtype_of(t: torch.dtype) -> str:
+    name = _FROM_TORCH.get(t)
+    if name is None:
+        raise Error("InvalidProblem", f"{t} has no baracuda equivalent")
+    return name
+
+
+_HOST_PREF = "target_arch=90"  # fake / meta shapes: select for sm_90 without a GPU
+
+
+def _fake_pref(pref: str) -> str:
+    return pref if "target_arch" in pref else (pref + " " + _HOST_PREF).strip()
+
+
+def _empty(spec: Dict[str, Any], device: torch.device) -> torch.Tensor:
+    dt = _TO_TORCH[spec["dtype"]]
+    if spec["strides"] is not None:
+        return torch.empty_strided(spec["shape"], spec["strides"], dtype=dt, device=device)
+    return torch.empty(spec["shape"], dtype=dt, device=device)
+
+
+def _device_of(inputs: Sequence[Optional[torch.Tensor]]) -> torch.device:
+    for t in inputs:
+        if t is not None:
+            return t.device
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class _Runner:
+    """What a run of one (row, problem, preference) needs, read off its plan once."""
+
+    __slots__ = ("native", "in_names", "outs", "ws")
+
+    def __init__(self, p: Any) -> None:
+        self.native = p._p
+        self.in_names = [o["name"] for o in p.inputs]
+        # (name, shape, strides or None, torch dtype, in place)
+        self.outs = [(o["name"], tuple(o["shape"]), o["strides"], _TO_TORCH[o["dtype"]], o["role"] == "inout")
+                     for o in p.outputs]
+        self.ws = p.workspace_size
+
+
+_RUNNERS: Dict[Tuple[str, str, str, int], _Runner] = {}
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _run(row: str, problem: str, pref: str, inputs: List[Optional[torch.Tensor]]) -> List[torch.Tensor]:
+    device = _device_of(inputs)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (row, problem, pref, index)
+    r = _RUNNERS.get(key)
+    if r is None:
+        with torch.cuda.device(index):
+            r = _RUNNERS[key] = _Runner(select(row, problem, pref))
+    if len(inputs) != len(r.in_names):
+        raise Error("InvalidProblem", f"{row}: {len(inputs)} inputs given, the plan reads {len(r.in_names)} "
+                    f"({', '.join(r.in_names)})")
+    views: Dict[str, Any] = dict(zip(r.in_names, inputs))
+    outs = []
+    for name, shape, strides, dt, inout in r.outs:
+        src = views.get(name) if inout else None
+        if src is not None:
+            t = src.clone()  # the op is functional: the updated copy is returned
+        elif strides is not None:
+            t = torch.empty_strided(shape, strides, dtype=dt, device=device)
+        else:
+            t = torch.empty(shape, dtype=dt, device=device)
+        views[name] = t
+        outs.append(t)
+    workspace = torch.empty(r.ws, dtype=torch.uint8, device=device) if r.ws else None
+    stream = _raw_stream(index) if _raw_stream is not None else torch.cuda.current_stream(device).cuda_stream
+    r.native.run(views, workspace.data_ptr() if r.ws else 0, r.ws, stream, -1)
+    return outs
+
+
+def _fake(row: str, problem: str, pref: str, inputs: List[Optional[torch.Tensor]]) -> List[torch.Tensor]:
+    p = select(row, problem, _fake_pref(pref))
+    device = _device_of(inputs)
+    return [_empty(spec, device) for spec in p.outputs]
+
+
+# ---------------------------------------------------------------- autograd from the table
+
+def _grad_names(name: str) -> List[str]:
+    base, _, idx = name.partition("[")
+    idx = "[" + idx if idx else ""
+    return [f"d{base}{idx}", f"d_{base}{idx}", f"grad_{base}{idx}"]
+
+
+def _setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    problem, pref, tensors = inputs
+    ctx.problem, ctx.pref = problem, pref
+    ctx.n_in = len(tensors)
+    present = [t for t in tensors if t is not None]
+    ctx.in_present = [t is not None for t in tensors]
+    ctx.save_for_backward(*present, *output)
+    ctx.n_out = len(output)
+
+
+def _make_backward(row: str, bwd_row: str):
+    def backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+        saved = list(ctx.saved_tensors)
+        k = sum(ctx.in_present)
+        present, outs = saved[:k], saved[k:]
+        it = iter(present)
+        tensors = [next(it) if p else None for p in ctx.in_present]
+        fwd = select(row, ctx.problem, ctx.pref)
+        named: Dict[str, Optional[torch.Tensor]] = {}
+        for spec, t in zip(fwd.inputs, tensors):
+            named[spec["name"]] = t
+        out_names = [spec["name"] for spec in fwd.outputs]
+        for name, t in zip(out_names, outs):
+            named[name] = t
+        for name, g, t in zip(out_names, grads, outs):
+            if t.is_floating_point():
+                named_g = g if g is not None else torch.zeros_like(t)
+                for gn in _grad_names(name):
+                    named[gn] = named_g
+        bwd = select(bwd_row, ctx.problem, ctx.pref)
+        b_inputs = [named.get(spec["name"]) for spec in bwd.inputs]
+        b_outs = custom_op(bwd_row)(ctx.problem, ctx.pref, b_inputs)
+        produced = {spec["name"]: t for spec, t in zip(bwd.outputs, b_outs)}
+        in_grads: List[Optional[torch.Tensor]] = []
+        for spec, t in zip(fwd.inputs, tensors):
+            g = None
+            if t is not None and t.is_floating_point():
+                for gn in _grad_names(spec["name"]):
+                    if gn in produced:
+                        g = produced[gn]
+                        break
+            in_grads.append(g)
+        return None, None, in_grads
+
+    return backward
+
+
+_OPS: Dict[str, Any] = {}
+
+
+def custom_op(row: str) -> Any:
+    """The custom op ``torch.ops.baracuda.<row>`` (registered on first use)."""
+    op = _OPS.get(row)
+    if op is not None:
+        return op
+    if row not in _ROW_BY_NAME:
+        raise Error("InvalidProblem", f"no op named {row!r} (baracuda.ops() lists them)")
+
+    def impl(problem: str, preference: str, inputs: List[Optional[torch.Tensor]]) -> List[torch.Tensor]:
+        return _run(row, problem, preference, inputs)
+
+    op = torch.library.custom_op(f"baracuda::{row}", mutates_args=(), device_types="cuda")(impl)
+
+    @op.register_fake
+    def _(problem: str, preference: str, inputs: List[Optional[torch.Tensor]]) -> List[torch.Tensor]:
+        return _fake(row, problem, preference, inputs)
+
+    bwd_row = row + "_backward"
+    if _ROW_BY_NAME[row].direction == "forward" and bwd_row in _ROW_BY_NAME:
+        custom_op(bwd_row)
+        op.register_autograd(_make_backward(row, bwd_row), setup_context=_setup_context)
+    _OPS[row] = op
+    return op
+
+
+def register_all() -> None:
+    """Registers every row (they are otherwise registered on first use)."""
+    for row in _ROW_BY_NAME:
+        custom_op(row)
+
+
+# ---------------------------------------------------------------- the keyword form
+
+def _names(kw: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in kw.items():
+        k = k[:-1] if k.endswith("_") else k
+        if isinstance(v, (list, tuple)) and v and all(isinstance(e, torch.Tensor) or e is None for e in v):
+            for i, e in enumerate(v):
+                out[f"{k}[{i}]"] = e
+        else:
+            out[k] = v
+    return out
+
+
+def _layout(t: torch.Tensor, strides: bool) -> str:
+    """dtype[shape]{strides} of a tensor (the strides when asked and not contiguous); written
+    with what torch.compile's Dynamo traces (a dict lookup of the dtype, integer formatting)."""
+    shape = [int(n) for n in t.shape]
+    s = dtype_of(t.dtype) + "[" + ",".join([str(n) for n in shape]) + "]"
+    if strides and not t.is_contiguous():
+        s += "{" + ",".join([str(int(n)) for n in t.stride()]) + "}"
+    return s
+
+
+def _constant(fn):
+    """Under torch.compile, Dynamo calls fn at trace time and keeps its result as a constant
+    (fn's arguments are strings; it reaches into the extension, which Dynamo cannot trace)."""
+    cached = functools.lru_cache(maxsize=None)(fn)
+
+    def constant(*args: str) -> Any:
+        return cached(*args)
+
+    constant.__name__, constant.__doc__ = fn.__name__, fn.__doc__
+    assume = getattr(torch.compiler, "assume_constant_result", None) or torch._dynamo.assume_constant_result
+    return assume(constant)
+
+
+@_constant
+def _fields(op: str) -> Tuple[Tuple[str, str], ...]:
+    return tuple(_all_fields(op).items())
+
+
+@_constant
+def _prepare(op: str, problem: str, pref: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(input names, output names) of op's plan for the problem; registers the custom op."""
+    custom_op(op)
+    p = select(op, problem, _fake_pref(pref) if _compiling() or not torch.cuda.is_available() else pref)
+    return tuple(o["name"] for o in p.inputs), tuple(o["name"] for o in p.outputs)
+
+
+def call(op: str, /, *, preference: Any = None, **kw: Any) -> Dict[str, torch.Tensor]:
+    """Runs ``op`` through its custom op: descriptor fields and input operands by name.
+
+    Returns the outputs by operand name. Autograd flows through forward rows that have a
+    backward row; under ``torch.compile(fullgraph=True)`` the call is one node of the graph
+    (the problem line is built from the tensors' static shapes)."""
+    desc_fields = dict(_fields(op))
+    names = _names(kw)
+    desc = {}
+    for k, v in kw.items():
+        k = k[:-1] if k.endswith("_") else k
+        if k not in desc_fields or v is None:
+            continue
+        if isinstance(v, torch.Tensor):  # an operand that is also a descriptor field
+            default = desc_fields[k]
+            if "[" in default:
+                desc[k] = _layout(v, True)  # a layout field: the tensor's layout
+            elif default in ("true", "false"):
+                desc[k] = True  # a has-operand flag: the operand is given
+            continue
+        if isinstance(v, (list, tuple)):  # tensors in a list (the elementwise operands): dtype[shape]
+            v = [_layout(e, False) if isinstance(e, torch.Tensor) else e for e in v]
+        elif isinstance(v, torch.dtype):
+            v = dtype_of(v)
+        desc[k] = v
+    problem = problem_line(**desc)
+    pref = _pref_line(preference)
+    in_names, out_names = _prepare(op, problem, pref)
+    inputs = []
+    for n in in_names:
+        t = names.get(n)
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise Error("InvalidProblem", f"{op}: operand '{n}' must be a torch.Tensor, got {type(t).__name__}")
+        inputs.append(t)
+    if _direct(inputs):
+        outs = _run(op, problem, pref, inputs)  # eager, nothing to record: skip the dispatcher
+    else:
+        outs = getattr(torch.ops.baracuda, op)(problem, pref, inputs)
+    return dict(zip(out_names, outs))
+
+
+try:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode as _dispatch_mode
+except ImportError:  # pragma: no cover
+    def _dispatch_mode() -> Any:
+        return None
+
+
+def _direct(inputs: List[Optional[torch.Tensor]]) -> bool:
+    """Whether the custom op's dispatch would only call _run: plain tensors, no autograd to
+    record, no compile / trace / mode active."""
+    if _compiling() or torch._C._is_torch_function_mode_enabled() or _dispatch_mode() is not None:
+        return False
+    grad = torch.is_grad_enabled()
+    for t in inputs:
+        if t is not None and (type(t) is not torch.Tensor or (grad and t.requires_grad)):
+            return False
+    return True
+
+
+def _compiling() -> bool:
+    try:
+        return torch.compiler.is_compiling()
+    except AttributeError:  # older torch
+        return False
+
+
+# ---------------------------------------------------------------- torch.nn.functional names
+
+def elementwise_ops() -> List[Tuple[str, int, int]]:
+    """(name, arity, grad mask) of every elementwise op (the EwOp list; bit i of the mask: the op
+    is differentiable in operand i)."""
+    return list(_C.elementwise_ops())
+
+
+def _operand(x: Any) -> Any:
+    return x if isinstance(x, torch.Tensor) else x  # scalars go into the problem line as numbers
+
+
+def elementwise(op: str, *operands: Any, param: Optional[Sequence[float]] = None,
+                out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Any elementwise op by name (``add``, ``silu``, ``where`` ...): tensors and Python scalars
+    with PyTorch's promotion and broadcasting; ``param`` the op's parameters (elementwise_ops.hpp)."""
+    ins = [t if isinstance(t, torch.Tensor) else None for t in operands]
+    r = call("elementwise", op=op, operand=[_operand(x) for x in operands], param=param,
+             out_dtype=dtype_of(out_dtype) if out_dtype is not None else None, in_=ins)
+    return r["out"]
+
+
+def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:
+    """torch.nn.functional.pad: ``pad`` pairs from the last dimension backwards."""
+    rank = input.dim()
+    if len(pad) % 2 or len(pad) // 2 > rank:
+        raise Error("InvalidProblem", f"pad: {len(pad)} padding values for a rank-{rank} input")
+    low = [0] * rank
+    high = [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i] = int(pad[2 * i])
+        high[rank - 1 - i] = int(pad[2 * i + 1])
+    return call("pad", dtype=dtype_of(input.dtype), mode=mode, rank=rank, in_shape=list(input.shape), pad_low=low,
+                pad_high=high, value=0.0 if value is None else value, x=input)["y"]
+
+
+def embedding(input: torch.Tensor, weight: torch.Tensor, padding_idx: Optional[int] = None,
+              max_norm: Optional[float] = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> torch.Tensor:
+    """torch.nn.functional.embedding (max_norm and sparse gradients are not supported)."""
+    if max_norm is not None or sparse:
+        raise Error("Unsupported", "embedding: max_norm and sparse gradients are not supported")
+    num, dim = weight.shape
+    r = call("embedding", dtype=dtype_of(weight.dtype), index_dtype=dtype_of(input.dtype), num_embeddings=num,
+             embedding_dim=dim, num_indices=input.numel(), padding_idx=padding_idx,
+             scale_grad_by_freq=scale_grad_by_freq, weight=weight, indices=input.reshape(-1))
+    return r["out"].reshape(*input.shape, dim)
+
+
+def embedding_bag(input: torch.Tensor, weight: torch.Tensor, offsets: Optional[torch.Tensor] = None,
+                  max_norm: Optional[float] = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights: Optional[torch.Tensor] = None,
+                  include_last_offset: bool = False, padding_idx: Optional[int] = None) -> torch.Tensor:
+    """torch.nn.functional.embedding_bag (1-D input with offsets, or 2-D input of fixed bags)."""
+    if max_norm is not None or sparse or scale_grad_by_freq:
+        raise Error("Unsupported", "embedding_bag: max_norm, sparse and scale_grad_by_freq are not supported")
+    num, dim = weight.shape
+    kw: Dict[str, Any] = dict(dtype=dtype_of(weight.dtype), index_dtype=dtype_of(input.dtype), num_embeddings=num,
+                              embedding_dim=dim, mode=mode, include_last_offset=include_last_offset,
+                              padding_idx=padding_idx, weight=weight, per_sample_weights=per_sample_weights)
+    if input.dim() == 2:
+        kw.update(num_bags=input.shape[0], bag_size=input.shape[1], num_indices=input.numel(), indices=input.reshape(-1))
+        if per_sample_weights is not None:
+            kw["per_sample_weights"] = per_sample_weights.reshape(-1)
+    else:
+        if offsets is None:
+            raise Error("InvalidProblem", "embedding_bag: a 1-D input needs offsets")
+        bags = offsets.numel() - (1 if include_last_offset else 0)
+        if offsets.dtype != input.dtype:
+            offsets = offsets.to(input.dtype)  # PyTorch requires them equal too; one index dtype here
+        kw.update(num_bags=bags, num_indices=input.numel(), indices=input, offsets=offsets)
+    return call("embedding_bag", **kw)["out"]
+
+
+def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """torch.nn.functional.linear: input [..., in] @ weight[out, in]^T + bias."""
+    lead = input.shape[:-1]
+    x = input.reshape(-1, input.shape[-1])
+    out = torch.empty(x.shape[0], weight.shape[0], dtype=input.dtype, device="meta")
+    r = call("gemm", a=x, b=weight, transpose_b=True, out=out, has_bias=bias is not None,
+             bias=bias)
+    return r["out"].reshape(*lead, weight.shape[0])
+
+
+def rope(q: torch.Tensor, k: torch.Tensor, *, cos: Optional[torch.Tensor] = None, sin: Optional[torch.Tensor] = None,
+         positions: Optional[torch.Tensor] = None, **fields: Any) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rotary embedding of q and k (the rope descriptor's fields as keywords: layout, pairing,
+    base, rotary_dim, ...); returns (q_out, k_out)."""
+    r = call("rope", q=q, k=k, cos=cos, sin=sin, positions=positions, dtype=dtype_of(q.dtype), **fields)
+    return r["q_out"], r["k_out"]
+
+
+def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  activation: Optional[str] = None) -> torch.Tensor:
+    """Depthwise causal conv1d over x [batch, channels, seq] with weight [channels, width]
+    (the causal-conv1d package's ``causal_conv1d_fn``; activation None / "silu" / "swish")."""
+    b, c, l = x.shape
+    act = "none" if activation is None else ("silu" if activation == "swish" else activation)
+    st = x.stride()
+    layout = "bcl" if st[2] == 1 or l <= 1 else "blc"
+    r = call("causal_conv1d", dtype=dtype_of(x.dtype), weight_dtype=dtype_of(weight.dtype), layout=layout, batch=b,
+             channels=c, seq=l, width=weight.shape[1], has_bias=bias is not None, activation=act, x=x, weight=weight,
+             bias=bias)
+    return r["y"]
+
+
+# ---------------------------------------------------------------- modules (the stateful ops)
+
+class Linear(torch.nn.Linear):
+    """torch.nn.Linear on baracuda's GEMM (same parameters, initialisation and state dict)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return linear(input, self.weight, self.bias)
+
+
+class Embedding(torch.nn.Embedding):
+    """torch.nn.Embedding on baracuda's embedding (max_norm and sparse are refused)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                         self.scale_grad_by_freq, self.sparse)
+
+
+class EmbeddingBag(torch.nn.EmbeddingBag):
+    """torch.nn.EmbeddingBag on baracuda's embedding_bag."""
+
+    def forward(self, input: torch.Tensor, offsets: Optional[torch.Tensor] = None,
+                per_sample_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                             self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
+
+
+class CausalConv1d(torch.nn.Module):
+    """Depthwise causal conv1d over [batch, channels, seq]: weight [channels, width], optional
+    bias, optional SiLU (the causal-conv1d package's module shape)."""
+
+    def __init__(self, channels: int, width: int = 4, bias: bool = True, activation: Optional[str] = None,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.activation = activation
+        self.weight = torch.nn.Parameter(torch.empty(channels, width, **kw))
+        self.bias = torch.nn.Parameter(torch.empty(channels, **kw)) if bias else None
+        bound = 1.0 / width**0.5  # nn.Conv1d's default for groups == channels (fan_in = width)
+        torch.nn.init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            torch.nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return causal_conv1d(x, self.weight, self.bias, self.activation)
