@@ -756,10 +756,10 @@ void bwd_case(EwOp op, std::vector<OperandSpec> specs, uint64_t seed, std::vecto
       double dx[3];
       ref::ew_backward(op, x, bits_to_double(g.dtype, g.get_bits(f)), pk->data(), dx);
       const int64_t t = map_index(out_shape, f, specs[k].shape);
-      // a broadcast operand's per-element gradients are rounded to its dtype before the sum
-      // (PyTorch's autograd does the same); repro: d div / d b, f16, b broadcast, seed 70683
-      const bool reduced = static_cast<int64_t>(gin[k].numel()) < on;
-      want[t] += reduced ? ref::store_as(specs[k].dtype, dx[k]) : dx[k];
+      // a broadcast operand's gradient is the unrounded sum, rounded once (elementwise.hpp's
+      // backward numerics; PyTorch rounds each element first, which can turn a representable
+      // sum into inf / NaN: repro d div / d b, f16, b broadcast, seed 71081)
+      want[t] += dx[k];
       mag[t] += std::fabs(dx[k]);
       cond[t] += ref::ew_backward_conditioning(op, x[0]) * std::fabs(dx[k]);
     }

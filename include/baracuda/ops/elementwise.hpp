@@ -25,6 +25,14 @@
 //   when that is the common dtype (ew_common_dtype), as do threshold, hardshrink and softshrink
 //   with their parameters; division by a scalar (div, div_trunc) multiplies by its reciprocal,
 //   formed in double and rounded to the compute type, as PyTorch does.
+//   Backward: each gradient is computed in the compute type from the unrounded derivative and
+//   rounded once; a broadcast operand's gradient is summed unrounded (f32, f64 for f64 and
+//   float_power) and rounded once. PyTorch's composite formulas round every intermediate to
+//   bf16 / f16 and each element before the sum, so they can be a few ulps off and give ±inf or
+//   NaN where an intermediate overflows although the gradient is representable (pow and
+//   float_power in f16): there this op returns the finite, correctly rounded gradient, not
+//   PyTorch's special value; where the exact gradient overflows the dtype or is NaN / ±inf, the
+//   results agree (python/tests/test_gpu_parity.py checks both on PyTorch's OpInfo samples).
 // Strides: any, per operand (0 = broadcast, negative allowed for inputs); out must not
 //   self-overlap. Paths: contiguous (flat, 16-byte accesses when every operand is aligned),
 //   row-vectorized (strided rows, per-row and literal operands), 2-D tiles (transposed

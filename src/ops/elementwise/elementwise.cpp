@@ -673,12 +673,15 @@ Result<ElementwiseBackwardPlan> ElementwiseBackwardPlan::select(const Elementwis
     res->direct[k] = cp.has_value();
     const double f = cp.value_or(0.0);
     res->factor[k] = f;
-    // The per-element gradient is rounded to the operand's dtype before the f32-accumulated sum,
-    // as PyTorch's autograd does (and it keeps the pass on the 16-byte rows path).
-    const DType src = res->direct[k] ? res->r.out : o.dtype;
+    // The per-element gradient goes to the workspace in the accumulator's type (f32; f64 for
+    // f64) and is rounded to the operand's dtype once, after the sum. PyTorch's autograd rounds
+    // each element to the 16-bit type first: that lost up to a few ulps against the float64
+    // gradient, and turned a representable sum into inf or NaN where single elements overflowed
+    // (pow / float_power in f16; python/tests/test_gpu_parity.py).
+    const DType src = res->direct[k] ? res->r.out : acc_of(o.dtype);
     if (!res->direct[k]) {
       res->ws_offset[k] = off;
-      off += (static_cast<size_t>(out_numel) * dtype_size(o.dtype) + 255) / 256 * 256;
+      off += (static_cast<size_t>(out_numel) * dtype_size(src) + 255) / 256 * 256;
     } else if (f != 1.0) {
       auto sp = ElementwisePlan::select(ElementwiseDescriptor::make(EwOp::mul, {EwOperand::tensor(o.dtype, span_of(o)), EwOperand::scalar(f)}), pref);
       if (!sp) return sp.status();
@@ -768,8 +771,8 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
     it.out_on[k] = true;
     if (r_->reduce[k]) {
       it.out[k].data = static_cast<char*>(ws.ptr) + r_->ws_offset[k];
-      it.out[k].dtype = o.dtype;
-      TensorLayout full = TensorLayout::make(o.dtype, std::span<const int64_t>(it.size, it.rank));
+      it.out[k].dtype = acc_of(o.dtype);  // summed unrounded (select)
+      TensorLayout full = TensorLayout::make(acc_of(o.dtype), std::span<const int64_t>(it.size, it.rank));
       std::copy(full.stride, full.stride + it.rank, it.out[k].stride);
     } else {
       it.out[k].data = a.grad_in[k].data;
@@ -787,7 +790,7 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
     f.out[fused].data = a.grad_in[fused].data;
     aligned_strides(a.grad_in[fused], f.rank, f.size, f.out[fused].stride);
     Status st;
-    size_t full = dtype_size(desc_.operand[fused].dtype);  // the bytes select() set aside for it
+    size_t full = dtype_size(acc_of(desc_.operand[fused].dtype));  // the bytes select() set aside for it
     for (int d = 0; d < it.rank; ++d) full *= static_cast<size_t>(it.size[d]);
     if (ew::try_bcast(kBwd, f, fused, r_->r.k, r_->r.s, const_cast<void*>(it.out[fused].data), full, stream, &st)) return st;
   }
@@ -800,7 +803,7 @@ Status ElementwiseBackwardPlan::run(cudaStream_t stream, Workspace ws, const Ele
     if (desc_.operand[k].is_scalar || !(desc_.needs_grad >> k & 1u) || !(gm >> k & 1u)) continue;
     ReduceToShapeArgs ra;
     ra.x = r_->direct[k] ? a.grad_out
-                         : TensorRef::make(it.out[k].data, desc_.operand[k].dtype, std::span<const int64_t>(it.size, it.rank));
+                         : TensorRef::make(it.out[k].data, acc_of(desc_.operand[k].dtype), std::span<const int64_t>(it.size, it.rank));
     ra.y = a.grad_in[k];
     Workspace rws{static_cast<char*>(ws.ptr) + r_->reduce_ws_offset, ws.bytes - r_->reduce_ws_offset};
     if (Status s = r_->reducer[k]->run(stream, rws, ra); !s.ok()) return s;

@@ -241,8 +241,8 @@ void set_rows(EwKernels& k) {
 // Thread t of block (bx, by) owns columns c0 = (bx·kBcastThreads + t)·VEC .. + VEC and walks
 // rows by·R .. by·R + R - 1 (R = rows_per_block), UNR rows per step, each access addressed
 // from the kernel parameters (row × row stride + column, 64-bit). Each step stores the other gradients as the flat
-// kernel does; the reduced one is rounded to the storage type first (the value PyTorch's
-// autograd sums) and added to VEC column sums (row mode) or summed over the thread's VEC columns
+// kernel does; the reduced one is summed unrounded (rounded to the storage type once, by the
+// finish kernel; PyTorch's autograd rounds each element first) into VEC column sums (row mode) or summed over the thread's VEC columns
 // into a shared slot per (row, thread) (col mode), which the block then adds up per row in a
 // fixed order: 4 slots per lane, then a shuffle tree. Partials, then bcast_finish_kernel: the
 // result depends only on the shape (bitwise deterministic). Without it the full-size gradient
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kBcastThreads, MINB) bcast_bwd_kernel(const Ew
         }
         C v[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) v[e] = live && c0 + e < g.cols ? to_c<C>(from_c<T>(y[o][e], false)) : C(0);
+        for (int e = 0; e < VEC; ++e) v[e] = live && c0 + e < g.cols ? y[o][e] : C(0);
         if (g.col_mode) {
           C sum = v[0];
 #pragma unroll
