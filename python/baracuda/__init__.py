@@ -25,7 +25,7 @@ from . import _C
 __version__: str = _C.__version__
 
 __all__ = [
-    "Error", "Plan", "Preference", "OpRow", "ops", "fields", "plan", "layout_string", "problem_line",
+    "Error", "Plan", "BoundPlan", "Preference", "OpRow", "ops", "fields", "plan", "layout_string", "problem_line",
     "clear_plan_cache", "__version__",
 ]
 
@@ -247,6 +247,32 @@ class Plan:
         self._p.run(self._views(views, kw), ws_ptr, ws_bytes, s, s if s > 2 else -1)
 
     run = __call__
+
+    def bind(self, views: Optional[Mapping[str, Any]] = None, **kw: Any) -> "BoundPlan":
+        """The views checked and bound once: ``b = p.bind(x=x, y=y); b(stream=s)`` reruns the
+        plan on the same memory with no per-call binding (timing loops, decode steps). The
+        bound plan keeps the view objects alive."""
+        _torch_fast_path()
+        v = self._views(views, kw)
+        return BoundPlan(self, self._p.bind(v), v)
+
+
+class BoundPlan:
+    """A plan bound to its views (``Plan.bind``): call it with ``workspace=`` and ``stream=``."""
+
+    __slots__ = ("plan", "_b", "_keep")
+
+    def __init__(self, plan: Plan, native: Any, keep: Dict[str, Any]) -> None:
+        self.plan = plan
+        self._b = native
+        self._keep = keep  # the bound objects own the memory the plan points at
+
+    def __call__(self, *, workspace: Any = None, stream: Any = None) -> None:
+        ws_ptr, ws_bytes = _workspace(workspace, self.plan.workspace_size)
+        self._b.run(ws_ptr, ws_bytes, _stream_handle(stream))
+
+    def __repr__(self) -> str:
+        return f"<baracuda.BoundPlan {self.plan.repro!r}>"
 
 
 _TORCH_READY = False

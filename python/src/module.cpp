@@ -324,6 +324,14 @@ NB_MODULE(_C, m) {
     return d;
   });
 
+  nb::class_<AnyPlan::Bound>(m, "Bound", "A plan with its views bound once (AnyPlan::bind): run() skips the binding")
+      .def(
+          "run",
+          [](const AnyPlan::Bound& b, uintptr_t workspace, size_t workspace_bytes, uintptr_t stream) {
+            check(b.run(reinterpret_cast<cudaStream_t>(stream), Workspace{reinterpret_cast<void*>(workspace), workspace_bytes}));
+          },
+          nb::arg("workspace") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0);
+
   nb::class_<AnyPlan>(m, "Plan")
       .def_static(
           "select",
@@ -352,6 +360,15 @@ NB_MODULE(_C, m) {
             check(p.can_implement(b.views));
           },
           nb::arg("views"))
+      .def(
+          "bind",
+          [](const AnyPlan& p, nb::dict views) {
+            Bound b = bind(views, -1);
+            Result<AnyPlan::Bound> r = p.bind(b.views);
+            if (!r) raise(r.status());
+            return std::move(*r);
+          },
+          nb::arg("views"), "Checks the views once (can_implement) and binds them; the caller keeps them alive")
       .def(
           "run",
           [](const AnyPlan& p, nb::dict views, uintptr_t workspace, size_t workspace_bytes, uintptr_t stream,

@@ -180,3 +180,13 @@ def test_stubs_and_typed_marker_are_installed():
     pkg = pathlib.Path(baracuda.__file__).parent
     assert (pkg / "py.typed").exists()
     assert (pkg / "_C.pyi").exists() and "class Plan" in (pkg / "_C.pyi").read_text()
+
+
+def test_bind_checks_once_and_keeps_the_views():
+    p = _pad_plan()
+    x, y = FakeDevice("<f4", (4, 5)), FakeDevice("<f4", (6, 7), ptr=0x7F1000000000)
+    b = p.bind(x=x, y=y)
+    assert b.plan is p and "pad" in repr(b)
+    with pytest.raises(baracuda.Error) as e:  # bound views are checked at bind
+        p.bind(x=FakeDevice("<f4", (4, 6)), y=y)
+    assert "[4, 6]" in e.value.message
