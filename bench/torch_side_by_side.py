@@ -222,6 +222,33 @@ def torch_reduce(R, bwd, wrap=None):
     return lambda: red(x)
 
 
+def torch_reduce_op(R, bwd, wrap=None):
+    """The reduce row: the torch function of the same name over the same dims."""
+    x = R.t("x")
+    rank = int(R.f["rank"])
+    nd = int(R.f.get("num_dims", "0"))
+    dims = [int(v) % max(rank, 1) for v in R.f["dims"].split(",")[:nd]] if nd else list(range(rank))
+    keep = R.b("keepdim") if R.has("keepdim") else False
+    op = R.f["op"]
+    odt = DT[R.f["out_dtype"]] if R.has("out_dtype") and R.f["out_dtype"] != "none" else None
+    p = float(R.f.get("p", "2"))
+    corr = float(R.f.get("correction", "1"))
+    one = dims[0] if len(dims) == 1 else None
+    calls = {
+        "sum": lambda: torch.sum(x, dims, keepdim=keep, dtype=odt), "nansum": lambda: torch.nansum(x, dims, keepdim=keep, dtype=odt),
+        "mean": lambda: torch.mean(x, dims, keepdim=keep, dtype=odt), "nanmean": lambda: torch.nanmean(x, dims, keepdim=keep, dtype=odt),
+        "prod": lambda: torch.prod(x.flatten() if one is None else x, 0 if one is None else one, keepdim=keep, dtype=odt),
+        "amax": lambda: torch.amax(x, dims, keepdim=keep), "amin": lambda: torch.amin(x, dims, keepdim=keep),
+        "all": lambda: torch.all(x, dims, keepdim=keep), "any": lambda: torch.any(x, dims, keepdim=keep),
+        "count_nonzero": lambda: torch.count_nonzero(x, dims), "logsumexp": lambda: torch.logsumexp(x, dims, keepdim=keep),
+        "norm": lambda: torch.linalg.vector_norm(x, p, dims, keepdim=keep, dtype=odt),
+        "var": lambda: torch.var(x, dims, correction=corr, keepdim=keep), "std": lambda: torch.std(x, dims, correction=corr, keepdim=keep),
+        "argmax": lambda: torch.argmax(x, one, keepdim=keep), "argmin": lambda: torch.argmin(x, one, keepdim=keep),
+        "max": lambda: torch.max(x, one, keepdim=keep), "min": lambda: torch.min(x, one, keepdim=keep),
+    }
+    return calls[op]
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -378,7 +405,7 @@ def torch_embedding_bag(R, bwd, wrap=None):
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
-    "reduce_to_shape": torch_reduce, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
+    "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,

@@ -10,10 +10,13 @@
 // With splits > 1 pass 1 writes partials[split][k] and pass 2 combines them in split order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/plan.hpp"
+#include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "core/launch_fn.hpp"
 
@@ -35,10 +38,39 @@ struct ReduceGeom {
   // the one kept axis is unit-stride and 16-byte aligned at run; set from the shape (one kept and
   // one reduced axis, K a multiple of it), so the splits and the workspace do not depend on it
   int col_vec = 1;
+  // ReducePlan only: the index output (argmax / max), the op's parameters
+  void* y2 = nullptr;
+  int64_t kys2[kMaxRank] = {};
+  uint8_t y2_dtype = 0;
+  double p = 2;           // norm's p
+  double correction = 1;  // var / std
 };
 
 // Launches pass 1 (and pass 2 when splits > 1).
 using ReduceLaunchFn = LaunchFn<ReduceGeom>;
 ReduceLaunchFn reduce_find_kernel(DType in, int op, bool f64_acc);
+
+// ReducePlan's launchers (reduce_ops_<group>.cu): kind is red::Kind (reduce_policies.cuh), the
+// norms by p; nullptr when the group has no such kind for `in`. The accumulator is f64 for f64
+// storage, i64 for integer storage (f32 for logsumexp), f32 otherwise.
+ReduceLaunchFn find_sums(DType in, int kind);
+ReduceLaunchFn find_extremes(DType in, int kind);
+ReduceLaunchFn find_stats(DType in, int kind);
+
+// The geometry of x viewed as kept x reduced axes (reduce_geometry.cpp), from the shapes: out
+// is x's shape with 1 on the reduced axes (right-aligned; leading missing axes reduced). Strides
+// come from x and y when given (run), shape-only otherwise (select). y2: the index output.
+struct ReduceShape {
+  DType in_dtype = DType::f32;
+  int in_rank = 0;
+  const int64_t* in_shape = nullptr;
+  int out_rank = 0;
+  const int64_t* out_shape = nullptr;
+};
+void build_geometry(const ReduceShape& d, const TensorLayout* x, const TensorLayout* y, ReduceGeom* g);
+void choose_splits(ReduceGeom* g);
+// Bytes of split partials select() reserves for g (shape-only): the larger split count of the two
+// modes, since the run-time layout may pick the other; an error past 2^63 bytes.
+Result<size_t> partials_bytes(std::string_view op, const ReduceGeom& g, size_t acc_bytes);
 
 }  // namespace baracuda::red

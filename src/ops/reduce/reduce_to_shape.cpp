@@ -30,105 +30,8 @@ DType accumulator(const ReduceToShapeDescriptor& d) {
   return is_integral(d.in_dtype) || d.in_dtype == DType::boolean ? DType::i64 : f64_acc(d) ? DType::f64 : DType::f32;
 }
 
-// Splits chosen from the shape only (so workspace_size() is fixed at select).
-void choose_splits(red::ReduceGeom* g) {
-  g->splits = 1;
-  if (g->R == 0 || g->K == 0) {
-    g->r_per_split = g->R;
-    return;
-  }
-  constexpr int64_t kTargetWarps = 132 * 64, kTargetThreads = 132 * 2048;
-  if (g->row_mode) {
-    if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>(ceil_div(g->R, 2048), ceil_div(kTargetWarps, g->K));
-  } else {
-    const int64_t threads = g->K / g->col_vec;
-    if (threads < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>(ceil_div(g->R, 32), ceil_div(kTargetThreads, std::max<int64_t>(threads, 1)));
-    g->splits = std::min<int64_t>(g->splits, 65535);
-  }
-  g->r_per_split = ceil_div(g->R, g->splits);
-  g->splits = ceil_div(g->R, g->r_per_split);
-}
-
-// Shape-only classification (strides filled at run).
-struct Axes {
-  int n = 0;
-  int64_t size[kMaxRank];
-  bool reduced[kMaxRank];
-  int src[kMaxRank];  // x axis
-};
-
-Axes classify(const ReduceToShapeDescriptor& d) {
-  Axes ax;
-  const int off = d.in_rank - d.out_rank;
-  for (int a = 0; a < d.in_rank; ++a) {
-    const int64_t n = d.in_shape[a];
-    const int64_t o = a < off ? 1 : d.out_shape[a - off];
-    if (n == 1) continue;
-    ax.size[ax.n] = n;
-    ax.reduced[ax.n] = o == 1 && n != 1;
-    ax.src[ax.n] = a;
-    ++ax.n;
-  }
-  return ax;
-}
-
-void build(const ReduceToShapeDescriptor& d, const TensorLayout* x, const TensorLayout* y, red::ReduceGeom* g) {
-  const Axes ax = classify(d);
-  const int off = d.in_rank - d.out_rank;
-  g->kk = g->kr = 0;
-  g->K = g->R = 1;
-  // merge runs of same-class axes that are contiguous in x (and y for kept)
-  for (int i = 0; i < ax.n; ++i) {
-    const int a = ax.src[i];
-    const int64_t xs = x ? x->stride[a] : 0, ys = (y && !ax.reduced[i]) ? y->stride[a - off] : 0;
-    if (ax.reduced[i]) {
-      if (g->kr > 0 && i > 0 && ax.reduced[i - 1] && g->rxs[g->kr - 1] == xs * ax.size[i]) {
-        g->rsize[g->kr - 1] *= ax.size[i];
-        g->rxs[g->kr - 1] = xs;
-      } else {
-        g->rsize[g->kr] = ax.size[i];
-        g->rxs[g->kr] = xs;
-        ++g->kr;
-      }
-      g->R *= ax.size[i];
-    } else {
-      if (g->kk > 0 && i > 0 && !ax.reduced[i - 1] && g->kxs[g->kk - 1] == xs * ax.size[i] && g->kys[g->kk - 1] == ys * ax.size[i]) {
-        g->ksize[g->kk - 1] *= ax.size[i];
-        g->kxs[g->kk - 1] = xs;
-        g->kys[g->kk - 1] = ys;
-      } else {
-        g->ksize[g->kk] = ax.size[i];
-        g->kxs[g->kk] = xs;
-        g->kys[g->kk] = ys;
-        ++g->kk;
-      }
-      g->K *= ax.size[i];
-    }
-  }
-  // zero-extent reduced axes reduce nothing (identity); zero-extent kept axes: nothing to write
-  for (int a = 0; a < d.in_rank; ++a) {
-    const int64_t o = a < off ? 1 : d.out_shape[a - off];
-    if (d.in_shape[a] == 0 && o == 1) g->R = 0;
-    if (d.in_shape[a] == 0 && o == 0) g->K = 0;
-  }
-  if (g->kr == 0) {
-    g->rsize[0] = 1;
-    g->rxs[0] = 0;
-    g->kr = 1;
-  }
-  // row mode when the smallest-|stride| axis of x is reduced (or nothing is kept)
-  int64_t best = INT64_MAX;
-  bool inner_reduced = g->kk == 0;
-  for (int i = 0; i < g->kr; ++i)
-    if (g->rsize[i] > 1 && saturating_abs(g->rxs[i]) < best) best = saturating_abs(g->rxs[i]), inner_reduced = true;
-  for (int i = 0; i < g->kk; ++i)
-    if (g->ksize[i] > 1 && saturating_abs(g->kxs[i]) < best) best = saturating_abs(g->kxs[i]), inner_reduced = false;
-  if (!x) inner_reduced = ax.n > 0 ? ax.reduced[ax.n - 1] : true;  // shape-only: last axis
-  g->row_mode = inner_reduced;
-  const int64_t v = 16 / static_cast<int64_t>(dtype_size(d.in_dtype));
-  const bool vec_type = d.in_dtype == DType::f32 || d.in_dtype == DType::f16 || d.in_dtype == DType::bf16 || d.in_dtype == DType::f64;
-  g->col_vec = vec_type && v > 1 && g->kk == 1 && g->kr == 1 && g->K % v == 0 ? static_cast<int>(v) : 1;
-  choose_splits(g);
+red::ReduceShape shape_of(const ReduceToShapeDescriptor& d) {
+  return {d.in_dtype, d.in_rank, d.in_shape, d.out_rank, d.out_shape};
 }
 
 }  // namespace
@@ -177,14 +80,11 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   p.operands_.output("y", d.out_dtype, std::span<const int64_t>(d.out_shape, static_cast<size_t>(d.out_rank)));
   if (Status s = resolve_operands<ReduceToShapeArgs>(kOp, p.operands_); !s.ok()) return s;
   red::ReduceGeom g;
-  build(d, nullptr, nullptr, &g);
-  // the run-time classification may pick the other mode; reserve for the larger split count
-  red::ReduceGeom g2 = g;
-  g2.row_mode = !g.row_mode;
-  choose_splits(&g2);
-  const int64_t splits = std::max(g.splits, g2.splits);
+  red::build_geometry(shape_of(d), nullptr, nullptr, &g);
+  auto partials = red::partials_bytes(kOp, g, dtype_size(accumulator(d)));
+  if (!partials) return partials.status();
   WorkspaceLayout w;
-  if (splits > 1) w.take(static_cast<size_t>(splits * g.K) * dtype_size(accumulator(d)));
+  if (*partials) w.take(*partials);
   p.workspace_ = w.total();
   if (Status s = check_workspace_budget(kOp, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
   p.sku_.op = cat("reduce_to_shape.", enum_name(d.op));
@@ -202,7 +102,7 @@ Status ReduceToShapePlan::can_implement(const ReduceToShapeArgs& a) const {
 Status ReduceToShapePlan::run(cudaStream_t stream, Workspace ws, const ReduceToShapeArgs& a) const {
   if (Status s = can_implement(a); !s.ok()) return s;
   red::ReduceGeom g;
-  build(desc_, &a.x, &a.y, &g);
+  red::build_geometry(shape_of(desc_), &a.x, &a.y, &g);
   if (g.splits > 1) {
     if (Status s = check_workspace(kOp, ws, static_cast<size_t>(g.splits * g.K) * dtype_size(accumulator(desc_))); !s.ok())
       return s;

@@ -1,0 +1,89 @@
+// baracuda/ops/reduce.hpp — reductions over any set of axes: torch.sum / nansum / mean / nanmean
+// / prod / amax / amin / all / any / count_nonzero / logsumexp / linalg.vector_norm / var / std /
+// argmax / argmin / max(dim) / min(dim) (and jax.numpy's / lax.reduce_*'s counterparts).
+//
+// Math, per output over its reduced elements x_0 .. x_{N-1} (row-major over the reduced axes):
+//   sum Σx; nansum Σ of the non-NaN; mean Σx · (1/N); nanmean over the non-NaN; prod Πx;
+//   amax / amin (NaN propagates); all / any (x != 0); count_nonzero (NaN counts);
+//   logsumexp m + log Σ exp(x - m), m = max (all -inf: -inf; any +inf: +inf; any NaN: NaN);
+//   norm (vector_norm): p = 0 the count of nonzeros, 1 Σ|x|, 2 sqrt(Σx²), inf max|x|, -inf min|x|,
+//   else (Σ|x|^p)^(1/p); var Σ(x - mean)² / max(0, N - correction) (Welford per element, partial
+//   results merged by Chan's formula; N - correction <= 0 gives inf, or NaN with no spread, as
+//   PyTorch), std = sqrt(var); argmax / argmin: the first index of the extreme, NaN being the
+//   extreme (the reduced elements' row-major index: the index along `dims` for one axis, the
+//   flattened index for all); max / min: the values and argmax / argmin's indices.
+// Shapes: x rank 0..8; dims the reduced axes (num_dims of them, negative counts from the end,
+//   each once; num_dims = 0: every axis); y x's shape without the reduced axes (keepdim: kept
+//   as 1); indices (argmax, argmin, max, min) y's shape, i64.
+// Dtypes (x -> y, PyTorch's result types): f32 / f16 / bf16 / f64 for every op; u8 / i32 / i64 /
+//   bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min (same),
+//   all / any (bool; u8 -> u8), argmax / argmin, logsumexp (-> f32). out_dtype (PyTorch's dtype
+//   argument) may name another float type for sum / nansum / mean / nanmean / prod / norm /
+//   logsumexp. Accumulation: f32 (f64 for f64 x), i64 for integer x.
+// Empty reductions (a reduced axis of extent 0): sum / nansum / count_nonzero 0, prod 1, all
+//   true, any false, logsumexp -inf, norm 0 (p >= 0, not inf), mean / nanmean / var / std NaN;
+//   amax / amin / argmax / argmin / max / min and norm with p = inf or p < 0 are refused at
+//   select (PyTorch raises).
+// Strides: any for x (0 allowed); y and indices must not self-overlap or overlap x.
+// Determinism: bitwise run-to-run deterministic (every output combined in a fixed order: per-warp
+//   shuffle trees or in-order rows, split partials in the workspace, then a fixed-order pass);
+//   no atomics.
+// Workspace: the split partials (workspace_size(); 0 when no output is split).
+// Aliasing: none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "baracuda/core/describe.hpp"
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+BARACUDA_ENUM(ReduceKind, uint8_t, (kSum, "sum"), (kNanSum, "nansum"), (kMean, "mean"), (kNanMean, "nanmean"),
+              (kProd, "prod"), (kAmax, "amax"), (kAmin, "amin"), (kAll, "all"), (kAny, "any"),
+              (kCountNonzero, "count_nonzero"), (kLogSumExp, "logsumexp"), (kNorm, "norm"), (kVar, "var"), (kStd, "std"),
+              (kArgmax, "argmax"), (kArgmin, "argmin"), (kMax, "max"), (kMin, "min"));
+
+struct ReduceDescriptor {
+  ReduceKind op = ReduceKind::kSum;
+  DType dtype = DType::f32;        // x
+  std::optional<DType> out_dtype;  // y; unset: PyTorch's result type (above)
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int num_dims = 0;  // 0: reduce every axis
+  int dims[kMaxRank] = {};
+  bool keepdim = false;
+  double p = 2;           // norm
+  double correction = 1;  // var / std (PyTorch's default: Bessel's correction)
+
+  bool operator==(const ReduceDescriptor&) const = default;
+};
+BARACUDA_DESCRIBE(ReduceDescriptor, op, dtype, out_dtype, rank, shape, num_dims, dims, keepdim, p, correction);
+
+struct ReduceArgs {
+  TensorRef x;
+  TensorMut y;        // every op but argmax / argmin
+  TensorMut indices;  // argmax / argmin / max / min
+};
+BARACUDA_DESCRIBE(ReduceArgs, x, y, indices);
+
+class ReducePlan : public PlanBase<ReduceDescriptor> {
+ public:
+  static Result<ReducePlan> select(const ReduceDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const ReduceArgs& args) const;
+  Status run(cudaStream_t stream, Workspace ws, const ReduceArgs& args) const;
+
+ private:
+  int kind_ = 0;  // the kernels' kind (red::Kind; the norms by p)
+  int group_ = 0;
+  DType out_ = DType::f32;
+  size_t acc_bytes_ = 0;
+  int64_t keep_shape_[kMaxRank] = {};  // x's shape with 1 on the reduced axes
+  bool reduced_[kMaxRank] = {};
+};
+
+}  // namespace baracuda

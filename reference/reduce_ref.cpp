@@ -1,0 +1,123 @@
+// Float64 reference of ReducePlan: textbook definitions, one output at a time.
+#include "reduce_ref.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace baracuda::ref {
+
+std::vector<bool> reduced_axes(const ReduceDescriptor& d) {
+  std::vector<bool> r(static_cast<size_t>(std::max(d.rank, 0)), d.num_dims == 0);
+  for (int i = 0; i < d.num_dims; ++i) {
+    const int a = d.dims[i] < 0 ? d.dims[i] + d.rank : d.dims[i];
+    if (a >= 0 && a < d.rank) r[static_cast<size_t>(a)] = true;
+  }
+  return r;
+}
+
+ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs) {
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double n = static_cast<double>(xs.size());
+  ReduceResult r;
+  double sum_abs = 0;
+  for (double v : xs) sum_abs += std::fabs(v);
+  switch (d.op) {
+    case ReduceKind::kSum:
+      for (double v : xs) r.value += v;
+      r.mag = sum_abs;
+      break;
+    case ReduceKind::kNanSum:
+      for (double v : xs)
+        if (!std::isnan(v)) r.value += v, r.mag += std::fabs(v);
+      break;
+    case ReduceKind::kMean:
+      for (double v : xs) r.value += v;
+      r.value /= n;  // 0 / 0: NaN for an empty reduction
+      r.mag = sum_abs / n;
+      break;
+    case ReduceKind::kNanMean: {
+      double c = 0;
+      for (double v : xs)
+        if (!std::isnan(v)) r.value += v, r.mag += std::fabs(v), c += 1;
+      r.value /= c;
+      r.mag /= c;
+      break;
+    }
+    case ReduceKind::kProd:
+      r.value = 1;
+      for (double v : xs) r.value *= v;
+      r.mag = std::fabs(r.value) * std::max(1.0, n);  // each factor's rounding
+      break;
+    case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kArgmax: case ReduceKind::kArgmin: case ReduceKind::kMax:
+    case ReduceKind::kMin: {
+      const bool mx = d.op == ReduceKind::kAmax || d.op == ReduceKind::kArgmax || d.op == ReduceKind::kMax;
+      r.value = xs.empty() ? nan : xs[0];
+      for (size_t i = 1; i < xs.size(); ++i) {
+        if (std::isnan(r.value)) break;  // the first NaN is the extreme
+        const double v = xs[i];
+        if (std::isnan(v) || (mx ? v > r.value : v < r.value)) r.value = v, r.index = static_cast<int64_t>(i);
+      }
+      break;
+    }
+    case ReduceKind::kAll:
+      r.value = 1;
+      for (double v : xs) r.value = r.value != 0 && v != 0 ? 1 : 0;
+      break;
+    case ReduceKind::kAny:
+      for (double v : xs) r.value = r.value != 0 || v != 0 ? 1 : 0;
+      break;
+    case ReduceKind::kCountNonzero:
+      for (double v : xs) r.value += v != 0 ? 1 : 0;  // NaN counts
+      break;
+    case ReduceKind::kLogSumExp: {
+      double m = -inf;
+      bool has_nan = false;
+      for (double v : xs) has_nan |= std::isnan(v), m = std::max(m, v);
+      if (has_nan) r.value = nan;
+      else if (std::isinf(m)) r.value = m;
+      else {
+        double s = 0;
+        for (double v : xs) s += std::exp(v - m);
+        r.value = m + std::log(s);
+      }
+      r.mag = std::fabs(r.value) + 1;
+      break;
+    }
+    case ReduceKind::kNorm: {
+      const double p = d.p;
+      if (p == 0) {
+        for (double v : xs) r.value += v != 0 ? 1 : 0;
+      } else if (std::isinf(p)) {
+        r.value = p > 0 ? 0 : inf;
+        for (double v : xs) {
+          const double a = std::fabs(v);
+          if (std::isnan(a) || std::isnan(r.value)) r.value = nan;
+          else r.value = p > 0 ? std::max(r.value, a) : std::min(r.value, a);
+        }
+      } else {
+        double s = 0;
+        for (double v : xs) s += std::pow(std::fabs(v), p);
+        r.value = std::pow(s, 1.0 / p);
+        r.mag = std::fabs(r.value) * std::max(1.0, std::fabs(p));
+      }
+      break;
+    }
+    case ReduceKind::kVar: case ReduceKind::kStd: {
+      double mean = 0, m2 = 0, sq = 0;
+      for (double v : xs) mean += v;
+      mean /= n;
+      for (double v : xs) m2 += (v - mean) * (v - mean), sq += v * v;
+      const double dof = std::max(0.0, n - d.correction);
+      r.value = m2 / dof;
+      r.mag = sq / std::max(1.0, dof);  // the cancellation an f32 Welford update sees
+      if (d.op == ReduceKind::kStd) {
+        r.mag = std::sqrt(r.mag) + std::fabs(std::sqrt(r.value));
+        r.value = std::sqrt(r.value);
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace baracuda::ref

@@ -1,0 +1,25 @@
+// Float64 host reference of ReducePlan (baracuda/ops/reduce.hpp), written from PyTorch's
+// definitions (docs/notes/torch-reductions.md), independently of the kernels: each output from
+// the plain list of its reduced elements in row-major order. No CUDA.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "baracuda/ops/reduce.hpp"
+
+namespace baracuda::ref {
+
+struct ReduceResult {
+  double value = 0;   // y (the float64 answer, before rounding to y's dtype)
+  int64_t index = 0;  // argmax / argmin / max / min
+  double mag = 0;     // the size of the terms, for the tolerance (sum of |terms| and the like)
+};
+
+// op over xs (one output's reduced elements in row-major order); integer x exactly (i64).
+ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs);
+
+// The reduced axes of d (num_dims = 0: all), normalized.
+std::vector<bool> reduced_axes(const ReduceDescriptor& d);
+
+}  // namespace baracuda::ref

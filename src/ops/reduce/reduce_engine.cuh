@@ -1,0 +1,208 @@
+// The reduction engine of ReducePlan and ReduceToShapePlan (device code; included by
+// reduce_kernels.cu and the reduce_ops_*.cu units).
+//
+// The kernels walk the geometry of reduce_geometry.hpp (kept axes K x reduced axes R): row mode (a warp per (output, split), lanes striding
+// the reduced range, 16-byte loads on a contiguous run, a fixed shuffle tree), column mode (a
+// thread per (output, split) walking its rows in order, col_vec adjacent outputs per thread on
+// 16-byte rows), then a fixed-order pass over the split partials. What is reduced is a policy P:
+//   T, C, Acc     storage type, compute type (f32; f64 for f64; i64 for integers), accumulator
+//   identity(g)   the empty reduction's accumulator
+//   map(g, v, r)  the accumulator of element v (a C) at reduced index r (row-major over the
+//                 reduced axes: the index argmax returns)
+//   combine(a, b) a then b (a holds the smaller indices: the tie rules rely on it)
+//   shfl(a, d)    __shfl_xor_sync of every field
+//   store(g, k, a) the output(s) of kept index k from the final accumulator (finalize: mean's
+//                 division, sqrt of var, the index output ...)
+// Every order is a function of the shape alone: results are bitwise run-to-run deterministic.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/cuda_types.cuh"
+#include "core/launch.cuh"
+#include "ops/reduce/reduce_geometry.hpp"
+
+namespace baracuda::red {
+
+__device__ __forceinline__ int64_t kept_offset_of(const int64_t* ksize, const int64_t* st, int kk, int64_t k) {
+  int64_t off = 0;
+  for (int a = kk - 1; a >= 0; --a) {
+    const int64_t c = k % ksize[a];
+    k /= ksize[a];
+    off += c * st[a];
+  }
+  return off;
+}
+__device__ __forceinline__ int64_t reduced_offset(const ReduceGeom& g, int64_t r) {
+  if (g.kr == 1) return r * g.rxs[0];
+  int64_t off = 0;
+  for (int a = g.kr - 1; a >= 0; --a) {
+    const int64_t c = r % g.rsize[a];
+    r /= g.rsize[a];
+    off += c * g.rxs[a];
+  }
+  return off;
+}
+
+// Writes v (converted to the output's dtype) at kept index k of y (second = the index output).
+template <class V>
+__device__ __forceinline__ void store_kept(const ReduceGeom& g, int64_t k, V v, bool second = false) {
+  void* y = second ? g.y2 : g.y;
+  if (!y) return;
+  const uint8_t dt = second ? g.y2_dtype : g.y_dtype;
+  const int64_t off = kept_offset_of(g.ksize, second ? g.kys2 : g.kys, g.kk, k);
+  store_dyn<V>(static_cast<char*>(y) + off * static_cast<int64_t>(dtype_size(static_cast<DType>(dt))), 0, dt, v, false);
+}
+
+template <class P>
+__global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  using Acc = typename P::Acc;
+  const int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (w >= g.K * g.splits) return;
+  const int64_t k = w / g.splits, s = w % g.splits;
+  const T* x = static_cast<const T*>(g.x) + kept_offset_of(g.ksize, g.kxs, g.kk, k);
+  const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
+  Acc acc = P::identity(g);
+  if (g.kr == 1 && g.rxs[0] == 1) {
+    // contiguous run: scalar head up to 16-byte alignment, 16-byte vectors, scalar tail
+    constexpr int V = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(x + r0);
+    int64_t head = static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
+    if (addr % sizeof(T) != 0) head = r1 - r0;  // cannot align: all scalar
+    head = min(head, r1 - r0);
+    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[r]), r));
+    const int64_t nvec = (r1 - r0 - head) / V;
+    const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
+    for (int64_t v = lane; v < nvec; v += 32) {
+      const Vec<T, V> e = xv[v];
+      const int64_t rb = r0 + head + v * V;
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc = P::combine(acc, P::map(g, to_c<C>(e.v[j]), rb + j));
+    }
+    for (int64_t r = r0 + head + nvec * V + lane; r < r1; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[r]), r));
+  } else {
+    for (int64_t r = r0 + lane; r < r1; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[reduced_offset(g, r)]), r));
+  }
+  // lanes hold interleaved indices: a lane's partner at distance d holds the larger ones when
+  // its lane bit d is clear, so combine (smaller, larger)
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const Acc o = P::shfl(acc, d);
+    acc = (lane & d) ? P::combine(o, acc) : P::combine(acc, o);
+  }
+  if (lane != 0) return;
+  if (g.splits == 1) P::store(g, k, acc);
+  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+}
+
+template <class P>
+__global__ void __launch_bounds__(256) engine_col_kernel(const ReduceGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  using Acc = typename P::Acc;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  const int64_t s = blockIdx.y;
+  if (k >= g.K) return;
+  const T* x = static_cast<const T*>(g.x) + kept_offset_of(g.ksize, g.kxs, g.kk, k);
+  const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
+  Acc acc = P::identity(g);
+  if (g.kr == 1) {
+    const int64_t st = g.rxs[0];
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
+      const C a0 = to_c<C>(x[r * st]), a1 = to_c<C>(x[(r + 1) * st]);
+      const C a2 = to_c<C>(x[(r + 2) * st]), a3 = to_c<C>(x[(r + 3) * st]);
+      acc = P::combine(P::combine(P::combine(P::combine(acc, P::map(g, a0, r)), P::map(g, a1, r + 1)), P::map(g, a2, r + 2)),
+                       P::map(g, a3, r + 3));
+    }
+    for (; r < r1; ++r) acc = P::combine(acc, P::map(g, to_c<C>(x[r * st]), r));
+  } else {
+    for (int64_t r = r0; r < r1; ++r) acc = P::combine(acc, P::map(g, to_c<C>(x[reduced_offset(g, r)]), r));
+  }
+  if (g.splits == 1) P::store(g, k, acc);
+  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+}
+
+// engine_col_kernel with V adjacent outputs per thread (one kept axis, unit stride, 16-byte
+// aligned rows): one 16-byte load per row; each output combines its rows in the same order.
+template <class P, int V>
+__global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  using Acc = typename P::Acc;
+  const int64_t k0 = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * V;
+  const int64_t s = blockIdx.y;
+  if (k0 >= g.K) return;
+  const T* x = static_cast<const T*>(g.x) + k0;
+  const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split), st = g.rxs[0];
+  Acc acc[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) acc[e] = P::identity(g);
+  auto add = [&](const RawVec<T, V>& w, int64_t r) {
+    C a[V];
+    to_c_vec<C, V, T>(w, a);
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = P::combine(acc[e], P::map(g, a[e], r));
+  };
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
+    RawVec<T, V> w[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) w[u] = load_raw<V>(x + (r + u) * st, 0u, true, 0u);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) add(w[u], r + u);
+  }
+  for (; r < r1; ++r) add(load_raw<V>(x + r * st, 0u, true, 0u), r);
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    if (g.splits == 1) P::store(g, k0 + e, acc[e]);
+    else static_cast<Acc*>(g.partials)[s * g.K + k0 + e] = acc[e];
+  }
+}
+
+template <class P>
+__global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g) {
+  using Acc = typename P::Acc;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  if (k >= g.K) return;
+  const Acc* p = static_cast<const Acc*>(g.partials);
+  Acc acc = P::identity(g);
+  for (int64_t s = 0; s < g.splits; ++s) acc = P::combine(acc, p[s * g.K + k]);
+  P::store(g, k, acc);
+}
+
+// Pass 1, and the partials' pass when the reduction is split.
+template <class P>
+cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
+  using T = typename P::T;
+  if (g.K == 0) return cudaSuccess;
+  cudaError_t e = cudaSuccess;
+  if (g.row_mode) {
+    const int64_t warps = g.K * g.splits;
+    e = launch_kernel(engine_row_kernel<P>, dim3(static_cast<unsigned>((warps + 7) / 8)), dim3(256), 0, stream, g);
+  } else {
+    constexpr int V = 16 / sizeof(T);
+    constexpr bool kVecType = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+                              std::is_same_v<T, __nv_bfloat16>;
+    const bool vec = kVecType && g.col_vec == V && g.kxs[0] == 1 && g.rxs[0] % V == 0 && reinterpret_cast<uintptr_t>(g.x) % 16 == 0;
+    if constexpr (kVecType) {
+      if (vec)
+        e = launch_kernel(engine_col_vec_kernel<P, V>,
+                          dim3(static_cast<unsigned>((g.K / V + 255) / 256), static_cast<unsigned>(g.splits)), dim3(256), 0, stream, g);
+    }
+    if (!vec)
+      e = launch_kernel(engine_col_kernel<P>, dim3(static_cast<unsigned>((g.K + 255) / 256), static_cast<unsigned>(g.splits)),
+                        dim3(256), 0, stream, g);
+  }
+  if (e != cudaSuccess || g.splits == 1) return e;
+  return launch_kernel(engine_combine_kernel<P>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g);
+}
+
+}  // namespace baracuda::red

@@ -1,0 +1,193 @@
+// ReducePlan's policies over the engine (reduce_engine.cuh): one per reduction, each the math of
+// include/baracuda/ops/reduce.hpp's table. Kinds are ReduceKind's values.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "core/arith.hpp"
+#include "ops/reduce/reduce_engine.cuh"
+
+namespace baracuda::red {
+
+enum Kind : int {
+  kSum = 0, kNanSum, kMean, kNanMean, kProd, kAmax, kAmin, kAll, kAny, kCountNonzero, kLogSumExp, kNorm, kVar, kStd,
+  kArgmax, kArgmin, kMax, kMin,
+  // norm by p (the plan picks one): 0, 1, 2, inf, -inf, other
+  kNorm0 = 100, kNorm1, kNorm2, kNormInf, kNormNegInf, kNormP,
+};
+
+template <class V>
+__device__ __forceinline__ V shfl_xor(V v, int d) {
+  return __shfl_xor_sync(0xffffffffu, v, d);
+}
+template <class V>
+__device__ __forceinline__ bool is_nan(V v) {
+  if constexpr (std::is_integral_v<V>) return false;
+  else return v != v;
+}
+template <class C>
+__device__ __forceinline__ C inf_of() {
+  if constexpr (std::is_integral_v<C>) return INT64_MAX;
+  else return std::numeric_limits<C>::infinity();
+}
+template <class C>
+__device__ __forceinline__ C abs_of(C v) {
+  if constexpr (std::is_integral_v<C>) return v < 0 ? -v : v;
+  else return fabs(v);
+}
+
+// One-field accumulators: sums, products, extremes, counts, all / any, the norms but p = 0 / 1 / 2
+// / inf / -inf / p. Acc is C, except counts and all / any (i64).
+template <class T_, class C_, int K>
+struct Plain {
+  using T = T_;
+  using C = C_;
+  static constexpr bool kCount = K == kCountNonzero || K == kAll || K == kAny;
+  using Acc = std::conditional_t<kCount, int64_t, C>;
+  __device__ static Acc identity(const ReduceGeom&) {
+    if constexpr (K == kProd || K == kAll) return Acc(1);
+    else if constexpr (K == kAmax) return -inf_of<C>() - (std::is_integral_v<C> ? 1 : 0);  // INT64_MIN for integers
+    else if constexpr (K == kAmin || K == kNormNegInf) return inf_of<C>();
+    else return Acc(0);
+  }
+  __device__ static Acc map(const ReduceGeom& g, C v, int64_t) {
+    if constexpr (kCount) return v != C(0) ? 1 : 0;
+    else if constexpr (K == kNanSum) return is_nan(v) ? C(0) : v;
+    else if constexpr (K == kNorm0) return v != C(0) ? C(1) : C(0);
+    else if constexpr (K == kNorm1 || K == kNormInf || K == kNormNegInf) return abs_of(v);
+    else if constexpr (K == kNorm2) return v * v;
+    else if constexpr (K == kNormP) return pow(abs_of(v), static_cast<C>(g.p));
+    else return v;
+  }
+  __device__ static Acc combine(Acc a, Acc b) {
+    if constexpr (K == kAll) return a & b;
+    else if constexpr (K == kAny) return a | b;
+    else if constexpr (K == kProd) {
+      if constexpr (std::is_integral_v<Acc>) return wmul(a, b);
+      else return a * b;
+    } else if constexpr (K == kAmax || K == kNormInf) return nan_max(a, b);
+    else if constexpr (K == kAmin || K == kNormNegInf) return nan_min(a, b);
+    else if constexpr (std::is_integral_v<Acc>) return wadd(a, b);
+    else return a + b;
+  }
+  __device__ static Acc shfl(Acc a, int d) { return shfl_xor(a, d); }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    if constexpr (K == kMean) store_kept<C>(g, k, a * static_cast<C>(1.0 / static_cast<double>(g.R)));
+    else if constexpr (K == kNorm2) store_kept<C>(g, k, sqrt(a));
+    else if constexpr (K == kNormP) store_kept<C>(g, k, pow(a, static_cast<C>(1.0 / g.p)));
+    else store_kept<Acc>(g, k, a);
+  }
+};
+
+// nanmean: the sum and the count of the non-NaN elements.
+template <class T_, class C_>
+struct NanMean {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C s, n;
+  };
+  __device__ static Acc identity(const ReduceGeom&) { return {C(0), C(0)}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return is_nan(v) ? Acc{C(0), C(0)} : Acc{v, C(1)}; }
+  __device__ static Acc combine(Acc a, Acc b) { return {a.s + b.s, a.n + b.n}; }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.s, d), shfl_xor(a.n, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) { store_kept<C>(g, k, a.s / a.n); }
+};
+
+// logsumexp in one pass: (m, s) = (the running max, sum of exp(x - m)); an infinite or NaN max
+// decides the result (all -inf: -inf, any +inf: +inf, any NaN: NaN), as PyTorch's.
+template <class T_, class C_>
+struct LogSumExp {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C m, s;
+  };
+  __device__ static Acc identity(const ReduceGeom&) { return {-inf_of<C>(), C(0)}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return {v, C(1)}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    if (is_nan(a.m)) return a;
+    if (is_nan(b.m)) return b;
+    if (a.m == -inf_of<C>()) return b.m == -inf_of<C>() ? Acc{a.m, a.s + b.s} : b;
+    if (b.m == -inf_of<C>()) return a;
+    const C m = a.m > b.m ? a.m : b.m;
+    if (m == inf_of<C>()) return {m, C(1)};
+    return {m, a.s * exp(a.m - m) + b.s * exp(b.m - m)};
+  }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.m, d), shfl_xor(a.s, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    const bool finite = !is_nan(a.m) && a.m != inf_of<C>() && a.m != -inf_of<C>();
+    store_kept<C>(g, k, finite ? a.m + log(a.s) : a.m);
+  }
+};
+
+// var / std: Welford per element, partial results merged with Chan's formula; var divides by
+// max(0, N - correction) (PyTorch's: inf, or NaN for no spread, when that is 0).
+template <class T_, class C_, bool Std>
+struct Variance {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C n, mean, m2;
+  };
+  __device__ static Acc identity(const ReduceGeom&) { return {C(0), C(0), C(0)}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return {C(1), v, C(0)}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    if (b.n == C(0)) return a;
+    if (a.n == C(0)) return b;
+    const C n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
+    return {n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
+  }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.n, d), shfl_xor(a.mean, d), shfl_xor(a.m2, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    const double dof = static_cast<double>(g.R) - g.correction;
+    const C v = a.m2 / static_cast<C>(dof > 0 ? dof : 0.0);
+    store_kept<C>(g, k, Std ? sqrt(v) : v);
+  }
+};
+
+// argmax / argmin and max / min with indices: the extreme's first index; NaN is the extreme.
+template <class T_, class C_, bool Max>
+struct ArgExtreme {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C v;
+    int64_t i;
+  };
+  __device__ static Acc identity(const ReduceGeom&) {
+    if constexpr (std::is_integral_v<C>) return {Max ? INT64_MIN : INT64_MAX, INT64_MAX};
+    else return {Max ? -inf_of<C>() : inf_of<C>(), INT64_MAX};
+  }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t r) { return {v, r}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    const bool an = is_nan(a.v), bn = is_nan(b.v);
+    bool take_b;
+    if (an || bn) take_b = bn && (!an || b.i < a.i);
+    else if (b.v == a.v) take_b = b.i < a.i;
+    else take_b = Max ? b.v > a.v : b.v < a.v;
+    return take_b ? b : a;
+  }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.v, d), shfl_xor(a.i, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    store_kept<C>(g, k, a.v);                // the values (max / min; absent for argmax)
+    store_kept<int64_t>(g, k, a.i, true);  // the indices
+  }
+};
+
+// The launcher of kind K for storage T (C: f64 when asked, i64 for integer storage, else f32).
+template <class T, bool F64, int K>
+ReduceLaunchFn engine_pick() {
+  using C = std::conditional_t<std::is_integral_v<T> && K != kLogSumExp, int64_t, std::conditional_t<F64, double, float>>;
+  if constexpr (K == kNanMean) return &engine_launch<NanMean<T, C>>;
+  else if constexpr (K == kLogSumExp) return &engine_launch<LogSumExp<T, C>>;
+  else if constexpr (K == kVar || K == kStd) return &engine_launch<Variance<T, C, K == kStd>>;
+  else if constexpr (K == kArgmax || K == kMax) return &engine_launch<ArgExtreme<T, C, true>>;
+  else if constexpr (K == kArgmin || K == kMin) return &engine_launch<ArgExtreme<T, C, false>>;
+  else return &engine_launch<Plain<T, C, K>>;
+}
+
+}  // namespace baracuda::red
