@@ -1,5 +1,9 @@
 // Reference adapter of the reduce row: each output's reduced elements gathered in row-major order
 // of the reduced axes, then reference/reduce_ref.cpp's definition.
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "baracuda/ops/reduce.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
@@ -10,25 +14,34 @@ namespace baracuda::harness {
 
 namespace {
 
-Status reduce(RefCall& c) {
-  const ReduceDescriptor& d = c.desc<ReduceDescriptor>();
+// x's elements (row-major indices) of each output (kept coordinates, row-major), each list in
+// increasing reduced index (row-major over the reduced axes: f ascending).
+std::vector<std::vector<int64_t>> members_of(const ReduceDescriptor& d) {
   const std::vector<bool> red = ref::reduced_axes(d);
-  const std::vector<double>& x = c["x"].in;
-  // output index of x's element (reduced coordinates dropped), reduced index (row-major over
-  // the reduced axes); the elements of each output in increasing reduced index
   int64_t outputs = 1;
   for (int a = 0; a < d.rank; ++a)
     if (!red[static_cast<size_t>(a)]) outputs *= d.shape[a];
-  std::vector<std::vector<double>> groups(static_cast<size_t>(outputs));
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(outputs));
   const int64_t n = numel_of(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
   for (int64_t f = 0; f < n; ++f) {
     int64_t rem = f, o = 0, omul = 1;
     for (int a = d.rank - 1; a >= 0; --a) {
-      const int64_t e = d.shape[a], cidx = rem % e;
+      const int64_t e = d.shape[a], ci = rem % e;
       rem /= e;
-      if (!red[static_cast<size_t>(a)]) o += cidx * omul, omul *= e;
+      if (!red[static_cast<size_t>(a)]) o += ci * omul, omul *= e;
     }
-    groups[static_cast<size_t>(o)].push_back(x[static_cast<size_t>(f)]);  // f ascending: reduced index ascending
+    members[static_cast<size_t>(o)].push_back(f);
+  }
+  return members;
+}
+
+Status reduce(RefCall& c) {
+  const ReduceDescriptor& d = c.desc<ReduceDescriptor>();
+  const std::vector<double>& x = c["x"].in;
+  std::vector<std::vector<double>> groups;
+  for (const std::vector<int64_t>& m : members_of(d)) {
+    std::vector<double>& g = groups.emplace_back();
+    for (int64_t f : m) g.push_back(x[static_cast<size_t>(f)]);
   }
   const ReducePlan& plan = *c.plan().plan<ReducePlan>();
   const bool values = c.find("y") != nullptr, indices = c.find("indices") != nullptr;
@@ -54,8 +67,53 @@ Status reduce(RefCall& c) {
   return {};
 }
 
+// The backward's inputs: indices in [0, N) (any, the formula scatters dy there); y positive
+// where the formula divides by it or raises it to a power.
+void reduce_backward_fill(RefCall& c) {
+  const ReduceDescriptor& d = c.desc<ReduceDescriptor>();
+  const std::vector<bool> red = ref::reduced_axes(d);
+  int64_t n = 1;
+  for (int a = 0; a < d.rank; ++a)
+    if (red[static_cast<size_t>(a)]) n *= d.shape[a];
+  if (RefOperand* ix = c.find("indices")) {
+    ix->in.resize(static_cast<size_t>(ix->spec->numel()));
+    std::uniform_int_distribution<int64_t> u(0, std::max<int64_t>(n - 1, 0));
+    for (double& v : ix->in) v = static_cast<double>(u(c.rng()));
+    ix->given = true;
+  }
+  if (RefOperand* y = c.find("y"); y && d.op != ReduceKind::kLogSumExp) y->lo = 0.5, y->hi = 2;
+}
+
+Status reduce_backward(RefCall& c) {
+  const ReduceDescriptor& d = c.desc<ReduceDescriptor>();
+  const RefOperand* x = c.find("x");
+  const RefOperand* y = c.find("y");
+  const RefOperand* ix = c.find("indices");
+  const std::vector<double>& dy = c["dy"].in;
+  RefOperand& dx = c["dx"];
+  const int64_t total = numel_of(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
+  const std::vector<std::vector<int64_t>> members = members_of(d);
+  dx.want.assign(static_cast<size_t>(total), 0.0);
+  dx.mag.assign(static_cast<size_t>(total), 0.0);
+  for (size_t o = 0; o < members.size(); ++o) {
+    std::vector<double> xs;
+    for (int64_t f : members[o]) xs.push_back(x ? x->in[static_cast<size_t>(f)] : 0.0);
+    std::vector<double> mag;
+    const std::vector<double> g = ref::reduce_backward_one(d, xs, y ? y->in[o] : 0.0, dy[o],
+                                                           ix ? static_cast<int64_t>(ix->in[o]) : -1, &mag);
+    for (size_t i = 0; i < members[o].size(); ++i) {
+      dx.want[static_cast<size_t>(members[o][i])] = ref::store_as(d.dtype, g[i]);
+      dx.mag[static_cast<size_t>(members[o][i])] = mag[i];
+    }
+  }
+  if (d.op == ReduceKind::kSum || d.op == ReduceKind::kNanSum || d.op == ReduceKind::kMax || d.op == ReduceKind::kMin)
+    dx.exact = d.dtype == c["dy"].spec->dtype;
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_reduce() { return {nullptr, &reduce, nullptr}; }
+OpRef ref_reduce_backward() { return {&reduce_backward_fill, &reduce_backward, nullptr}; }
 
 }  // namespace baracuda::harness

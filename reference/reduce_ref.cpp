@@ -1,6 +1,7 @@
 // Float64 reference of ReducePlan: textbook definitions, one output at a time.
 #include "reduce_ref.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -118,6 +119,47 @@ ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs
     }
   }
   return r;
+}
+
+std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::vector<double>& xs, double y, double dy,
+                                        int64_t index, std::vector<double>* mag) {
+  const double n = static_cast<double>(xs.size());
+  double mean = 0;
+  for (double v : xs) mean += v;
+  mean /= n;
+  const double dof = std::max(0.0, n - d.correction);
+  std::vector<double> dx(xs.size(), 0.0);
+  if (mag) mag->assign(xs.size(), 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], s = x > 0 ? 1 : (x < 0 ? -1 : 0);
+    double v = 0, m = std::fabs(dy);
+    switch (d.op) {
+      case ReduceKind::kSum: v = dy; break;
+      case ReduceKind::kNanSum: v = std::isnan(x) ? 0 : dy; break;
+      case ReduceKind::kMean: v = dy / n; m = std::fabs(v); break;
+      case ReduceKind::kLogSumExp: v = dy * std::exp(x - y); m = std::fabs(v) * (std::fabs(x) + std::fabs(y) + 1); break;
+      case ReduceKind::kNorm:
+        if (d.p == 0) v = 0;
+        else if (d.p == 1) v = dy * s;
+        else if (d.p == 2) v = y == 0 ? 0 : dy * x / y;
+        else v = y == 0 ? 0 : dy * s * std::pow(std::fabs(x), d.p - 1) / std::pow(y, d.p - 1);
+        m = std::fabs(v) * std::max(1.0, std::fabs(d.p));
+        break;
+      case ReduceKind::kVar:
+        v = dy * 2 * (x - mean) / dof;
+        m = std::fabs(dy) * 2 * (std::fabs(x) + std::fabs(mean)) / dof;
+        break;
+      case ReduceKind::kStd:
+        v = y == 0 ? 0 : dy * (x - mean) / (dof * y);
+        m = y == 0 ? 0 : std::fabs(dy) * (std::fabs(x) + std::fabs(mean)) / (dof * std::fabs(y));
+        break;
+      case ReduceKind::kMax: case ReduceKind::kMin: v = static_cast<int64_t>(i) == index ? dy : 0; break;
+      default: break;
+    }
+    dx[i] = v;
+    if (mag) (*mag)[i] = m;
+  }
+  return dx;
 }
 
 }  // namespace baracuda::ref

@@ -19,6 +19,11 @@ struct ReduceResult {
 // op over xs (one output's reduced elements in row-major order); integer x exactly (i64).
 ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs);
 
+// d(op)/dx_i · dy for one output's elements xs (reduce.hpp's backward formulas), given its
+// forward value y and index (max / min); mag: per element, the size of the terms (tolerance).
+std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::vector<double>& xs, double y, double dy,
+                                        int64_t index, std::vector<double>* mag = nullptr);
+
 // The reduced axes of d (num_dims = 0: all), normalized.
 std::vector<bool> reduced_axes(const ReduceDescriptor& d);
 

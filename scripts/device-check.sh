@@ -4,7 +4,7 @@
 # over the problem files, and PyTorch beside every timed record. Logs and tables go to $OUT
 # (default /tmp/baracuda-out). Usage:
 #   COMMIT=abc1234 DATE=2026-11-27 [BENCH=bench/problems/perf[/FAMILY.txt]] [BENCH_FILTER=TEXT] \
-#     [TORCH_COMPILE=rope,rope_backward,...] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
+#     [TORCH_COMPILE=rope,rope_backward,...] [PREBUILT=.device-bin/bundle.tar.gz] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
 #     [--no-torch] [--parity]
 # Results to commit: $OUT/verified.json -> docs/verified.json (the contract suite per row),
 # $OUT/perf/<family>.{json,md} -> docs/perf/, then python3 scripts/gen_ops_md.py (docs/ops.md).
@@ -18,15 +18,41 @@ for a in "$@"; do
   case "$a" in --no-tests) TESTS=0 ;; --no-sanitizer) SAN=0 ;; --no-bench) BENCHING=0 ;; --no-torch) TORCH=0 ;; --parity) PARITY=1 ;; esac
 done
 BUILD=${BUILD:-build-device}
+# Python wheels carried in .whl (the device README's route; expecttest for PyTorch's OpInfo
+# database in python/tests/test_gpu_parity.py)
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 start=$(date +%s)
 PYOPT=""  # the Python package's extension too, where nanobind is installed (the GPU machine has it)
 python3 -c "import nanobind" 2>/dev/null && PYOPT="-DBARACUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(command -v python3)"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release $PYOPT > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
-ninja -C "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -m20 -E "error" "$OUT/build.log"; exit 1; }
+if [ -n "${PREBUILT:-}" ]; then
+  # binaries built elsewhere (scripts/device-bundle.sh): no compile here but the Python bindings
+  mkdir -p "$BUILD" && tar -C "$BUILD" -xzf "$PREBUILT" || exit 1
+  export LD_LIBRARY_PATH="$PWD/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ -n "$PYOPT" ]; then
+    lib=$(ls "$PWD/$BUILD"/libbaracuda.so.*.*.* | head -1)
+    (cmake -S python -B "$BUILD/python" -G Ninja -DBARACUDA_LIBRARY="$lib" -DPython_EXECUTABLE="$(command -v python3)" &&
+      ninja -C "$BUILD/python") > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; PYOPT=""; }
+  fi
+else
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release $PYOPT > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
+  ninja -C "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -m20 -E "error" "$OUT/build.log"; exit 1; }
+fi
 echo "build: $(( $(date +%s) - start )) s"
-if [ $TESTS = 1 ]; then
+if [ $TESTS = 1 ] && [ -n "${PREBUILT:-}" ]; then
+  # no ctest tree: the two suites directly (the contract results as with ctest)
+  start=$(date +%s)
+  "$BUILD/tests/baracuda_host_tests" --gtest_brief=1 > "$OUT/ctest.log" 2>&1 || status=1
+  BARACUDA_CONTRACT_JSON="$OUT/contract.json" "$BUILD/tests/baracuda_device_tests" --gtest_brief=1 >> "$OUT/ctest.log" 2>&1 || status=1
+  [ -f "$OUT/contract.json" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(date=sys.argv[2], commit=sys.argv[3]); json.dump(d, open(sys.argv[4], 'w'), indent=1)" \
+    "$OUT/contract.json" "$DATE" "$COMMIT" "$OUT/verified.json" && rm -f "$OUT/contract.json"
+  echo "tests: $(( $(date +%s) - start )) s"
+  grep -E "^\[(contract|  PASSED|  FAILED)|Failure|repro" "$OUT/ctest.log" | head -80
+elif [ $TESTS = 1 ]; then
   start=$(date +%s)
   BARACUDA_CONTRACT_JSON="$OUT/contract.json" ctest --test-dir "$BUILD" -j4 --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
   [ -f "$OUT/contract.json" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(date=sys.argv[2], commit=sys.argv[3]); json.dump(d, open(sys.argv[4], 'w'), indent=1)" \
@@ -46,7 +72,7 @@ if [ $TESTS = 1 ] && [ -n "$PYOPT" ]; then
   # graphs, JAX, call overhead (the [overhead] line)
   start=$(date +%s)
   root=$PWD
-  (cd "$OUT" && XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$root/$BUILD/python" BARACUDA_PARITY_JSON="$OUT/parity.json" \
+  (cd "$OUT" && XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$root/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" BARACUDA_PARITY_JSON="$OUT/parity.json" \
     python3 -m pytest -q -rs -s -p no:cacheprovider "$root/python/tests") > "$OUT/pytest.log" 2>&1 || status=1
   echo "pytest: $(( $(date +%s) - start )) s; $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)"
   grep -E '^\[overhead\]|^FAILED' "$OUT/pytest.log"

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+import builtins  # the reductions below take the names sum, all, any, max, min (as torch's)
 import functools
 
 import baracuda as _baracuda
@@ -30,7 +31,8 @@ from . import Error, _C, _ROW_BY_NAME, fields as _all_fields, problem_line, sele
 
 __all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "pad", "embedding", "embedding_bag",
            "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
-           "EmbeddingBag", "CausalConv1d"]
+           "EmbeddingBag", "CausalConv1d", "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any",
+           "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min"]
 
 _TO_TORCH = {
     "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
@@ -150,7 +152,7 @@ def _setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
 def _make_backward(row: str, bwd_row: str):
     def backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
         saved = list(ctx.saved_tensors)
-        k = sum(ctx.in_present)
+        k = builtins.sum(ctx.in_present)
         present, outs = saved[:k], saved[k:]
         it = iter(present)
         tensors = [next(it) if p else None for p in ctx.in_present]
@@ -224,7 +226,7 @@ def _names(kw: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for k, v in kw.items():
         k = k[:-1] if k.endswith("_") else k
-        if isinstance(v, (list, tuple)) and v and all(isinstance(e, torch.Tensor) or e is None for e in v):
+        if isinstance(v, (list, tuple)) and v and builtins.all(isinstance(e, torch.Tensor) or e is None for e in v):
             for i, e in enumerate(v):
                 out[f"{k}[{i}]"] = e
         else:
@@ -439,6 +441,97 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
              channels=c, seq=l, width=weight.shape[1], has_bias=bias is not None, activation=act, x=x, weight=weight,
              bias=bias)
     return r["y"]
+
+
+# ---------------------------------------------------------------- reductions (the reduce row)
+
+def _reduce(op: str, input: torch.Tensor, dim: Any, keepdim: bool, out: Optional[torch.dtype] = None,
+            **extra: Any) -> Dict[str, torch.Tensor]:
+    rank = input.dim()
+    dims = [] if dim is None else ([int(dim)] if isinstance(dim, int) else [int(d) for d in dim])
+    return call("reduce", op=op, dtype=dtype_of(input.dtype), rank=rank, shape=[int(n) for n in input.shape],
+                num_dims=len(dims), dims=dims if dims else None, keepdim=keepdim,
+                out_dtype=dtype_of(out) if out is not None else None, x=input, **extra)
+
+
+def sum(input: torch.Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.sum (integer and bool inputs sum into int64)."""
+    return _reduce("sum", input, dim, keepdim, dtype)["y"]
+
+
+def nansum(input: torch.Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _reduce("nansum", input, dim, keepdim, dtype)["y"]
+
+
+def mean(input: torch.Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _reduce("mean", input, dim, keepdim, dtype)["y"]
+
+
+def nanmean(input: torch.Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _reduce("nanmean", input, dim, keepdim, dtype)["y"]
+
+
+def prod(input: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+         dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _reduce("prod", input, dim, keepdim, dtype)["y"]
+
+
+def amax(input: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
+    return _reduce("amax", input, dim or None, keepdim)["y"]
+
+
+def amin(input: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
+    return _reduce("amin", input, dim or None, keepdim)["y"]
+
+
+def all(input: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("all", input, dim, keepdim)["y"]
+
+
+def any(input: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("any", input, dim, keepdim)["y"]
+
+
+def count_nonzero(input: torch.Tensor, dim: Any = None) -> torch.Tensor:
+    return _reduce("count_nonzero", input, dim, False)["y"]
+
+
+def logsumexp(input: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("logsumexp", input, dim, keepdim)["y"]
+
+
+def vector_norm(x: torch.Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.linalg.vector_norm."""
+    return _reduce("norm", x, dim, keepdim, dtype, p=float(ord))["y"]
+
+
+def var(input: torch.Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("var", input, dim, keepdim, correction=float(correction))["y"]
+
+
+def std(input: torch.Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("std", input, dim, keepdim, correction=float(correction))["y"]
+
+
+def argmax(input: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("argmax", input, dim, keepdim)["indices"]
+
+
+def argmin(input: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
+    return _reduce("argmin", input, dim, keepdim)["indices"]
+
+
+def max(input: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.max(input, dim): (values, indices)."""
+    r = _reduce("max", input, dim, keepdim)
+    return r["y"], r["indices"]
+
+
+def min(input: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.min(input, dim): (values, indices)."""
+    r = _reduce("min", input, dim, keepdim)
+    return r["y"], r["indices"]
 
 
 # ---------------------------------------------------------------- modules (the stateful ops)

@@ -288,3 +288,38 @@ def test_examples_run(example):
     r = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / example)], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- reductions (the reduce row)
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_reductions_against_torch(dtype):
+    x = torch.randn(33, 257, device="cuda", dtype=dtype)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1.6e-2, atol=1e-2)
+    torch.testing.assert_close(bt.sum(x, 1), x.sum(1), **tol)
+    torch.testing.assert_close(bt.mean(x, 0, keepdim=True), x.mean(0, keepdim=True), **tol)
+    torch.testing.assert_close(bt.logsumexp(x, 1), torch.logsumexp(x, 1), **tol)
+    torch.testing.assert_close(bt.vector_norm(x, 3, 1), torch.linalg.vector_norm(x, 3, 1), **tol)
+    torch.testing.assert_close(bt.var(x, 1), x.var(1), **tol)
+    torch.testing.assert_close(bt.std(x, 0, correction=0), x.std(0, correction=0), **tol)
+    assert torch.equal(bt.amax(x, 1), x.amax(1))
+    assert torch.equal(bt.argmax(x, 1), x.argmax(1))
+    v, i = bt.max(x, 0)
+    rv, ri = torch.max(x, 0)
+    assert torch.equal(v, rv) and torch.equal(i, ri)
+    ints = torch.randint(-5, 5, (40, 50), device="cuda", dtype=torch.int32)
+    assert torch.equal(bt.sum(ints, 1), ints.sum(1)) and bt.sum(ints, 1).dtype == torch.int64
+    assert torch.equal(bt.argmin(ints, 1), ints.argmin(1))  # ties: the first index
+    assert torch.equal(bt.count_nonzero(ints), torch.count_nonzero(ints))
+    assert torch.equal(bt.all(ints != 7, 1), (ints != 7).all(1))
+    big = torch.randn(1 << 24, device="cuda")
+    exact = big.double().sum()
+    assert abs(bt.sum(big).double() - exact) <= abs(big.sum().double() - exact) * 2 + 1e-3  # not worse than PyTorch
+
+
+def test_gradcheck_reductions():
+    x = torch.rand(4, 9, device="cuda", dtype=torch.float64, requires_grad=True)
+    for f in (lambda a: bt.sum(a, 1), lambda a: bt.mean(a, (0, 1)), lambda a: bt.logsumexp(a, 1),
+              lambda a: bt.vector_norm(a, 2, 1), lambda a: bt.vector_norm(a, 3.5, 0), lambda a: bt.var(a, 1),
+              lambda a: bt.std(a, 0, correction=0), lambda a: bt.max(a, 1)[0], lambda a: bt.nansum(a, 1)):
+        assert torch.autograd.gradcheck(f, (x,))

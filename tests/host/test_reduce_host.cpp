@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "baracuda/ops/reduce.hpp"
@@ -154,4 +156,57 @@ TEST(ReducePlan, SplitReductionsReserveTheirPartials) {
   EXPECT_GT(sum->workspace_size(), 0u);
   EXPECT_EQ(var->workspace_size(), 3 * sum->workspace_size());
   EXPECT_EQ(var->precision_guarantee().determinism, Determinism::kRunToRun);
+}
+
+// The backward reference against central finite differences of the forward reference, for every
+// differentiable op it covers (x in [0.5, 2]: away from norm's and std's zeros).
+TEST(ReduceReference, BackwardMatchesFiniteDifferences) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  struct Case {
+    ReduceKind op;
+    double p, correction;
+  };
+  for (const Case& k : {Case{ReduceKind::kSum, 2, 1}, Case{ReduceKind::kNanSum, 2, 1}, Case{ReduceKind::kMean, 2, 1},
+                        Case{ReduceKind::kLogSumExp, 2, 1}, Case{ReduceKind::kNorm, 1, 1}, Case{ReduceKind::kNorm, 2, 1},
+                        Case{ReduceKind::kNorm, 3.5, 1}, Case{ReduceKind::kVar, 2, 1}, Case{ReduceKind::kVar, 2, 0},
+                        Case{ReduceKind::kStd, 2, 1}, Case{ReduceKind::kMax, 2, 1}, Case{ReduceKind::kMin, 2, 1}}) {
+    ReduceDescriptor d = desc(k.op, DType::f64, {7});
+    d.p = k.p;
+    d.correction = k.correction;
+    std::vector<double> xs(7);
+    for (double& v : xs) v = u(rng);
+    const ref::ReduceResult fwd = ref::reduce_one(d, xs);
+    const double dy = 0.75;
+    const std::vector<double> dx = ref::reduce_backward_one(d, xs, fwd.value, dy, fwd.index);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double h = 1e-6;
+      std::vector<double> a = xs, b = xs;
+      a[i] += h;
+      b[i] -= h;
+      const double fd = dy * (ref::reduce_one(d, a).value - ref::reduce_one(d, b).value) / (2 * h);
+      EXPECT_NEAR(dx[i], fd, 1e-6 * std::max(1.0, std::fabs(fd))) << enum_name(k.op) << " p " << k.p << " element " << i;
+    }
+  }
+}
+
+TEST(ReduceBackwardPlan, OperandsAndRefusals) {
+  auto std_plan = ReduceBackwardPlan::select(desc(ReduceKind::kStd, DType::bf16, {6, 40}, {1}), hopper());
+  ASSERT_TRUE(std_plan) << std_plan.status().to_string();
+  EXPECT_TRUE(std_plan->expected_operands().find("x") && std_plan->expected_operands().find("y") &&
+              std_plan->expected_operands().find("dy") && std_plan->expected_operands().find("dx"));
+  EXPECT_GT(std_plan->workspace_size(), 0u);  // the means
+  auto sum_plan = ReduceBackwardPlan::select(desc(ReduceKind::kSum, DType::f32, {6, 40}, {1}), hopper());
+  ASSERT_TRUE(sum_plan);
+  EXPECT_FALSE(sum_plan->expected_operands().find("x"));  // sum's gradient reads dy only
+  EXPECT_EQ(sum_plan->workspace_size(), 0u);
+  auto max_plan = ReduceBackwardPlan::select(desc(ReduceKind::kMax, DType::f32, {6, 40}, {0}), hopper());
+  ASSERT_TRUE(max_plan);
+  EXPECT_EQ(max_plan->expected_operands().find("indices")->dtype, DType::i64);
+  expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kArgmax, DType::f32, {6, 40}), hopper()).status(),
+               StatusCode::kInvalidProblem, "not differentiable");
+  expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kProd, DType::f32, {6, 40}), hopper()).status(), StatusCode::kUnsupported,
+               "not built yet");
+  expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kSum, DType::i32, {6, 40}), hopper()).status(), StatusCode::kUnsupported,
+               "floating x");
 }

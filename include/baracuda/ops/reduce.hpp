@@ -86,4 +86,43 @@ class ReducePlan : public PlanBase<ReduceDescriptor> {
   bool reduced_[kMaxRank] = {};
 };
 
+// ---------------------------------------------------------------- backward
+// dx = d(op)/dx · dy, broadcast over the reduced axes (the descriptor is the forward's):
+//   sum dy; nansum dy where x is not NaN (else 0); mean dy / N; logsumexp dy · exp(x - y);
+//   norm p = 0: 0; p = 1: dy · sign(x); p = 2: dy · x / y; other p: dy · sign(x) · |x|^(p-1) /
+//   y^(p-1) (0 where y = 0, as PyTorch's); var dy · 2 (x - mean) / max(0, N - correction);
+//   std dy · (x - mean) / (max(0, N - correction) · y) (0 where y = 0); max / min dy at the
+//   forward's index, 0 elsewhere. Not differentiable: all, any, count_nonzero, argmax, argmin
+//   (refused). Not yet: prod, amax / amin and norm with p = ±inf (their tie and zero counts),
+//   nanmean (refused with the reason).
+// Operands: dy (y's shape and dtype); x (nansum, logsumexp, norm p != 0, var, std); y
+//   (logsumexp, norm p > 1 or p < 0 ... every p but 0 and 1, std); indices (max, min); dx (x's
+//   shape and dtype, f32 / f16 / bf16 / f64).
+// Accumulation: f32 (f64 for f64 x); var / std's mean by a forward mean pass into the workspace.
+// Determinism: bitwise run-to-run (elementwise; the mean pass is the forward's fixed order).
+// Workspace: var / std: the means (one accumulator per output) and that pass's partials.
+using ReduceBackwardDescriptor = ReduceDescriptor;
+
+struct ReduceBackwardArgs {
+  TensorRef x;
+  TensorRef y;
+  TensorRef indices;
+  TensorRef dy;
+  TensorMut dx;
+};
+BARACUDA_DESCRIBE(ReduceBackwardArgs, x, y, indices, dy, dx);
+
+class ReduceBackwardPlan : public PlanBase<ReduceDescriptor> {
+ public:
+  static Result<ReduceBackwardPlan> select(const ReduceBackwardDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const ReduceBackwardArgs& args) const;
+  Status run(cudaStream_t stream, Workspace ws, const ReduceBackwardArgs& args) const;
+
+ private:
+  DType out_ = DType::f32;  // y / dy
+  int64_t keep_shape_[kMaxRank] = {};
+  bool reduced_[kMaxRank] = {};
+  size_t mean_bytes_ = 0, mean_partials_ = 0;  // var / std: the means and their pass's partials
+};
+
 }  // namespace baracuda

@@ -57,6 +57,27 @@ ReduceLaunchFn find_sums(DType in, int kind);
 ReduceLaunchFn find_extremes(DType in, int kind);
 ReduceLaunchFn find_stats(DType in, int kind);
 
+// ReduceBackwardPlan's pass: one thread per x element (grid-stride), over x's own axes. Strides
+// of the per-output views (y, dy, indices, means) are in keepdim form: 0 on the reduced axes;
+// rmul gives the element's reduced index (row-major over the reduced axes; 0 on kept axes).
+struct ReduceBwdGeom {
+  int rank = 0;
+  int64_t numel = 0;
+  int64_t size[kMaxRank] = {}, xs[kMaxRank] = {}, dxs[kMaxRank] = {}, ys[kMaxRank] = {}, dys[kMaxRank] = {},
+          ixs[kMaxRank] = {}, ms[kMaxRank] = {}, rmul[kMaxRank] = {};
+  const void* x = nullptr;
+  const void* y = nullptr;
+  const void* dy = nullptr;
+  const void* indices = nullptr;
+  const void* mean = nullptr;  // var / std: f32 (f64 for f64 x)
+  void* dx = nullptr;
+  uint8_t y_dtype = 0;  // y and dy
+  int kind = 0;         // red::Kind (the norms by p)
+  double p = 2, inv_n = 0, dof = 0;
+};
+using ReduceBwdLaunchFn = LaunchFn<ReduceBwdGeom>;
+ReduceBwdLaunchFn find_backward(DType x);  // f32 / f16 / bf16 / f64
+
 // The geometry of x viewed as kept x reduced axes (reduce_geometry.cpp), from the shapes: out
 // is x's shape with 1 on the reduced axes (right-aligned; leading missing axes reduced). Strides
 // come from x and y when given (run), shape-only otherwise (select). y2: the index output.

@@ -1,0 +1,165 @@
+// ReduceBackwardPlan: the forward's validation (ReducePlan::select), which operands the formula
+// reads, var / std's mean pass into the workspace, the broadcast pass.
+#include <algorithm>
+#include <cmath>
+
+#include "baracuda/ops/reduce.hpp"
+#include "core/cuda_check.hpp"
+#include "core/plan_kit.hpp"
+#include "core/validate.hpp"
+#include "core/workspace.hpp"
+#include "ops/reduce/reduce_geometry.hpp"
+
+namespace baracuda {
+
+namespace {
+
+constexpr std::string_view kOp = "reduce_backward";
+constexpr int kNorm0 = 100;  // red::kNorm0: the norms by p (reduce_policies.cuh)
+
+int backward_kind(const ReduceDescriptor& d) {
+  if (d.op != ReduceKind::kNorm) return static_cast<int>(d.op);
+  if (d.p == 0) return kNorm0;
+  if (d.p == 1) return kNorm0 + 1;
+  if (d.p == 2) return kNorm0 + 2;
+  return kNorm0 + 5;  // other finite p (±inf refused at select)
+}
+
+bool reads_x(ReduceKind op, double p) {
+  switch (op) {
+    case ReduceKind::kNanSum: case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd: return true;
+    case ReduceKind::kNorm: return p != 0;
+    default: return false;
+  }
+}
+bool reads_y(ReduceKind op, double p) {
+  switch (op) {
+    case ReduceKind::kLogSumExp: case ReduceKind::kStd: return true;
+    case ReduceKind::kNorm: return p != 0 && p != 1;
+    default: return false;
+  }
+}
+
+// Strides of a per-output view in keepdim form over x's axes (0 on the reduced ones).
+void keepdim_strides(const TensorLayout& v, int rank, const bool* reduced, bool keepdim, int64_t* out) {
+  int j = 0;
+  for (int a = 0; a < rank; ++a) {
+    if (reduced[a]) {
+      out[a] = 0;
+      if (keepdim) ++j;
+    } else {
+      out[a] = v.shape[j] == 1 ? 0 : v.stride[j];
+      ++j;
+    }
+  }
+}
+
+}  // namespace
+
+Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescriptor& d, const PlanPreference& pref) {
+  auto fwd = ReducePlan::select(d, pref);  // the same descriptor: its checks, result type and shapes
+  if (!fwd) return Status(fwd.status().code(), cat(kOp, ": ", fwd.status().message()));
+  switch (d.op) {
+    case ReduceKind::kAll: case ReduceKind::kAny: case ReduceKind::kCountNonzero: case ReduceKind::kArgmax: case ReduceKind::kArgmin:
+      return error(StatusCode::kInvalidProblem, kOp, ": ", enum_name(d.op), " is not differentiable");
+    case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kNanMean:
+      return error(StatusCode::kUnsupported, kOp, ": the backward of ", enum_name(d.op), " is not built yet (its tie / zero counts)");
+    case ReduceKind::kNorm:
+      if (std::isinf(d.p)) return error(StatusCode::kUnsupported, kOp, ": the backward of norm with p = ", d.p, " is not built yet");
+      break;
+    default: break;
+  }
+  if (!is_floating(d.dtype)) return error(StatusCode::kUnsupported, kOp, ": the backward needs a floating x (", dtype_name(d.dtype), ")");
+  ReduceBackwardPlan p;
+  if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
+  if (!red::find_backward(d.dtype)) return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype));
+  p.desc_ = d;
+  const OperandSpec& y = *fwd->expected_operands().find(d.op == ReduceKind::kMax || d.op == ReduceKind::kMin ? "indices" : "y");
+  p.out_ = d.op == ReduceKind::kMax || d.op == ReduceKind::kMin ? d.dtype : y.dtype;
+  for (int a = 0; a < d.rank; ++a) p.reduced_[a] = d.num_dims == 0;
+  for (int i = 0; i < d.num_dims; ++i) p.reduced_[d.dims[i] < 0 ? d.dims[i] + d.rank : d.dims[i]] = true;
+  for (int a = 0; a < d.rank; ++a) p.keep_shape_[a] = p.reduced_[a] ? 1 : d.shape[a];
+  const std::span<const int64_t> xs(d.shape, static_cast<size_t>(d.rank));
+  if (reads_x(d.op, d.p)) p.operands_.input("x", d.dtype, xs);
+  if (reads_y(d.op, d.p)) p.operands_.input("y", p.out_, y.dims());
+  if (d.op == ReduceKind::kMax || d.op == ReduceKind::kMin) p.operands_.input("indices", DType::i64, y.dims());
+  p.operands_.input("dy", p.out_, y.dims());
+  p.operands_.output("dx", d.dtype, xs);
+  if (Status s = resolve_operands<ReduceBackwardArgs>(kOp, p.operands_); !s.ok()) return s;
+  WorkspaceLayout w;
+  if (d.op == ReduceKind::kVar || d.op == ReduceKind::kStd) {
+    red::ReduceGeom g;
+    red::build_geometry(red::ReduceShape{d.dtype, d.rank, d.shape, d.rank, p.keep_shape_}, nullptr, nullptr, &g);
+    const size_t acc = d.dtype == DType::f64 ? 8 : 4;
+    auto partials = red::partials_bytes(kOp, g, acc);
+    if (!partials) return partials.status();
+    p.mean_bytes_ = static_cast<size_t>(g.K) * acc;
+    p.mean_partials_ = *partials;
+    w.take(p.mean_bytes_);
+    if (*partials) w.take(*partials);
+  }
+  p.workspace_ = w.total();
+  if (Status s = check_workspace_budget(kOp, p.workspace_, pref.max_workspace_bytes); !s.ok()) return s;
+  p.sku_.op = cat("reduce.", enum_name(d.op));
+  p.sku_.direction = Direction::kBackward;
+  p.sku_.dtype = d.dtype;
+  p.sku_.variant = "broadcast";
+  p.guarantee_ = float_guarantee(d.dtype);
+  return p;
+}
+
+Status ReduceBackwardPlan::can_implement(const ReduceBackwardArgs& a) const {
+  return check_plan_args(kOp, selected(), operands_, a);
+}
+
+Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBackwardArgs& a) const {
+  if (Status s = can_implement(a); !s.ok()) return s;
+  const ReduceDescriptor& d = desc_;
+  if (Status s = check_workspace(kOp, ws, workspace_); !s.ok()) return s;
+  red::ReduceBwdGeom b;
+  b.rank = d.rank;
+  b.numel = a.dx.numel();
+  if (b.numel == 0) return {};
+  int64_t n = 1;  // elements per output
+  for (int i = 0; i < d.rank; ++i) {
+    b.size[i] = d.shape[i];
+    b.xs[i] = a.x.data ? a.x.stride[i] : 0;
+    b.dxs[i] = a.dx.stride[i];
+    if (reduced_[i]) n *= d.shape[i];
+  }
+  int64_t mul = 1;
+  for (int i = d.rank - 1; i >= 0; --i)
+    if (reduced_[i]) b.rmul[i] = mul, mul *= d.shape[i];
+  keepdim_strides(a.dy, d.rank, reduced_, d.keepdim, b.dys);
+  if (a.y.data) keepdim_strides(a.y, d.rank, reduced_, d.keepdim, b.ys);
+  if (a.indices.data) keepdim_strides(a.indices, d.rank, reduced_, d.keepdim, b.ixs);
+  b.x = a.x.data;
+  b.y = a.y.data;
+  b.dy = a.dy.data;
+  b.indices = a.indices.data;
+  b.dx = a.dx.data;
+  b.y_dtype = static_cast<uint8_t>(out_);
+  b.kind = backward_kind(d);
+  b.p = d.p;
+  b.inv_n = 1.0 / static_cast<double>(n);
+  b.dof = std::max(0.0, static_cast<double>(n) - d.correction);
+  if (d.op == ReduceKind::kVar || d.op == ReduceKind::kStd) {
+    // the means, contiguous over the kept axes, by the forward's mean pass
+    const DType acc = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    TensorLayout means = TensorLayout::make(acc, std::span<const int64_t>(keep_shape_, static_cast<size_t>(d.rank)));
+    red::ReduceGeom g;
+    red::build_geometry(red::ReduceShape{d.dtype, d.rank, d.shape, d.rank, keep_shape_}, &a.x, &means, &g);
+    g.x = a.x.data;
+    g.y = ws.ptr;
+    g.y_dtype = static_cast<uint8_t>(acc);
+    if (g.splits > 1) g.partials = static_cast<char*>(ws.ptr) + (mean_bytes_ + 255) / 256 * 256;
+    if (Status s = cuda_status(red::find_sums(d.dtype, static_cast<int>(ReduceKind::kMean))(g, stream), kOp); !s.ok()) return s;
+    std::copy(means.stride, means.stride + d.rank, b.ms);
+    for (int i = 0; i < d.rank; ++i)
+      if (reduced_[i]) b.ms[i] = 0;
+    b.mean = ws.ptr;
+  }
+  return cuda_status(red::find_backward(d.dtype)(b, stream), kOp);
+}
+
+}  // namespace baracuda
