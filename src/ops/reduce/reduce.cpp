@@ -24,7 +24,7 @@ using AnyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DTy
 
 // The kernels' kinds (red::Kind in reduce_policies.cuh: ReduceKind's order, the norms by p).
 enum Group : int { kSums, kExtremes, kStats };
-constexpr int kNorm0 = 100;
+constexpr int kNorm0 = red::kNormKind0;
 
 bool takes_integers(ReduceKind op) {
   switch (op) {
@@ -63,15 +63,6 @@ Group group_of(ReduceKind op) {
     default:
       return kSums;
   }
-}
-
-int kind_of(const ReduceDescriptor& d) {
-  if (d.op != ReduceKind::kNorm) return static_cast<int>(d.op);
-  if (d.p == 0) return kNorm0;
-  if (d.p == 1) return kNorm0 + 1;
-  if (d.p == 2) return kNorm0 + 2;
-  if (std::isinf(d.p)) return d.p > 0 ? kNorm0 + 3 : kNorm0 + 4;
-  return kNorm0 + 5;
 }
 
 red::ReduceLaunchFn find(int group, DType in, int kind) {
@@ -160,6 +151,15 @@ TensorLayout keepdim_view(const TensorLayout& v, int rank, const bool* reduced, 
 
 }  // namespace
 
+int red::kernel_kind(const ReduceDescriptor& d) {
+  if (d.op != ReduceKind::kNorm) return static_cast<int>(d.op);
+  if (d.p == 0) return kNorm0;
+  if (d.p == 1) return kNorm0 + 1;
+  if (d.p == 2) return kNorm0 + 2;
+  if (std::isinf(d.p)) return d.p > 0 ? kNorm0 + 3 : kNorm0 + 4;
+  return kNorm0 + 5;
+}
+
 Result<ReducePlan> ReducePlan::select(const ReduceDescriptor& d, const PlanPreference& pref) {
   ReducePlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
@@ -192,7 +192,7 @@ Result<ReducePlan> ReducePlan::select(const ReduceDescriptor& d, const PlanPrefe
       if (p.reduced_[a] && d.shape[a] == 0)
         return error(StatusCode::kInvalidProblem, kOp, ": Expected reduction dim ", a, " to have non-zero size (", enum_name(d.op),
                      d.op == ReduceKind::kNorm ? cat(" with p = ", d.p) : std::string(), " of an empty axis has no identity)");
-  p.kind_ = kind_of(d);
+  p.kind_ = red::kernel_kind(d);
   p.group_ = group_of(d.op);
   if (!find(p.group_, d.dtype, p.kind_)) return error(StatusCode::kInternal, kOp, ": no kernel for ", enum_name(d.op), " of ", dtype_name(d.dtype));
   p.desc_ = d;

@@ -15,16 +15,6 @@ namespace baracuda {
 namespace {
 
 constexpr std::string_view kOp = "reduce_backward";
-constexpr int kNorm0 = 100;  // red::kNorm0: the norms by p (reduce_policies.cuh)
-
-int backward_kind(const ReduceDescriptor& d) {
-  if (d.op != ReduceKind::kNorm) return static_cast<int>(d.op);
-  if (d.p == 0) return kNorm0;
-  if (d.p == 1) return kNorm0 + 1;
-  if (d.p == 2) return kNorm0 + 2;
-  return kNorm0 + 5;  // other finite p (±inf refused at select)
-}
-
 bool reads_x(ReduceKind op, double p) {
   switch (op) {
     case ReduceKind::kNanSum: case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd: return true;
@@ -139,7 +129,7 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
   b.indices = a.indices.data;
   b.dx = a.dx.data;
   b.y_dtype = static_cast<uint8_t>(out_);
-  b.kind = backward_kind(d);
+  b.kind = red::kernel_kind(d);  // norm p = ±inf is refused at select
   b.p = d.p;
   b.inv_n = 1.0 / static_cast<double>(n);
   b.dof = std::max(0.0, static_cast<double>(n) - d.correction);

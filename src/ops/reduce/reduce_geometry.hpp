@@ -18,6 +18,7 @@
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/reduce.hpp"
 #include "core/launch_fn.hpp"
 
 namespace baracuda::red {
@@ -54,6 +55,10 @@ ReduceLaunchFn reduce_find_kernel(DType in, int op, bool f64_acc);
 // norms by p; nullptr when the group has no such kind for `in`. The accumulator is f64 for f64
 // storage, i64 for integer storage (f32 for logsumexp), f32 otherwise.
 ReduceLaunchFn find_sums(DType in, int kind);
+// The kernels' kind of a ReducePlan descriptor (red::Kind: ReduceKind's value; the norms by p:
+// kNorm0 + 0..5 for p = 0, 1, 2, inf, -inf, other). Defined in reduce.cpp.
+inline constexpr int kNormKind0 = 100;  // = red::kNorm0 (reduce_policies.cuh)
+int kernel_kind(const ReduceDescriptor& d);
 ReduceLaunchFn find_extremes(DType in, int kind);
 ReduceLaunchFn find_stats(DType in, int kind);
 

@@ -16,7 +16,7 @@ enum Kind : int {
   kSum = 0, kNanSum, kMean, kNanMean, kProd, kAmax, kAmin, kAll, kAny, kCountNonzero, kLogSumExp, kNorm, kVar, kStd,
   kArgmax, kArgmin, kMax, kMin,
   // norm by p (the plan picks one): 0, 1, 2, inf, -inf, other
-  kNorm0 = 100, kNorm1, kNorm2, kNormInf, kNormNegInf, kNormP,
+  kNorm0 = kNormKind0, kNorm1, kNorm2, kNormInf, kNormNegInf, kNormP,
 };
 
 template <class V>
