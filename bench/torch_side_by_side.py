@@ -249,6 +249,33 @@ def torch_reduce_op(R, bwd, wrap=None):
     return calls[op]
 
 
+def torch_scan(R, bwd, wrap=None):
+    """The scan rows: torch.cumsum / cumprod / cummax / cummin / logcumsumexp (reverse: flipped in and
+    out, as PyTorch has no reverse form; exclusive has no PyTorch form); backward = autograd's kernel."""
+    x = R.t("x" if R.has("x") else "dy")
+    dim = int(R.f.get("dim", "0"))
+    op = R.f["op"]
+    odt = DT[R.f["out_dtype"]] if R.has("out_dtype") and R.f["out_dtype"] != "none" else None
+    rev = R.f.get("reverse", "false") == "true"
+    calls = {
+        "cumsum": lambda t: torch.cumsum(t, dim, dtype=odt), "cumprod": lambda t: torch.cumprod(t, dim, dtype=odt),
+        "cummax": lambda t: torch.cummax(t, dim), "cummin": lambda t: torch.cummin(t, dim),
+        "logcumsumexp": lambda t: torch.logcumsumexp(t, dim),
+    }
+    f = calls[op]
+    if bwd:
+        if op == "cumsum":  # autograd's cumsum backward: the reversed cumsum of dy (flip, cumsum, flip)
+            return lambda: torch.ops.aten.flip(torch.cumsum(torch.ops.aten.flip(x, [dim]), dim), [dim])
+        xl = leaf(R.t("x") if R.has("x") else x)
+        y = f(xl)
+        y = y[0] if isinstance(y, tuple) else y
+        g = torch.empty_like(y).uniform_(-1, 1)
+        return lambda: torch.autograd.grad(y, xl, g, retain_graph=True)
+    if rev:
+        return lambda: torch.flip(f(torch.flip(x, [dim])), [dim])
+    return lambda: f(x)
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -405,7 +432,7 @@ def torch_embedding_bag(R, bwd, wrap=None):
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
-    "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
+    "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
@@ -417,7 +444,10 @@ TORCH_SIDE = {
     "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
                    "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
                    "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",
-    "reduce": "Tensor.sum / prod / amax / amin over the reduced dims.",
+    "reduce": "reduce_to_shape: Tensor.sum / amax over the reduced dims; reduce: the torch function of the same name "
+              "(torch.sum, mean, amax, argmax, logsumexp, linalg.vector_norm, var, std ...) over the same dims; scans: "
+              "torch.cumsum / cumprod / cummax / cummin / logcumsumexp (reverse: flipped in and out), their backward "
+              "autograd's (cumsum: flip + cumsum + flip).",
     "gemm": "F.linear (transpose_b) or torch.matmul; epilogues as F.gelu(F.linear(x, w, b)); dgelu + bias-grad as "
             "aten.gelu_backward(dY @ W, Z) and .sum(0); bilinear: F.bilinear and torch.autograd.grad of it.",
     "rope": "HF transformers' composite (q * cos + rotate_half(q) * sin, cos / sin precomputed in q's dtype; partial rotary "

@@ -312,9 +312,13 @@ def test_reductions_against_torch(dtype):
     assert torch.equal(bt.argmin(ints, 1), ints.argmin(1))  # ties: the first index
     assert torch.equal(bt.count_nonzero(ints), torch.count_nonzero(ints))
     assert torch.equal(bt.all(ints != 7, 1), (ints != 7).all(1))
-    big = torch.randn(1 << 24, device="cuda")
-    exact = big.double().sum()
-    assert abs(bt.sum(big).double() - exact) <= abs(big.sum().double() - exact) * 2 + 1e-3  # not worse than PyTorch
+    for n in (1 << 24, 1 << 28):  # a long f32 sum is not less accurate than PyTorch's (issue 43: 2^28)
+        big = torch.randn(n, device="cuda") + 0.5
+        exact = big.double().sum()
+        ours, theirs = abs(bt.sum(big).double() - exact).item(), abs(big.sum().double() - exact).item()
+        print(f"[accuracy] f32 sum of {n} elements: |error| ours {ours:.3g}, torch {theirs:.3g}")
+        assert ours <= max(theirs, 1e-7 * n ** 0.5)
+        del big
 
 
 def test_gradcheck_reductions():

@@ -249,8 +249,11 @@ Status ReducePlan::run(cudaStream_t stream, Workspace ws, const ReduceArgs& a) c
   const red::ReduceShape shape{d.dtype, d.rank, d.shape, d.rank, keep_shape_};
   red::build_geometry(shape, &a.x, &primary, &g);
   if (g.K == 0) return {};
+  // the caller owes workspace_size() whatever this layout's split turns out to be (the contract)
+  if (Status s = check_workspace(kOp, ws, workspace_); !s.ok()) return s;
   if (g.splits > 1) {
-    if (Status s = check_workspace(kOp, ws, static_cast<size_t>(g.splits * g.K) * acc_bytes_); !s.ok()) return s;
+    if (static_cast<size_t>(g.splits * g.K) * acc_bytes_ > workspace_)
+      return error(StatusCode::kInternal, kOp, ": the split of this layout needs more partials than workspace_size()");
     g.partials = ws.ptr;
   }
   g.x = a.x.data;

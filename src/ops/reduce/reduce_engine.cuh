@@ -58,6 +58,15 @@ __device__ __forceinline__ void store_kept(const ReduceGeom& g, int64_t k, V v, 
   store_dyn<V>(static_cast<char*>(y) + off * static_cast<int64_t>(dtype_size(static_cast<DType>(dt))), 0, dt, v, false);
 }
 
+// Element v at reduced index r folded into a: the policy's in-order step(g, a, v, r) where it has
+// one (r larger than every index already in a: a cheaper update than a combine), else
+// combine(a, map(g, v, r)).
+template <class P>
+__device__ __forceinline__ typename P::Acc step(const ReduceGeom& g, typename P::Acc a, typename P::C v, int64_t r) {
+  if constexpr (requires { P::step(g, a, v, r); }) return P::step(g, a, v, r);
+  else return P::combine(a, P::map(g, v, r));
+}
+
 template <class P>
 __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
   using T = typename P::T;
@@ -77,18 +86,28 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
     int64_t head = static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
     if (addr % sizeof(T) != 0) head = r1 - r0;  // cannot align: all scalar
     head = min(head, r1 - r0);
-    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[r]), r));
+    for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
     const int64_t nvec = (r1 - r0 - head) / V;
     const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
-    for (int64_t v = lane; v < nvec; v += 32) {
-      const Vec<T, V> e = xv[v];
-      const int64_t rb = r0 + head + v * V;
+    const int64_t rv = r0 + head;
+    int64_t v = lane;
+    for (; v + 96 < nvec; v += 128) {  // four 16-byte loads in flight, folded in index order
+      Vec<T, V> e[4];
 #pragma unroll
-      for (int j = 0; j < V; ++j) acc = P::combine(acc, P::map(g, to_c<C>(e.v[j]), rb + j));
+      for (int u = 0; u < 4; ++u) e[u] = xv[v + 32 * u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc = step<P>(g, acc, to_c<C>(e[u].v[j]), rv + (v + 32 * u) * V + j);
     }
-    for (int64_t r = r0 + head + nvec * V + lane; r < r1; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[r]), r));
+    for (; v < nvec; v += 32) {
+      const Vec<T, V> e = xv[v];
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc = step<P>(g, acc, to_c<C>(e.v[j]), rv + v * V + j);
+    }
+    for (int64_t r = rv + nvec * V + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
   } else {
-    for (int64_t r = r0 + lane; r < r1; r += 32) acc = P::combine(acc, P::map(g, to_c<C>(x[reduced_offset(g, r)]), r));
+    for (int64_t r = r0 + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[reduced_offset(g, r)]), r);
   }
   // lanes hold interleaved indices: a lane's partner at distance d holds the larger ones when
   // its lane bit d is clear, so combine (smaller, larger)
@@ -119,12 +138,11 @@ __global__ void __launch_bounds__(256) engine_col_kernel(const ReduceGeom g) {
     for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
       const C a0 = to_c<C>(x[r * st]), a1 = to_c<C>(x[(r + 1) * st]);
       const C a2 = to_c<C>(x[(r + 2) * st]), a3 = to_c<C>(x[(r + 3) * st]);
-      acc = P::combine(P::combine(P::combine(P::combine(acc, P::map(g, a0, r)), P::map(g, a1, r + 1)), P::map(g, a2, r + 2)),
-                       P::map(g, a3, r + 3));
+      acc = step<P>(g, step<P>(g, step<P>(g, step<P>(g, acc, a0, r), a1, r + 1), a2, r + 2), a3, r + 3);
     }
-    for (; r < r1; ++r) acc = P::combine(acc, P::map(g, to_c<C>(x[r * st]), r));
+    for (; r < r1; ++r) acc = step<P>(g, acc, to_c<C>(x[r * st]), r);
   } else {
-    for (int64_t r = r0; r < r1; ++r) acc = P::combine(acc, P::map(g, to_c<C>(x[reduced_offset(g, r)]), r));
+    for (int64_t r = r0; r < r1; ++r) acc = step<P>(g, acc, to_c<C>(x[reduced_offset(g, r)]), r);
   }
   if (g.splits == 1) P::store(g, k, acc);
   else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
@@ -140,7 +158,7 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
   const int64_t k0 = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * V;
   const int64_t s = blockIdx.y;
   if (k0 >= g.K) return;
-  const T* x = static_cast<const T*>(g.x) + k0;
+  const T* x = static_cast<const T*>(g.x) + kept_offset_of(g.ksize, g.kxs, g.kk, k0);  // k0 .. k0 + V - 1: one run
   const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split), st = g.rxs[0];
   Acc acc[V];
 #pragma unroll
@@ -149,7 +167,7 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
     C a[V];
     to_c_vec<C, V, T>(w, a);
 #pragma unroll
-    for (int e = 0; e < V; ++e) acc[e] = P::combine(acc[e], P::map(g, a[e], r));
+    for (int e = 0; e < V; ++e) acc[e] = step<P>(g, acc[e], a[e], r);
   };
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
@@ -167,6 +185,7 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
   }
 }
 
+// Pass 2, a thread per output: the splits in order, eight loads in flight.
 template <class P>
 __global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g) {
   using Acc = typename P::Acc;
@@ -174,7 +193,49 @@ __global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g)
   if (k >= g.K) return;
   const Acc* p = static_cast<const Acc*>(g.partials);
   Acc acc = P::identity(g);
-  for (int64_t s = 0; s < g.splits; ++s) acc = P::combine(acc, p[s * g.K + k]);
+  int64_t s = 0;
+  for (; s + 8 <= g.splits; s += 8) {
+    Acc t[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) t[u] = p[(s + u) * g.K + k];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) acc = P::combine(acc, t[u]);
+  }
+  for (; s < g.splits; ++s) acc = P::combine(acc, p[s * g.K + k]);
+  P::store(g, k, acc);
+}
+
+// Pass 2 for few outputs with many splits (an all-reduce): a block per output; thread t combines
+// the t-th contiguous run of splits in order, then a fixed tree over the lanes (partners at
+// distance 1, 2, .. 16: the lane with the bit set holds the later run) and the warps in order.
+template <class P>
+__global__ void __launch_bounds__(256) engine_combine_block_kernel(const ReduceGeom g) {
+  using Acc = typename P::Acc;
+  __shared__ Acc warp_acc[8];
+  const int64_t k = blockIdx.x;
+  const int t = static_cast<int>(threadIdx.x), lane = t & 31;
+  const Acc* p = static_cast<const Acc*>(g.partials);
+  const int64_t per = (g.splits + 255) / 256, s0 = t * per, s1 = min(g.splits, s0 + per);
+  Acc acc = P::identity(g);
+  int64_t s = s0;
+  for (; s + 4 <= s1; s += 4) {
+    Acc u[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) u[i] = p[(s + i) * g.K + k];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc = P::combine(acc, u[i]);
+  }
+  for (; s < s1; ++s) acc = P::combine(acc, p[s * g.K + k]);
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const Acc o = P::shfl(acc, d);
+    acc = (lane & d) ? P::combine(o, acc) : P::combine(acc, o);
+  }
+  if (lane == 0) warp_acc[t >> 5] = acc;
+  __syncthreads();
+  if (t != 0) return;
+  acc = warp_acc[0];
+  for (int w = 1; w < 8; ++w) acc = P::combine(acc, warp_acc[w]);
   P::store(g, k, acc);
 }
 
@@ -191,7 +252,9 @@ cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
     constexpr int V = 16 / sizeof(T);
     constexpr bool kVecType = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
                               std::is_same_v<T, __nv_bfloat16>;
-    const bool vec = kVecType && g.col_vec == V && g.kxs[0] == 1 && g.rxs[0] % V == 0 && reinterpret_cast<uintptr_t>(g.x) % 16 == 0;
+    bool vec = kVecType && g.col_vec == V && g.kk >= 1 && g.kxs[g.kk - 1] == 1 && g.rxs[0] % V == 0 &&
+               reinterpret_cast<uintptr_t>(g.x) % 16 == 0;
+    for (int a = 0; a + 1 < g.kk; ++a) vec = vec && g.kxs[a] % V == 0;  // every run starts 16-byte aligned
     if constexpr (kVecType) {
       if (vec)
         e = launch_kernel(engine_col_vec_kernel<P, V>,
@@ -202,6 +265,8 @@ cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
                         dim3(256), 0, stream, g);
   }
   if (e != cudaSuccess || g.splits == 1) return e;
+  if (combine_per_block(g))
+    return launch_kernel(engine_combine_block_kernel<P>, dim3(static_cast<unsigned>(g.K)), dim3(256), 0, stream, g);
   return launch_kernel(engine_combine_kernel<P>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g);
 }
 

@@ -45,7 +45,7 @@ void choose_splits(ReduceGeom* g) {
   if (g->row_mode) {
     if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>(ceil_div(g->R, 2048), ceil_div(kTargetWarps, g->K));
   } else {
-    const int64_t threads = g->K / g->col_vec;
+    const int64_t threads = g->K / g->split_vec;
     if (threads < kTargetThreads && g->R >= 64) g->splits = std::min<int64_t>(ceil_div(g->R, 32), ceil_div(kTargetThreads, std::max<int64_t>(threads, 1)));
     g->splits = std::min<int64_t>(g->splits, 65535);
   }
@@ -108,7 +108,9 @@ void build_geometry(const ReduceShape& d, const TensorLayout* x, const TensorLay
   g->row_mode = inner_reduced;
   const int64_t v = 16 / static_cast<int64_t>(dtype_size(d.in_dtype));
   const bool vec_type = d.in_dtype == DType::f32 || d.in_dtype == DType::f16 || d.in_dtype == DType::bf16 || d.in_dtype == DType::f64;
-  g->col_vec = vec_type && v > 1 && g->kk == 1 && g->kr == 1 && g->K % v == 0 ? static_cast<int>(v) : 1;
+  // column vectors: col_vec adjacent outputs along the innermost kept run (its extent a multiple)
+  g->col_vec = vec_type && v > 1 && g->kk >= 1 && g->kr == 1 && g->ksize[g->kk - 1] % v == 0 ? static_cast<int>(v) : 1;
+  g->split_vec = vec_type && v > 1 && g->K % v == 0 ? static_cast<int>(v) : 1;
   choose_splits(g);
 }
 

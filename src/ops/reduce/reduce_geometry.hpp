@@ -39,6 +39,7 @@ struct ReduceGeom {
   // the one kept axis is unit-stride and 16-byte aligned at run; set from the shape (one kept and
   // one reduced axis, K a multiple of it), so the splits and the workspace do not depend on it
   int col_vec = 1;
+  int split_vec = 1;  // the width choose_splits counts column threads by: from K alone, so select and run agree
   // ReducePlan only: the index output (argmax / max), the op's parameters
   void* y2 = nullptr;
   int64_t kys2[kMaxRank] = {};
@@ -95,6 +96,9 @@ struct ReduceShape {
 };
 void build_geometry(const ReduceShape& d, const TensorLayout* x, const TensorLayout* y, ReduceGeom* g);
 void choose_splits(ReduceGeom* g);
+// Pass 2 by a block per output (few outputs, many splits: an all-reduce) rather than a thread per
+// output; a function of the shape, so the order of the additions is too.
+inline bool combine_per_block(const ReduceGeom& g) { return g.K < 1024 && g.splits > 32; }
 // Bytes of split partials select() reserves for g (shape-only): the larger split count of the two
 // modes, since the run-time layout may pick the other; an error past 2^63 bytes.
 Result<size_t> partials_bytes(std::string_view op, const ReduceGeom& g, size_t acc_bytes);

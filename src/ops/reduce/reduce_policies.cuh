@@ -39,6 +39,20 @@ __device__ __forceinline__ C abs_of(C v) {
   else return fabs(v);
 }
 
+// The fast forms the in-order steps use: the approximate f32 division and exponential (2 ulp:
+// the per-element weights of a running mean, the terms of a running sum of exponentials); exact
+// for f64.
+template <class C>
+__device__ __forceinline__ C step_div(C a, C b) {
+  if constexpr (std::is_same_v<C, float>) return __fdividef(a, b);
+  else return a / b;
+}
+template <class C>
+__device__ __forceinline__ C step_exp(C a) {
+  if constexpr (std::is_same_v<C, float>) return __expf(a);
+  else return exp(a);
+}
+
 // One-field accumulators: sums, products, extremes, counts, all / any, the norms but p = 0 / 1 / 2
 // / inf / -inf / p. Acc is C, except counts and all / any (i64).
 template <class T_, class C_, int K>
@@ -117,6 +131,14 @@ struct LogSumExp {
     if (m == inf_of<C>()) return {m, C(1)};
     return {m, a.s * exp(a.m - m) + b.s * exp(b.m - m)};
   }
+  // the running form: one exponential per element (the sum rescaled when the max grows)
+  __device__ static Acc step(const ReduceGeom&, Acc a, C v, int64_t) {
+    if (is_nan(a.m)) return a;
+    if (is_nan(v)) return {v, a.s};
+    if (v > a.m) return {v, a.s * step_exp(a.m - v) + C(1)};  // a.m = -inf: 0 · 0
+    if (v == -inf_of<C>() || a.m == inf_of<C>()) return a;
+    return {a.m, a.s + step_exp(v - a.m)};
+  }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.m, d), shfl_xor(a.s, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
     const bool finite = !is_nan(a.m) && a.m != inf_of<C>() && a.m != -inf_of<C>();
@@ -140,6 +162,11 @@ struct Variance {
     if (a.n == C(0)) return b;
     const C n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
     return {n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
+  }
+  // Welford's update for one more element
+  __device__ static Acc step(const ReduceGeom&, Acc a, C v, int64_t) {
+    const C n = a.n + C(1), d = v - a.mean, mean = a.mean + step_div(d, n);
+    return {n, mean, a.m2 + d * (v - mean)};
   }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.n, d), shfl_xor(a.mean, d), shfl_xor(a.m2, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
@@ -170,6 +197,12 @@ struct ArgExtreme {
     else if (b.v == a.v) take_b = b.i < a.i;
     else take_b = Max ? b.v > a.v : b.v < a.v;
     return take_b ? b : a;
+  }
+  // in order (r after every index in a): a tie keeps a; the first NaN stays
+  __device__ static Acc step(const ReduceGeom&, Acc a, C v, int64_t r) {
+    if (is_nan(a.v)) return a;
+    const bool take = a.i == INT64_MAX || is_nan(v) || (Max ? v > a.v : v < a.v);
+    return take ? Acc{v, r} : a;
   }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.v, d), shfl_xor(a.i, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
