@@ -7,6 +7,7 @@
 
 #include "baracuda/ops/scan.hpp"
 #include "elementwise_ref.hpp"
+#include "harness/buffer.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
 #include "scan_ref.hpp"
@@ -118,9 +119,19 @@ Status scan_backward(RefCall& c) {
     std::vector<double> mag;
     const std::vector<double> g = ref::scan_backward_line(d, x ? gather(x->in, line) : std::vector<double>(line.size(), 0.0),
                                                           gather(dy, line), idx, &mag);
+    // the kernels read the forward's y as stored (cumprod: the prefix product; logcumsumexp:
+    // exp(x - y)): its rounding is a relative error of up to eps(y) (times |y| inside exp)
+    const RefOperand* y = c.find("y");
+    double ymax = 1;
+    if (y)
+      for (int64_t f : line)
+        if (std::isfinite(y->in[static_cast<size_t>(f)])) ymax = std::max(ymax, std::fabs(y->in[static_cast<size_t>(f)]));
+    const double ey = y ? rounding_eps(y->spec->dtype) * (d.op == ScanKind::kLogCumSumExp ? ymax : 1.0) : 0.0;
+    if (y && dx.extra.empty()) dx.extra.assign(dy.size(), 0);
     for (size_t i = 0; i < line.size(); ++i) {
       dx.want[static_cast<size_t>(line[i])] = ref::store_as(d.dtype, g[i]);
       dx.mag[static_cast<size_t>(line[i])] = mag[i];
+      if (y) dx.extra[static_cast<size_t>(line[i])] = 2 * ey * mag[i];
     }
   }
   return {};

@@ -58,6 +58,20 @@ __device__ __forceinline__ void store_kept(const ReduceGeom& g, int64_t k, V v, 
   store_dyn<V>(static_cast<char*>(y) + off * static_cast<int64_t>(dtype_size(static_cast<DType>(dt))), 0, dt, v, false);
 }
 
+// The type partial results are combined in across lanes, warps and splits: the policy's Tree
+// where it has one (f64 for f32 sums), else its Acc. Partials are stored as Acc.
+template <class P>
+struct TreeOf {
+  using type = typename P::Acc;
+};
+template <class P>
+  requires requires { typename P::Tree; }
+struct TreeOf<P> {
+  using type = typename P::Tree;
+};
+template <class P>
+using tree_t = typename TreeOf<P>::type;
+
 // Element v at reduced index r folded into a: the policy's in-order step(g, a, v, r) where it has
 // one (r larger than every index already in a: a cheaper update than a combine), else
 // combine(a, map(g, v, r)).
@@ -65,6 +79,39 @@ template <class P>
 __device__ __forceinline__ typename P::Acc step(const ReduceGeom& g, typename P::Acc a, typename P::C v, int64_t r) {
   if constexpr (requires { P::step(g, a, v, r); }) return P::step(g, a, v, r);
   else return P::combine(a, P::map(g, v, r));
+}
+
+// V consecutive elements (indices r0 ..) folded into a: the policy's step_vec where it has one
+// (a cheaper update per vector), else element by element.
+template <class P, int V>
+__device__ __forceinline__ typename P::Acc step_vec(const ReduceGeom& g, typename P::Acc a, const typename P::C (&v)[V], int64_t r0) {
+  if constexpr (requires { P::template step_vec<V>(g, a, v, r0); }) {
+    return P::template step_vec<V>(g, a, v, r0);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) a = step<P>(g, a, v[j], r0 + j);
+    return a;
+  }
+}
+// Four consecutive rows of one output (column kernels): the policy's step4, else four steps.
+template <class P>
+__device__ __forceinline__ typename P::Acc step4(const ReduceGeom& g, typename P::Acc a, typename P::C v0, typename P::C v1,
+                                                 typename P::C v2, typename P::C v3, int64_t r) {
+  if constexpr (requires { P::step4(g, a, v0, v1, v2, v3, r); }) return P::step4(g, a, v0, v1, v2, v3, r);
+  else return step<P>(g, step<P>(g, step<P>(g, step<P>(g, a, v0, r), v1, r + 1), v2, r + 2), v3, r + 3);
+}
+// A whole 16-byte vector of storage folded in: the policy's step_raw (bit tricks on 1-byte
+// types) where it has one, else converted and step_vec.
+template <class P, int V>
+__device__ __forceinline__ typename P::Acc step_raw(const ReduceGeom& g, typename P::Acc a, const Vec<typename P::T, V>& e, int64_t r0) {
+  if constexpr (requires { P::template step_raw<V>(a, e); }) {
+    return P::template step_raw<V>(a, e);
+  } else {
+    typename P::C c[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) c[j] = to_c<typename P::C>(e.v[j]);
+    return step_vec<P, V>(g, a, c, r0);
+  }
 }
 
 template <class P>
@@ -80,7 +127,9 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
   const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
   Acc acc = P::identity(g);
   if (g.kr == 1 && g.rxs[0] == 1) {
-    // contiguous run: scalar head up to 16-byte alignment, 16-byte vectors, scalar tail
+    // contiguous run: scalar head up to 16-byte alignment, 16-byte vectors, scalar tail; the
+    // vectors go round four accumulators (shorter dependent chains: latency and rounding),
+    // combined in order at the end
     constexpr int V = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
     const uintptr_t addr = reinterpret_cast<uintptr_t>(x + r0);
     int64_t head = static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
@@ -91,34 +140,33 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
     const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
     const int64_t rv = r0 + head;
     int64_t v = lane;
-    for (; v + 96 < nvec; v += 128) {  // four 16-byte loads in flight, folded in index order
+    Acc slot[4] = {acc, P::identity(g), P::identity(g), P::identity(g)};
+    for (; v + 96 < nvec; v += 128) {  // four 16-byte loads in flight
       Vec<T, V> e[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) e[u] = xv[v + 32 * u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) acc = step<P>(g, acc, to_c<C>(e[u].v[j]), rv + (v + 32 * u) * V + j);
+      for (int u = 0; u < 4; ++u) slot[u] = step_raw<P, V>(g, slot[u], e[u], rv + (v + 32 * u) * V);
     }
-    for (; v < nvec; v += 32) {
-      const Vec<T, V> e = xv[v];
 #pragma unroll
-      for (int j = 0; j < V; ++j) acc = step<P>(g, acc, to_c<C>(e.v[j]), rv + v * V + j);
-    }
+    for (int u = 0; u < 3; ++u, v += 32)  // at most three vectors left
+      if (v < nvec) slot[u] = step_raw<P, V>(g, slot[u], xv[v], rv + v * V);
+    acc = P::combine(P::combine(slot[0], slot[1]), P::combine(slot[2], slot[3]));
     for (int64_t r = rv + nvec * V + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
   } else {
     for (int64_t r = r0 + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[reduced_offset(g, r)]), r);
   }
   // lanes hold interleaved indices: a lane's partner at distance d holds the larger ones when
   // its lane bit d is clear, so combine (smaller, larger)
+  tree_t<P> t = acc;
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
-    const Acc o = P::shfl(acc, d);
-    acc = (lane & d) ? P::combine(o, acc) : P::combine(acc, o);
+    const tree_t<P> o = P::shfl(t, d);
+    t = (lane & d) ? P::combine(o, t) : P::combine(t, o);
   }
   if (lane != 0) return;
-  if (g.splits == 1) P::store(g, k, acc);
-  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+  if (g.splits == 1) P::store(g, k, t);
+  else static_cast<Acc*>(g.partials)[s * g.K + k] = static_cast<Acc>(t);
 }
 
 template <class P>
@@ -138,7 +186,7 @@ __global__ void __launch_bounds__(256) engine_col_kernel(const ReduceGeom g) {
     for (; r + 4 <= r1; r += 4) {  // four loads in flight, combined in order
       const C a0 = to_c<C>(x[r * st]), a1 = to_c<C>(x[(r + 1) * st]);
       const C a2 = to_c<C>(x[(r + 2) * st]), a3 = to_c<C>(x[(r + 3) * st]);
-      acc = step<P>(g, step<P>(g, step<P>(g, step<P>(g, acc, a0, r), a1, r + 1), a2, r + 2), a3, r + 3);
+      acc = step4<P>(g, acc, a0, a1, a2, a3, r);
     }
     for (; r < r1; ++r) acc = step<P>(g, acc, to_c<C>(x[r * st]), r);
   } else {
@@ -174,8 +222,16 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
     RawVec<T, V> w[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) w[u] = load_raw<V>(x + (r + u) * st, 0u, true, 0u);
+    if constexpr (requires(Acc a, C c) { P::step4(g, a, c, c, c, c, r); }) {
+      C a[4][V];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) add(w[u], r + u);
+      for (int u = 0; u < 4; ++u) to_c_vec<C, V, T>(w[u], a[u]);
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[e] = P::step4(g, acc[e], a[0][e], a[1][e], a[2][e], a[3][e], r);
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) add(w[u], r + u);
+    }
   }
   for (; r < r1; ++r) add(load_raw<V>(x + r * st, 0u, true, 0u), r);
 #pragma unroll
@@ -185,23 +241,34 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
   }
 }
 
-// Pass 2, a thread per output: the splits in order, eight loads in flight.
+// Pass 2 over a tile of 32 adjacent outputs x 8 split groups (coalesced rows of partials): group
+// y combines its contiguous run of splits in order, four loads in flight, then group 0 combines
+// the 8 runs in order.
 template <class P>
 __global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g) {
   using Acc = typename P::Acc;
-  const int64_t k = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
-  if (k >= g.K) return;
+  using Tr = tree_t<P>;
+  __shared__ Tr runs[8][32];
+  const int tx = static_cast<int>(threadIdx.x) & 31, ty = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 32 + tx;
   const Acc* p = static_cast<const Acc*>(g.partials);
-  Acc acc = P::identity(g);
-  int64_t s = 0;
-  for (; s + 8 <= g.splits; s += 8) {
-    Acc t[8];
+  const int64_t per = (g.splits + 7) / 8, s0 = ty * per, s1 = min(g.splits, s0 + per);
+  Tr acc = P::identity(g);
+  if (k < g.K) {
+    int64_t s = s0;
+    for (; s + 4 <= s1; s += 4) {
+      Acc t[4];
 #pragma unroll
-    for (int u = 0; u < 8; ++u) t[u] = p[(s + u) * g.K + k];
+      for (int u = 0; u < 4; ++u) t[u] = p[(s + u) * g.K + k];
 #pragma unroll
-    for (int u = 0; u < 8; ++u) acc = P::combine(acc, t[u]);
+      for (int u = 0; u < 4; ++u) acc = P::combine(acc, static_cast<Tr>(t[u]));
+    }
+    for (; s < s1; ++s) acc = P::combine(acc, static_cast<Tr>(p[s * g.K + k]));
   }
-  for (; s < g.splits; ++s) acc = P::combine(acc, p[s * g.K + k]);
+  runs[ty][tx] = acc;
+  __syncthreads();
+  if (ty != 0 || k >= g.K) return;
+  for (int y = 1; y < 8; ++y) acc = P::combine(acc, runs[y][tx]);
   P::store(g, k, acc);
 }
 
@@ -211,24 +278,25 @@ __global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g)
 template <class P>
 __global__ void __launch_bounds__(256) engine_combine_block_kernel(const ReduceGeom g) {
   using Acc = typename P::Acc;
-  __shared__ Acc warp_acc[8];
+  using Tr = tree_t<P>;
+  __shared__ Tr warp_acc[8];
   const int64_t k = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x), lane = t & 31;
   const Acc* p = static_cast<const Acc*>(g.partials);
   const int64_t per = (g.splits + 255) / 256, s0 = t * per, s1 = min(g.splits, s0 + per);
-  Acc acc = P::identity(g);
+  Tr acc = P::identity(g);
   int64_t s = s0;
   for (; s + 4 <= s1; s += 4) {
     Acc u[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) u[i] = p[(s + i) * g.K + k];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc = P::combine(acc, u[i]);
+    for (int i = 0; i < 4; ++i) acc = P::combine(acc, static_cast<Tr>(u[i]));
   }
-  for (; s < s1; ++s) acc = P::combine(acc, p[s * g.K + k]);
+  for (; s < s1; ++s) acc = P::combine(acc, static_cast<Tr>(p[s * g.K + k]));
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    const Acc o = P::shfl(acc, d);
+    const Tr o = P::shfl(acc, d);
     acc = (lane & d) ? P::combine(o, acc) : P::combine(acc, o);
   }
   if (lane == 0) warp_acc[t >> 5] = acc;
@@ -267,7 +335,7 @@ cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
   if (e != cudaSuccess || g.splits == 1) return e;
   if (combine_per_block(g))
     return launch_kernel(engine_combine_block_kernel<P>, dim3(static_cast<unsigned>(g.K)), dim3(256), 0, stream, g);
-  return launch_kernel(engine_combine_kernel<P>, dim3(static_cast<unsigned>((g.K + 255) / 256)), dim3(256), 0, stream, g);
+  return launch_kernel(engine_combine_kernel<P>, dim3(static_cast<unsigned>((g.K + 31) / 32)), dim3(256), 0, stream, g);
 }
 
 }  // namespace baracuda::red

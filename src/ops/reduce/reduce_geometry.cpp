@@ -41,7 +41,9 @@ void choose_splits(ReduceGeom* g) {
     g->r_per_split = g->R;
     return;
   }
-  constexpr int64_t kTargetWarps = 132 * 64, kTargetThreads = 132 * 2048;
+  // row mode: one wave of warps at 32 per SM (the row kernel's registers allow 48); more left a
+  // partial second wave (an all-reduce at 0.9x PyTorch)
+  constexpr int64_t kTargetWarps = 132 * 32, kTargetThreads = 132 * 1024;  // column mode likewise: 32 warps per SM
   if (g->row_mode) {
     if (g->K < kTargetWarps && g->R >= 4096) g->splits = std::min<int64_t>(ceil_div(g->R, 2048), ceil_div(kTargetWarps, g->K));
   } else {

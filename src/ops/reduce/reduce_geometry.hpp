@@ -96,9 +96,9 @@ struct ReduceShape {
 };
 void build_geometry(const ReduceShape& d, const TensorLayout* x, const TensorLayout* y, ReduceGeom* g);
 void choose_splits(ReduceGeom* g);
-// Pass 2 by a block per output (few outputs, many splits: an all-reduce) rather than a thread per
-// output; a function of the shape, so the order of the additions is too.
-inline bool combine_per_block(const ReduceGeom& g) { return g.K < 1024 && g.splits > 32; }
+// Pass 2 by a block per output (few outputs, many splits: an all-reduce) rather than by tiles of
+// 32 outputs x 8 split groups; a function of the shape, so the order of the additions is too.
+inline bool combine_per_block(const ReduceGeom& g) { return g.K < 64 && g.splits > 32; }
 // Bytes of split partials select() reserves for g (shape-only): the larger split count of the two
 // modes, since the run-time layout may pick the other; an error past 2^63 bytes.
 Result<size_t> partials_bytes(std::string_view op, const ReduceGeom& g, size_t acc_bytes);

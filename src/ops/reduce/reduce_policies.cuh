@@ -61,6 +61,10 @@ struct Plain {
   using C = C_;
   static constexpr bool kCount = K == kCountNonzero || K == kAll || K == kAny;
   using Acc = std::conditional_t<kCount, int64_t, C>;
+  // f32 sums are combined across lanes, warps and splits in f64 (the engine's tree type): the
+  // partial sums' additions are where a long f32 sum loses most (docs/perf/reduce.md)
+  static constexpr bool kSumLike = K == kSum || K == kNanSum || K == kMean || K == kNorm0 || K == kNorm1 || K == kNorm2 || K == kNormP;
+  using Tree = std::conditional_t<kSumLike && std::is_same_v<C, float>, double, Acc>;
   __device__ static Acc identity(const ReduceGeom&) {
     if constexpr (K == kProd || K == kAll) return Acc(1);
     else if constexpr (K == kAmax) return -inf_of<C>() - (std::is_integral_v<C> ? 1 : 0);  // INT64_MIN for integers
@@ -76,23 +80,52 @@ struct Plain {
     else if constexpr (K == kNormP) return pow(abs_of(v), static_cast<C>(g.p));
     else return v;
   }
-  __device__ static Acc combine(Acc a, Acc b) {
+  template <class A>
+  __device__ static A combine(A a, A b) {
     if constexpr (K == kAll) return a & b;
     else if constexpr (K == kAny) return a | b;
     else if constexpr (K == kProd) {
-      if constexpr (std::is_integral_v<Acc>) return wmul(a, b);
+      if constexpr (std::is_integral_v<A>) return wmul(a, b);
       else return a * b;
     } else if constexpr (K == kAmax || K == kNormInf) return nan_max(a, b);
     else if constexpr (K == kAmin || K == kNormNegInf) return nan_min(a, b);
-    else if constexpr (std::is_integral_v<Acc>) return wadd(a, b);
+    else if constexpr (std::is_integral_v<A>) return wadd(a, b);
     else return a + b;
   }
-  __device__ static Acc shfl(Acc a, int d) { return shfl_xor(a, d); }
-  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
-    if constexpr (K == kMean) store_kept<C>(g, k, a * static_cast<C>(1.0 / static_cast<double>(g.R)));
-    else if constexpr (K == kNorm2) store_kept<C>(g, k, sqrt(a));
-    else if constexpr (K == kNormP) store_kept<C>(g, k, pow(a, static_cast<C>(1.0 / g.p)));
-    else store_kept<Acc>(g, k, a);
+  // a vector: mapped, then a pairwise tree, then one combine into a
+  template <int V>
+  __device__ static Acc step_vec(const ReduceGeom& g, Acc a, const C (&v)[V], int64_t r0) {
+    Acc t[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) t[j] = map(g, v[j], r0 + j);
+#pragma unroll
+    for (int w = 1; w < V; w *= 2)
+#pragma unroll
+      for (int j = 0; j + w < V; j += 2 * w) t[j] = combine(t[j], t[j + w]);
+    return combine(a, t[0]);
+  }
+  // all / any / count_nonzero of 1-byte storage: 16 bytes as four words (a byte is true when
+  // nonzero)
+  template <int V>
+    requires(kCount && sizeof(T) == 1 && V == 16)
+  __device__ static Acc step_raw(Acc a, const Vec<T, V>& e) {
+    uint32_t w[4];
+    memcpy(w, &e, 16);
+    int nz = 0;  // nonzero bytes
+#pragma unroll
+    for (int i = 0; i < 4; ++i) nz += __popc((((w[i] & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w[i]) & 0x80808080u);
+    if constexpr (K == kAll) return a & (nz == 16 ? 1 : 0);
+    else if constexpr (K == kAny) return a | (nz != 0 ? 1 : 0);
+    else return a + nz;
+  }
+  template <class A>
+  __device__ static A shfl(A a, int d) { return shfl_xor(a, d); }
+  template <class A>
+  __device__ static void store(const ReduceGeom& g, int64_t k, A a) {
+    if constexpr (K == kMean) store_kept<A>(g, k, a * static_cast<A>(1.0 / static_cast<double>(g.R)));
+    else if constexpr (K == kNorm2) store_kept<A>(g, k, sqrt(a));
+    else if constexpr (K == kNormP) store_kept<A>(g, k, pow(a, static_cast<A>(1.0 / g.p)));
+    else store_kept<A>(g, k, a);
   }
 };
 
@@ -111,8 +144,9 @@ struct NanMean {
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) { store_kept<C>(g, k, a.s / a.n); }
 };
 
-// logsumexp in one pass: (m, s) = (the running max, sum of exp(x - m)); an infinite or NaN max
-// decides the result (all -inf: -inf, any +inf: +inf, any NaN: NaN), as PyTorch's.
+// logsumexp in one pass: (m, s) = (the running max of the non-NaN elements, Σ exp(x - m)); a
+// NaN element makes s NaN for good. The result: NaN if s is, else m when m is infinite (all -inf:
+// -inf; any +inf: +inf), else m + log(s) — PyTorch's.
 template <class T_, class C_>
 struct LogSumExp {
   using T = T_;
@@ -120,29 +154,42 @@ struct LogSumExp {
   struct Acc {
     C m, s;
   };
+  __device__ static C qnan() { return std::numeric_limits<C>::quiet_NaN(); }
   __device__ static Acc identity(const ReduceGeom&) { return {-inf_of<C>(), C(0)}; }
-  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return {v, C(1)}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return is_nan(v) ? Acc{-inf_of<C>(), qnan()} : Acc{v, C(1)}; }
   __device__ static Acc combine(Acc a, Acc b) {
-    if (is_nan(a.m)) return a;
-    if (is_nan(b.m)) return b;
-    if (a.m == -inf_of<C>()) return b.m == -inf_of<C>() ? Acc{a.m, a.s + b.s} : b;
-    if (b.m == -inf_of<C>()) return a;
     const C m = a.m > b.m ? a.m : b.m;
-    if (m == inf_of<C>()) return {m, C(1)};
-    return {m, a.s * exp(a.m - m) + b.s * exp(b.m - m)};
+    if (m == -inf_of<C>()) return {m, a.s + b.s};
+    if (m == inf_of<C>()) return {m, is_nan(a.s) || is_nan(b.s) ? qnan() : C(1)};
+    return {m, a.s * exp(a.m - m) + b.s * exp(b.m - m)};  // a.m = -inf: a.s · 0 (a NaN stays)
   }
   // the running form: one exponential per element (the sum rescaled when the max grows)
   __device__ static Acc step(const ReduceGeom&, Acc a, C v, int64_t) {
-    if (is_nan(a.m)) return a;
-    if (is_nan(v)) return {v, a.s};
-    if (v > a.m) return {v, a.s * step_exp(a.m - v) + C(1)};  // a.m = -inf: 0 · 0
+    if (is_nan(v)) return {a.m, qnan()};
+    if (v > a.m) return {v, v == inf_of<C>() ? (is_nan(a.s) ? a.s : C(1)) : a.s * step_exp(a.m - v) + C(1)};
     if (v == -inf_of<C>() || a.m == inf_of<C>()) return a;
     return {a.m, a.s + step_exp(v - a.m)};
   }
+  // a vector: its max first (NaN ignored), one rescale, then one exponential per element
+  template <int V>
+  __device__ static Acc step_vec(const ReduceGeom& g, Acc a, const C (&v)[V], int64_t r0) {
+    C vm = a.m;
+#pragma unroll
+    for (int j = 0; j < V; ++j) vm = fmax(vm, v[j]);
+    if (!isfinite(vm)) {  // all -inf so far, or a +inf: element by element
+#pragma unroll
+      for (int j = 0; j < V; ++j) a = step(g, a, v[j], r0 + j);
+      return a;
+    }
+    C s = a.s * step_exp(a.m - vm);
+#pragma unroll
+    for (int j = 0; j < V; ++j) s += step_exp(v[j] - vm);  // NaN: NaN; -inf: 0
+    return {vm, s};
+  }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.m, d), shfl_xor(a.s, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
-    const bool finite = !is_nan(a.m) && a.m != inf_of<C>() && a.m != -inf_of<C>();
-    store_kept<C>(g, k, finite ? a.m + log(a.s) : a.m);
+    const C r = is_nan(a.s) ? a.s : (a.m == inf_of<C>() || a.m == -inf_of<C>()) ? a.m : a.m + log(a.s);
+    store_kept<C>(g, k, r);
   }
 };
 
@@ -167,6 +214,26 @@ struct Variance {
   __device__ static Acc step(const ReduceGeom&, Acc a, C v, int64_t) {
     const C n = a.n + C(1), d = v - a.mean, mean = a.mean + step_div(d, n);
     return {n, mean, a.m2 + d * (v - mean)};
+  }
+  // a batch of B elements: its own mean and M2 (two passes in registers), merged by Chan's
+  // formula with one division
+  template <int B>
+  __device__ static Acc batch(Acc a, const C (&v)[B]) {
+    C bm = 0;
+#pragma unroll
+    for (int j = 0; j < B; ++j) bm += v[j];
+    bm *= C(1.0 / B);
+    C bm2 = 0;
+#pragma unroll
+    for (int j = 0; j < B; ++j) bm2 += (v[j] - bm) * (v[j] - bm);
+    const C n = a.n + C(B), d = bm - a.mean, w = step_div(C(B), n);
+    return {n, a.mean + d * w, a.m2 + bm2 + d * d * a.n * w};
+  }
+  template <int V>
+  __device__ static Acc step_vec(const ReduceGeom&, Acc a, const C (&v)[V], int64_t) { return batch<V>(a, v); }
+  __device__ static Acc step4(const ReduceGeom&, Acc a, C v0, C v1, C v2, C v3, int64_t) {
+    const C v[4] = {v0, v1, v2, v3};
+    return batch<4>(a, v);
   }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.n, d), shfl_xor(a.mean, d), shfl_xor(a.m2, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
@@ -203,6 +270,19 @@ struct ArgExtreme {
     if (is_nan(a.v)) return a;
     const bool take = a.i == INT64_MAX || is_nan(v) || (Max ? v > a.v : v < a.v);
     return take ? Acc{v, r} : a;
+  }
+  // a vector: its extreme (first occurrence, first NaN) with a 32-bit position, then one step
+  template <int V>
+  __device__ static Acc step_vec(const ReduceGeom& g, Acc a, const C (&v)[V], int64_t r0) {
+    C bv = v[0];
+    int bj = 0;
+#pragma unroll
+    for (int j = 1; j < V; ++j) {
+      const bool take = is_nan(v[j]) ? !is_nan(bv) : (Max ? v[j] > bv : v[j] < bv);
+      bv = take ? v[j] : bv;
+      bj = take ? j : bj;
+    }
+    return step(g, a, bv, r0 + bj);
   }
   __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.v, d), shfl_xor(a.i, d)}; }
   __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {

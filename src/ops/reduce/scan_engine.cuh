@@ -49,6 +49,9 @@ struct ScanOp {
     int64_t i;  // -1: the identity (no element yet)
   };
   using Acc = std::conditional_t<kArg, ArgAcc, C>;
+  // the row kernel's blocks per SM (its register cap): 4 for 4-byte accumulators, 2 otherwise
+  // (no spills)
+  static constexpr int kRowBlocks = sizeof(Acc) <= 4 ? 4 : 2;
 
   __device__ static Acc identity() {
     if constexpr (kArg) return {C(0), -1};
@@ -85,15 +88,34 @@ struct ScanOp {
     if constexpr (kArg) return {__shfl_sync(0xffffffffu, a.v, lane), __shfl_sync(0xffffffffu, a.i, lane)};
     else return __shfl_sync(0xffffffffu, a, lane);
   }
-  __device__ static void store(const ScanGeom& g, int64_t yo, int64_t io, Acc a) {
+  // a at y[yo] (as O) and, for cummax / cummin, its index at indices[io] (either may be null)
+  template <class O>
+  __device__ static void store(O* y, int64_t* indices, int64_t yo, int64_t io, Acc a) {
     if constexpr (kArg) {
-      if (g.y) store_dyn<C>(g.y, yo, g.y_dtype, a.v, false);
-      if (g.indices) static_cast<int64_t*>(g.indices)[io] = a.i;
+      if (y) y[yo] = from_c<O>(a.v, false);
+      if (indices) indices[io] = a.i;
     } else {
-      store_dyn<C>(g.y, yo, g.y_dtype, a, false);
+      y[yo] = from_c<O>(a, false);
     }
   }
 };
+
+// Calls f.template operator()<O>() for y's storage type (the scans' result types), once around a
+// whole loop of stores.
+template <class F>
+__device__ __forceinline__ void with_out_type(uint8_t dt, F&& f) {
+  switch (static_cast<DType>(dt)) {
+    case DType::f32: f.template operator()<float>(); return;
+    case DType::f16: f.template operator()<__half>(); return;
+    case DType::bf16: f.template operator()<__nv_bfloat16>(); return;
+    case DType::f64: f.template operator()<double>(); return;
+    case DType::u8: f.template operator()<uint8_t>(); return;
+    case DType::i32: f.template operator()<int32_t>(); return;
+    case DType::i64: f.template operator()<int64_t>(); return;
+    case DType::boolean: f.template operator()<bool>(); return;
+    default: return;
+  }
+}
 
 __device__ __forceinline__ int64_t line_offset(const ScanGeom& g, const int64_t* st, int64_t line) {
   int64_t off = 0;
@@ -105,72 +127,116 @@ __device__ __forceinline__ int64_t line_offset(const ScanGeom& g, const int64_t*
   return off;
 }
 
-// The kItems positions qa .. qa + n - 1 of a unit-stride line (reverse: counted from its end) as
-// C: whole aligned vectors when all kItems are there, else element by element.
-template <class T, class C>
-__device__ __forceinline__ void load_items(const T* x, int64_t L, int64_t qa, int n, bool reverse, C (&v)[kItems]) {
-  constexpr int kBytes = static_cast<int>(sizeof(T)) * kItems;
-  constexpr int V = kBytes >= 16 ? 16 / static_cast<int>(sizeof(T)) : kItems;
-  if (n == kItems) {
-    const T* lo = x + (reverse ? L - qa - kItems : qa);
-    if (reinterpret_cast<uintptr_t>(lo) % (sizeof(T) * V) == 0) {
-      C t[kItems];
-#pragma unroll
-      for (int u = 0; u < kItems / V; ++u) to_c_vec<C, V, T>(*reinterpret_cast<const RawVec<T, V>*>(lo + u * V), t + u * V);
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) v[j] = reverse ? t[kItems - 1 - j] : t[j];
-      return;
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) v[j] = j < n ? to_c<C>(x[reverse ? L - 1 - (qa + j) : qa + j]) : C(0);
-}
+// A warp's staging area: kChunk values with one pad slot per lane's kItems (lane-major writes
+// and position-major reads both without bank conflicts).
+inline constexpr int kStage = kChunk + kChunk / kItems;
+__device__ __forceinline__ int stage_at(int p) { return p + p / kItems; }
 
 // pass 0: the whole line (one segment); 1: segment totals into partials; 3: each segment from
-// its prefix (partials after scan_prefix_kernel).
+// its prefix (partials after scan_prefix_kernel). A chunk is loaded position-major (lane l reads
+// positions l, l + 32, ..: coalesced in either direction) into shared memory, scanned
+// lane-major (lane l owns positions 8l .. 8l + 7), and stored position-major again. A warp's
+// chunks (of its segments, in grid-stride order) are software-pipelined: the next chunk's loads
+// are issued before this one is scanned.
 template <class P>
-__global__ void __launch_bounds__(256) scan_row_kernel(const ScanGeom g, int pass) {
+__global__ void __launch_bounds__(256, P::kRowBlocks) scan_row_kernel(const ScanGeom g, int pass) {
   using T = typename P::T;
   using C = typename P::C;
   using Acc = typename P::Acc;
+  __shared__ Acc stage_all[8][kStage];
   const int lane = threadIdx.x & 31;
-  const int64_t units = g.lines * g.segments;
-  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32; w < units; w += static_cast<int64_t>(gridDim.x) * 8) {
-    const int64_t line = w / g.segments, seg = w % g.segments;
-    const T* x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
-    const int64_t yo = line_offset(g, g.oys, line), io = g.indices ? line_offset(g, g.ois, line) : 0;
-    const int64_t q0 = seg * g.seg_len, q1 = min(g.L, q0 + g.seg_len);
-    Acc carry = pass == 3 ? static_cast<const Acc*>(g.partials)[line * g.segments + seg] : P::identity();
-    for (int64_t base = q0; base < q1; base += kChunk) {
-      const int64_t qa = base + lane * kItems;
-      const int64_t left = q1 - qa;
-      const int n = left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
-      C v[kItems];
-      load_items<T, C>(x, g.L, qa, n, g.reverse, v);
-      Acc a[kItems];
-      a[0] = n > 0 ? P::map(v[0], g.reverse ? g.L - 1 - qa : qa) : P::identity();
+  Acc* stage = stage_all[threadIdx.x >> 5];
+  C* stage_c = reinterpret_cast<C*>(stage);
+  const int64_t units = g.lines * g.segments, stride = static_cast<int64_t>(gridDim.x) * 8;
+  int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32;
+  if (w >= units) return;
+  struct Unit {
+    const T* x;
+    int64_t yo, io, q0, q1, slot;
+  };
+  auto setup = [&](int64_t u) {
+    const int64_t line = u / g.segments, seg = u % g.segments;
+    Unit r;
+    r.x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
+    r.yo = line_offset(g, g.oys, line);
+    r.io = g.indices ? line_offset(g, g.ois, line) : 0;
+    r.q0 = seg * g.seg_len;
+    r.q1 = min(g.L, r.q0 + g.seg_len);
+    r.slot = line * g.segments + seg;
+    return r;
+  };
+  auto load = [&](const Unit& u, int64_t base, C (&ld)[kItems]) {
 #pragma unroll
-      for (int j = 1; j < kItems; ++j) a[j] = j < n ? P::combine(a[j - 1], P::map(v[j], g.reverse ? g.L - 1 - (qa + j) : qa + j)) : a[j - 1];
-      Acc inc = a[kItems - 1];
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const Acc o = P::shfl_up(inc, d);
-        if (lane >= d) inc = P::combine(o, inc);
-      }
-      Acc ex = P::shfl_up(inc, 1);
-      if (lane == 0) ex = P::identity();
-      const Acc pre = P::combine(carry, ex);
-      if (pass != 1) {
-#pragma unroll
-        for (int j = 0; j < kItems; ++j) {
-          if (j >= n) break;
-          const int64_t e = g.reverse ? g.L - 1 - (qa + j) : qa + j;
-          P::store(g, yo + e, io + e, g.exclusive ? (j == 0 ? pre : P::combine(pre, a[j - 1])) : P::combine(pre, a[j]));
-        }
-      }
-      carry = P::combine(carry, P::shfl_idx(inc, 31));
+    for (int k = 0; k < kItems; ++k) {
+      const int64_t q = base + 32 * k + lane;
+      ld[k] = q < u.q1 ? to_c<C>(u.x[g.reverse ? g.L - 1 - q : q]) : C(0);
     }
-    if (pass == 1 && lane == 0) static_cast<Acc*>(g.partials)[line * g.segments + seg] = carry;
+  };
+  Unit cur = setup(w);
+  int64_t base = cur.q0;
+  C ld[kItems];
+  load(cur, base, ld);
+  Acc carry = pass == 3 ? static_cast<const Acc*>(g.partials)[cur.slot] : P::identity();
+  for (;;) {
+    // the next job: this segment's next chunk, or the next segment's first
+    const bool done = base + kChunk >= cur.q1;
+    const int64_t nw = done ? w + stride : w;
+    const bool more = nw < units;
+    Unit nxt = cur;
+    int64_t nbase = base + kChunk;
+    if (done && more) nxt = setup(nw), nbase = nxt.q0;
+    C nld[kItems];
+    if (more) load(nxt, nbase, nld);
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) stage_c[stage_at(32 * k + lane)] = ld[k];
+    __syncwarp();
+    const int64_t qa = base + lane * kItems;
+    const int64_t left = cur.q1 - qa;
+    const int n = left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
+    Acc a[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const C v = stage_c[stage_at(lane * kItems + j)];
+      const Acc m = P::map(v, g.reverse ? g.L - 1 - (qa + j) : qa + j);
+      a[j] = j == 0 ? (n > 0 ? m : P::identity()) : (j < n ? P::combine(a[j - 1], m) : a[j - 1]);
+    }
+    Acc inc = a[kItems - 1];
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const Acc o = P::shfl_up(inc, d);
+      if (lane >= d) inc = P::combine(o, inc);
+    }
+    Acc ex = P::shfl_up(inc, 1);
+    if (lane == 0) ex = P::identity();
+    const Acc pre = P::combine(carry, ex);
+    carry = P::combine(carry, P::shfl_idx(inc, 31));
+    __syncwarp();  // every lane has read its positions
+    if (pass != 1) {
+#pragma unroll
+      for (int j = 0; j < kItems; ++j)
+        stage[stage_at(lane * kItems + j)] = g.exclusive ? (j == 0 ? pre : P::combine(pre, a[j - 1])) : P::combine(pre, a[j]);
+      __syncwarp();
+      with_out_type(g.y_dtype, [&]<class O>() {
+        O* y = static_cast<O*>(g.y) + cur.yo;
+        int64_t* ix = g.indices ? static_cast<int64_t*>(g.indices) + cur.io : nullptr;
+        const int64_t q = base + lane;  // this lane's positions: q + 32 k
+        const int64_t e = g.reverse ? g.L - 1 - q : q, de = g.reverse ? -32 : 32;
+#pragma unroll
+        for (int k = 0; k < kItems; ++k)
+          if (q + 32 * k < cur.q1) P::store(y, ix, e + de * k, e + de * k, stage[stage_at(32 * k + lane)]);
+      });
+      __syncwarp();
+    }
+    if (done) {
+      if (pass == 1 && lane == 0) static_cast<Acc*>(g.partials)[cur.slot] = carry;
+      if (more) carry = pass == 3 ? static_cast<const Acc*>(g.partials)[nxt.slot] : P::identity();
+    }
+    if (!more) break;
+    w = nw;
+    cur = nxt;
+    base = nbase;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) ld[k] = nld[k];
   }
 }
 
@@ -186,12 +252,26 @@ __global__ void __launch_bounds__(256) scan_col_kernel(const ScanGeom g, int pas
     const int64_t yo = line_offset(g, g.oys, line), io = g.indices ? line_offset(g, g.ois, line) : 0;
     const int64_t q0 = seg * g.seg_len, q1 = min(g.L, q0 + g.seg_len);
     Acc acc = pass == 3 ? static_cast<const Acc*>(g.partials)[line * g.segments + seg] : P::identity();
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t e = g.reverse ? g.L - 1 - q : q;
-      const Acc a = P::combine(acc, P::map(to_c<C>(x[e * g.xs]), e));
-      if (pass != 1) P::store(g, yo + e * g.ys, io + e * g.is, g.exclusive ? acc : a);
-      acc = a;
-    }
+    auto el = [&](int64_t q) { return g.reverse ? g.L - 1 - q : q; };
+    with_out_type(g.y_dtype, [&]<class O>() {
+      O* y = pass == 1 ? nullptr : static_cast<O*>(g.y);
+      int64_t* ix = pass == 1 ? nullptr : static_cast<int64_t*>(g.indices);
+      auto fold = [&](C v, int64_t q) {
+        const int64_t e = el(q);
+        const Acc a = P::combine(acc, P::map(v, e));
+        if (y || ix) P::store(y, ix, yo + e * g.ys, io + e * g.is, g.exclusive ? acc : a);
+        acc = a;
+      };
+      int64_t q = q0;
+      for (; q + 8 <= q1; q += 8) {  // eight loads in flight, folded in order
+        C v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = to_c<C>(x[el(q + u) * g.xs]);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) fold(v[u], q + u);
+      }
+      for (; q < q1; ++q) fold(to_c<C>(x[el(q) * g.xs]), q);
+    });
     if (pass == 1) static_cast<Acc*>(g.partials)[line * g.segments + seg] = acc;
   }
 }
@@ -208,7 +288,15 @@ __global__ void __launch_bounds__(256) scan_prefix_kernel(const ScanGeom g) {
     Acc* p = static_cast<Acc*>(g.partials) + line * g.segments;
     const int64_t s0 = min(g.segments, lane * per), s1 = min(g.segments, s0 + per);
     Acc tot = P::identity();
-    for (int64_t s = s0; s < s1; ++s) tot = P::combine(tot, p[s]);
+    int64_t s = s0;
+    for (; s + 4 <= s1; s += 4) {
+      Acc t[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) t[u] = p[s + u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) tot = P::combine(tot, t[u]);
+    }
+    for (; s < s1; ++s) tot = P::combine(tot, p[s]);
     Acc inc = tot;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -217,7 +305,17 @@ __global__ void __launch_bounds__(256) scan_prefix_kernel(const ScanGeom g) {
     }
     Acc run = P::shfl_up(inc, 1);
     if (lane == 0) run = P::identity();
-    for (int64_t s = s0; s < s1; ++s) {
+    for (s = s0; s + 4 <= s1; s += 4) {
+      Acc t[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) t[u] = p[s + u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        p[s + u] = run;
+        run = P::combine(run, t[u]);
+      }
+    }
+    for (; s < s1; ++s) {
       const Acc t = p[s];
       p[s] = run;
       run = P::combine(run, t);
