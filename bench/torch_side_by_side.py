@@ -223,14 +223,15 @@ def torch_reduce(R, bwd, wrap=None):
 
 
 def torch_reduce_op(R, bwd, wrap=None):
-    """The reduce row: the torch function of the same name over the same dims."""
-    x = R.t("x")
+    """The reduce row: the torch function of the same name over the same dims; backward: autograd's
+    kernel for it (the forward run once outside the timing)."""
+    x = R.t("x") if R.has("x") else R.t("dx")
     rank = int(R.f["rank"])
     nd = int(R.f.get("num_dims", "0"))
     dims = [int(v) % max(rank, 1) for v in R.f["dims"].split(",")[:nd]] if nd else list(range(rank))
-    keep = R.b("keepdim") if R.has("keepdim") else False
+    keep = R.f.get("keepdim", "false") == "true"
     op = R.f["op"]
-    odt = DT[R.f["out_dtype"]] if R.has("out_dtype") and R.f["out_dtype"] != "none" else None
+    odt = DT[R.f["out_dtype"]] if R.f.get("out_dtype", "none") != "none" else None
     p = float(R.f.get("p", "2"))
     corr = float(R.f.get("correction", "1"))
     one = dims[0] if len(dims) == 1 else None
@@ -245,7 +246,16 @@ def torch_reduce_op(R, bwd, wrap=None):
         "var": lambda: torch.var(x, dims, correction=corr, keepdim=keep), "std": lambda: torch.std(x, dims, correction=corr, keepdim=keep),
         "argmax": lambda: torch.argmax(x, one, keepdim=keep), "argmin": lambda: torch.argmin(x, one, keepdim=keep),
         "max": lambda: torch.max(x, one, keepdim=keep), "min": lambda: torch.min(x, one, keepdim=keep),
+        "var_mean": lambda: torch.var_mean(x, dims, correction=corr, keepdim=keep),
+        "std_mean": lambda: torch.std_mean(x, dims, correction=corr, keepdim=keep),
+        "aminmax": lambda: torch.aminmax(x, dim=one, keepdim=keep),
     }
+    if bwd:
+        x = leaf(x)
+        y = calls[op]()
+        y = y[0] if isinstance(y, tuple) else y
+        g = torch.empty_like(y).uniform_(-1, 1)
+        return lambda: torch.autograd.grad(y, x, g, retain_graph=True)
     return calls[op]
 
 
@@ -255,7 +265,7 @@ def torch_scan(R, bwd, wrap=None):
     x = R.t("x" if R.has("x") else "dy")
     dim = int(R.f.get("dim", "0"))
     op = R.f["op"]
-    odt = DT[R.f["out_dtype"]] if R.has("out_dtype") and R.f["out_dtype"] != "none" else None
+    odt = DT[R.f["out_dtype"]] if R.f.get("out_dtype", "none") != "none" else None
     rev = R.f.get("reverse", "false") == "true"
     calls = {
         "cumsum": lambda t: torch.cumsum(t, dim, dtype=odt), "cumprod": lambda t: torch.cumprod(t, dim, dtype=odt),
@@ -432,7 +442,7 @@ def torch_embedding_bag(R, bwd, wrap=None):
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
-    "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
+    "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,

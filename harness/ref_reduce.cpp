@@ -2,6 +2,7 @@
 // of the reduced axes, then reference/reduce_ref.cpp's definition.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "baracuda/ops/reduce.hpp"
@@ -47,6 +48,7 @@ Status reduce(RefCall& c) {
   const bool values = c.find("y") != nullptr, indices = c.find("indices") != nullptr;
   RefOperand* y = values ? &c["y"] : nullptr;
   RefOperand* ix = indices ? &c["indices"] : nullptr;
+  RefOperand* y2 = c.find("y2");
   for (size_t j = 0; j < groups.size(); ++j) {
     const ref::ReduceResult r = ref::reduce_one(d, groups[j]);
     if (y) {
@@ -55,11 +57,17 @@ Status reduce(RefCall& c) {
       y->mag.push_back(r.mag > 0 ? r.mag : std::fabs(r.value));
     }
     if (ix) ix->want.push_back(static_cast<double>(r.index));
+    if (y2) {
+      const DType out = y2->spec->dtype;
+      y2->want.push_back(is_floating(out) ? ref::store_as(out, r.value2) : static_cast<double>(ref::store_int(out, static_cast<int64_t>(r.value2))));
+      y2->mag.push_back(r.mag2 > 0 ? r.mag2 : std::fabs(r.value2));
+    }
   }
+  if (y2) y2->exact = d.op == ReduceKind::kAminmax || !is_floating(y2->spec->dtype);
   if (ix) ix->exact = true;
   if (y) {
     const DType out = plan.expected_operands().find("y")->dtype;
-    y->exact = !is_floating(out) || !is_floating(d.dtype) || d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin ||
+    y->exact = !is_floating(out) || !is_floating(d.dtype) || d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kAminmax ||
                d.op == ReduceKind::kMax || d.op == ReduceKind::kMin || d.op == ReduceKind::kCountNonzero ||
                d.op == ReduceKind::kAll || d.op == ReduceKind::kAny;
     if (d.op == ReduceKind::kLogSumExp && !is_floating(d.dtype)) y->exact = false;
@@ -81,7 +89,34 @@ void reduce_backward_fill(RefCall& c) {
     for (double& v : ix->in) v = static_cast<double>(u(c.rng()));
     ix->given = true;
   }
-  if (RefOperand* y = c.find("y"); y && d.op != ReduceKind::kLogSumExp) y->lo = 0.5, y->hi = 2;
+  // amax / amin / norm ±inf / prod: x on a grid of quarters (ties, zeros) and y its forward;
+  // nanmean: a NaN in every few elements
+  const bool inf_norm = d.op == ReduceKind::kNorm && std::isinf(d.p);
+  if (d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kProd || inf_norm) {
+    RefOperand& x = c["x"];
+    RefOperand& y = c["y"];
+    x.in.resize(static_cast<size_t>(x.spec->numel()));
+    std::uniform_int_distribution<int> q(d.op == ReduceKind::kProd ? -6 : -8, d.op == ReduceKind::kProd ? 6 : 8);
+    for (double& v : x.in) v = q(c.rng()) / 4.0;
+    if (d.op == ReduceKind::kProd)  // mostly |x| near 1, so the products stay O(1); a zero now and then
+      for (double& v : x.in) v = v == 0 ? 0 : (v > 0 ? 1 : -1) * (0.75 + std::fabs(v) / 12);
+    const std::vector<std::vector<int64_t>> members = members_of(d);
+    y.in.assign(members.size(), 0);
+    for (size_t o = 0; o < members.size(); ++o) {
+      std::vector<double> xs;
+      for (int64_t f : members[o]) xs.push_back(x.in[static_cast<size_t>(f)]);
+      y.in[o] = ref::store_as(y.spec->dtype, ref::reduce_one(d, xs).value);
+    }
+    x.given = y.given = true;
+  } else if (d.op == ReduceKind::kNanMean) {
+    RefOperand& x = c["x"];
+    x.in.resize(static_cast<size_t>(x.spec->numel()));
+    std::uniform_real_distribution<double> u(-2, 2);
+    for (double& v : x.in) v = c.rng()() % 5 == 0 ? std::numeric_limits<double>::quiet_NaN() : u(c.rng());
+    x.given = true;
+  } else if (RefOperand* y = c.find("y"); y && d.op != ReduceKind::kLogSumExp) {
+    y->lo = 0.5, y->hi = 2;
+  }
 }
 
 Status reduce_backward(RefCall& c) {

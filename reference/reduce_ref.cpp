@@ -103,6 +103,26 @@ ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs
       }
       break;
     }
+    case ReduceKind::kAminmax: {
+      ReduceDescriptor e = d;
+      e.op = ReduceKind::kAmax;
+      const ReduceResult hi = reduce_one(e, xs);
+      e.op = ReduceKind::kAmin;
+      r = reduce_one(e, xs);
+      r.value2 = hi.value;
+      break;
+    }
+    case ReduceKind::kVarMean: case ReduceKind::kStdMean: {
+      ReduceDescriptor e = d;
+      e.op = d.op == ReduceKind::kVarMean ? ReduceKind::kVar : ReduceKind::kStd;
+      const ReduceResult v = reduce_one(e, xs);
+      e.op = ReduceKind::kMean;
+      const ReduceResult m = reduce_one(e, xs);
+      r = v;
+      r.value2 = m.value;
+      r.mag2 = m.mag;
+      break;
+    }
     case ReduceKind::kVar: case ReduceKind::kStd: {
       double mean = 0, m2 = 0, sq = 0;
       for (double v : xs) mean += v;
@@ -130,6 +150,15 @@ std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::ve
   const double dof = std::max(0.0, n - d.correction);
   std::vector<double> dx(xs.size(), 0.0);
   if (mag) mag->assign(xs.size(), 0.0);
+  // PyTorch's masks: amax / amin x == y; norm ±inf |x| == y or both NaN; nanmean !isnan(x)
+  const bool inf_norm = d.op == ReduceKind::kNorm && std::isinf(d.p);
+  auto in_mask = [&](double x) {
+    if (d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin) return x == y;
+    if (inf_norm) return std::fabs(x) == y || (std::isnan(x) && std::isnan(y));
+    return !std::isnan(x);
+  };
+  double count = 0;
+  for (double v : xs) count += in_mask(v) ? 1 : 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     const double x = xs[i], s = x > 0 ? 1 : (x < 0 ? -1 : 0);
     double v = 0, m = std::fabs(dy);
@@ -138,7 +167,23 @@ std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::ve
       case ReduceKind::kNanSum: v = std::isnan(x) ? 0 : dy; break;
       case ReduceKind::kMean: v = dy / n; m = std::fabs(v); break;
       case ReduceKind::kLogSumExp: v = dy * std::exp(x - y); m = std::fabs(v) * (std::fabs(x) + std::fabs(y) + 1); break;
+      case ReduceKind::kProd: {  // the product of the others, exactly
+        v = dy;
+        for (size_t j = 0; j < xs.size(); ++j)
+          if (j != i) v *= xs[j];
+        m = std::fabs(v) * n;
+        break;
+      }
+      case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kNanMean:  // (dy / count) * mask
+        v = dy / count * (in_mask(x) ? 1.0 : 0.0);
+        m = std::fabs(v);
+        break;
       case ReduceKind::kNorm:
+        if (inf_norm) {  // sgn(x) * mask * dy / count
+          v = (std::isnan(x) ? x : s) * (in_mask(x) ? 1.0 : 0.0) * (dy / count);
+          m = std::fabs(v);
+          break;
+        }
         if (d.p == 0) v = 0;
         else if (d.p == 1) v = dy * s;
         else if (d.p == 2) v = y == 0 ? 0 : dy * x / y;

@@ -14,6 +14,8 @@ struct ReduceResult {
   double value = 0;   // y (the float64 answer, before rounding to y's dtype)
   int64_t index = 0;  // argmax / argmin / max / min
   double mag = 0;     // the size of the terms, for the tolerance (sum of |terms| and the like)
+  double value2 = 0;  // var_mean / std_mean: the mean; aminmax: the max (value: the min)
+  double mag2 = 0;
 };
 
 // op over xs (one output's reduced elements in row-major order); integer x exactly (i64).

@@ -534,6 +534,59 @@ def min(input: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Ten
     return r["y"], r["indices"]
 
 
+def var_mean(input: torch.Tensor, dim: Any = None, *, correction: float = 1,
+             keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.var_mean: (var, mean) in one pass (no autograd: its backward row refuses)."""
+    r = _reduce("var_mean", input, dim, keepdim, correction=float(correction))
+    return r["y"], r["y2"]
+
+
+def std_mean(input: torch.Tensor, dim: Any = None, *, correction: float = 1,
+             keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.std_mean: (std, mean) in one pass (no autograd: its backward row refuses)."""
+    r = _reduce("std_mean", input, dim, keepdim, correction=float(correction))
+    return r["y"], r["y2"]
+
+
+def aminmax(input: torch.Tensor, *, dim: Optional[int] = None, keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.aminmax: (min, max) in one pass."""
+    r = _reduce("aminmax", input, dim, keepdim)
+    return r["y"], r["y2"]
+
+
+# ---------------------------------------------------------------- scans (the scan row)
+
+def _scan(op: str, input: torch.Tensor, dim: int, out: Optional[torch.dtype] = None, **extra: Any) -> Dict[str, torch.Tensor]:
+    return call("scan", op=op, dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                dim=int(dim), out_dtype=dtype_of(out) if out is not None else None, x=input, **extra)
+
+
+def cumsum(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None, reverse: bool = False,
+           exclusive: bool = False) -> torch.Tensor:
+    """torch.cumsum (integer and bool inputs into int64); reverse / exclusive: jax.lax's forms."""
+    return _scan("cumsum", input, dim, dtype, reverse=reverse, exclusive=exclusive)["y"]
+
+
+def cumprod(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None, reverse: bool = False,
+            exclusive: bool = False) -> torch.Tensor:
+    return _scan("cumprod", input, dim, dtype, reverse=reverse, exclusive=exclusive)["y"]
+
+
+def cummax(input: torch.Tensor, dim: int, *, reverse: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.cummax: (values, indices), ties to the last index as PyTorch's."""
+    r = _scan("cummax", input, dim, reverse=reverse)
+    return r["y"], r["indices"]
+
+
+def cummin(input: torch.Tensor, dim: int, *, reverse: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    r = _scan("cummin", input, dim, reverse=reverse)
+    return r["y"], r["indices"]
+
+
+def logcumsumexp(input: torch.Tensor, dim: int, *, reverse: bool = False, exclusive: bool = False) -> torch.Tensor:
+    return _scan("logcumsumexp", input, dim, reverse=reverse, exclusive=exclusive)["y"]
+
+
 # ---------------------------------------------------------------- modules (the stateful ops)
 
 class Linear(torch.nn.Linear):

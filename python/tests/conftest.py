@@ -14,6 +14,7 @@ def ci_problems():
             if not line or line.startswith("#"):
                 continue
             op, _, problem = line.partition(" ")
+            problem = " ".join(t for t in problem.split() if not t.startswith("--"))  # case options: the harness's
             out.append((op, problem))
     return out
 

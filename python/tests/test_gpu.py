@@ -325,8 +325,66 @@ def test_reductions_against_torch(dtype):
 
 
 def test_gradcheck_reductions():
-    x = torch.rand(4, 9, device="cuda", dtype=torch.float64, requires_grad=True)
+    x = (torch.rand(4, 9, device="cuda", dtype=torch.float64) + 0.5).requires_grad_()
     for f in (lambda a: bt.sum(a, 1), lambda a: bt.mean(a, (0, 1)), lambda a: bt.logsumexp(a, 1),
               lambda a: bt.vector_norm(a, 2, 1), lambda a: bt.vector_norm(a, 3.5, 0), lambda a: bt.var(a, 1),
-              lambda a: bt.std(a, 0, correction=0), lambda a: bt.max(a, 1)[0], lambda a: bt.nansum(a, 1)):
+              lambda a: bt.std(a, 0, correction=0), lambda a: bt.max(a, 1)[0], lambda a: bt.nansum(a, 1),
+              lambda a: bt.prod(a, 1), lambda a: bt.amax(a, 1), lambda a: bt.amin(a, 0), lambda a: bt.nanmean(a, 1),
+              lambda a: bt.vector_norm(a, float("inf"), 1)):
         assert torch.autograd.gradcheck(f, (x,))
+
+
+def test_reduction_gradients_at_ties_zeros_and_nan():
+    """PyTorch's rules where the derivative is not smooth: amax's tie split, prod with one and two
+    zeros, the inf-norm's ties, nanmean's NaN."""
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0], [2.0, 0.0, 3.0, 4.0], [2.0, 0.0, 3.0, 0.0], [1.0, float("nan"), 2.0, -2.0]],
+                     device="cuda")
+    for ours, theirs in ((lambda a: bt.amax(a[:3], 1), lambda a: torch.amax(a[:3], 1)),
+                         (lambda a: bt.prod(a[:3], 1), lambda a: torch.prod(a[:3], 1)),
+                         (lambda a: bt.vector_norm(a[:3], float("inf"), 1), lambda a: torch.linalg.vector_norm(a[:3], float("inf"), 1)),
+                         (lambda a: bt.nanmean(a, 1), lambda a: torch.nanmean(a, 1))):
+        a1, a2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ours(a1).sum().backward()
+        theirs(a2).sum().backward()
+        torch.testing.assert_close(a1.grad, a2.grad, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_scans_against_torch(dtype):
+    x = torch.randn(33, 300, device="cuda", dtype=dtype)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=5e-2)
+    xf = x.float()  # our 16-bit scans accumulate in f32 and round once (PyTorch's bf16 cumsum drifts further)
+    for dim in (0, 1):
+        torch.testing.assert_close(bt.cumsum(x, dim), torch.cumsum(xf, dim).to(dtype), **tol)
+        torch.testing.assert_close(bt.logcumsumexp(x, dim), torch.logcumsumexp(xf, dim).to(dtype), **tol)
+        torch.testing.assert_close(bt.cumsum(x, dim, reverse=True), torch.cumsum(xf.flip(dim), dim).flip(dim).to(dtype), **tol)
+        v, i = bt.cummax(x, dim)
+        rv, ri = torch.cummax(x, dim)
+        assert torch.equal(v, rv) and torch.equal(i, ri)
+    ints = torch.randint(-3, 3, (40, 50), device="cuda", dtype=torch.int32)  # ties everywhere
+    v, i = bt.cummin(ints, 1)
+    rv, ri = torch.cummin(ints, 1)
+    assert torch.equal(v, rv) and torch.equal(i, ri)
+    assert torch.equal(bt.cumsum(ints, 1), torch.cumsum(ints, 1)) and bt.cumsum(ints, 1).dtype == torch.int64
+    p = torch.rand(6, 40, device="cuda") + 0.5
+    torch.testing.assert_close(bt.cumprod(p, 1), torch.cumprod(p, 1), rtol=1e-5, atol=1e-6)
+    lm, mm = bt.aminmax(x, dim=1)
+    rl, rm = torch.aminmax(x, dim=1)
+    assert torch.equal(lm, rl) and torch.equal(mm, rm)
+    vv, vm = bt.var_mean(x.float(), 1)
+    rvv, rvm = torch.var_mean(x.float(), 1)
+    torch.testing.assert_close(vv, rvv, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vm, rvm, rtol=1e-5, atol=1e-5)
+
+
+def test_gradcheck_scans():
+    x = (torch.rand(5, 7, device="cuda", dtype=torch.float64) + 0.5).requires_grad_()
+    for f in (lambda a: bt.cumsum(a, 1), lambda a: bt.cumsum(a, 0, reverse=True, exclusive=True),
+              lambda a: bt.cumprod(a, 1), lambda a: bt.cumprod(a, 0, exclusive=True), lambda a: bt.logcumsumexp(a, 1),
+              lambda a: bt.logcumsumexp(a, 0, reverse=True), lambda a: bt.cummax(a, 1)[0], lambda a: bt.cummin(a, 0)[0]):
+        assert torch.autograd.gradcheck(f, (x,))
+    z = torch.tensor([[2.0, 0.0, 3.0, 4.0, 0.0, 5.0]], device="cuda", dtype=torch.float64, requires_grad=True)
+    zr = z.detach().clone().requires_grad_()
+    bt.cumprod(z, 1).sum().backward()
+    torch.cumprod(zr, 1).sum().backward()
+    torch.testing.assert_close(z.grad, zr.grad)  # zeros: no division

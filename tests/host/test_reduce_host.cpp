@@ -149,12 +149,15 @@ TEST(ReducePlan, SplitReductionsReserveTheirPartials) {
   auto all = ReducePlan::select(desc(ReduceKind::kSum, DType::f32, {int64_t{1} << 28}), hopper());
   ASSERT_TRUE(all);
   EXPECT_GT(all->workspace_size(), 0u);
-  // the partials hold the policy's accumulator: var's (n, mean, m2) triple is 3x a sum's
+  // the partials hold the policy's tree type: var's f32 (n, mean, m2) triple is 12 bytes, an
+  // f32 sum's partial an f64 (8), an amax's an f32 (4)
   auto sum = ReducePlan::select(desc(ReduceKind::kSum, DType::bf16, {64, 65536}, {1}), hopper());
   auto var = ReducePlan::select(desc(ReduceKind::kVar, DType::bf16, {64, 65536}, {1}), hopper());
-  ASSERT_TRUE(sum && var);
+  auto amax = ReducePlan::select(desc(ReduceKind::kAmax, DType::bf16, {64, 65536}, {1}), hopper());
+  ASSERT_TRUE(sum && var && amax);
   EXPECT_GT(sum->workspace_size(), 0u);
-  EXPECT_EQ(var->workspace_size(), 3 * sum->workspace_size());
+  EXPECT_EQ(var->workspace_size() * 2, 3 * sum->workspace_size());
+  EXPECT_EQ(amax->workspace_size() * 2, sum->workspace_size());
   EXPECT_EQ(var->precision_guarantee().determinism, Determinism::kRunToRun);
 }
 
@@ -170,7 +173,9 @@ TEST(ReduceReference, BackwardMatchesFiniteDifferences) {
   for (const Case& k : {Case{ReduceKind::kSum, 2, 1}, Case{ReduceKind::kNanSum, 2, 1}, Case{ReduceKind::kMean, 2, 1},
                         Case{ReduceKind::kLogSumExp, 2, 1}, Case{ReduceKind::kNorm, 1, 1}, Case{ReduceKind::kNorm, 2, 1},
                         Case{ReduceKind::kNorm, 3.5, 1}, Case{ReduceKind::kVar, 2, 1}, Case{ReduceKind::kVar, 2, 0},
-                        Case{ReduceKind::kStd, 2, 1}, Case{ReduceKind::kMax, 2, 1}, Case{ReduceKind::kMin, 2, 1}}) {
+                        Case{ReduceKind::kStd, 2, 1}, Case{ReduceKind::kMax, 2, 1}, Case{ReduceKind::kMin, 2, 1},
+                        Case{ReduceKind::kProd, 2, 1}, Case{ReduceKind::kAmax, 2, 1}, Case{ReduceKind::kAmin, 2, 1},
+                        Case{ReduceKind::kNorm, kInf, 1}, Case{ReduceKind::kNorm, -kInf, 1}, Case{ReduceKind::kNanMean, 2, 1}}) {
     ReduceDescriptor d = desc(k.op, DType::f64, {7});
     d.p = k.p;
     d.correction = k.correction;
@@ -190,6 +195,24 @@ TEST(ReduceReference, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// PyTorch's rules where the derivative is not smooth: amax splits dy evenly over ties (and is NaN
+// when the max is NaN); prod's gradient with one zero is the others' product at the zero, with
+// two zeros 0; nanmean skips NaN.
+TEST(ReduceReference, BackwardTiesZerosAndNaN) {
+  ReduceDescriptor d = desc(ReduceKind::kAmax, DType::f64, {4});
+  EXPECT_EQ(ref::reduce_backward_one(d, {1, 3, 3, 2}, 3, 1.0, 0), (std::vector<double>{0, 0.5, 0.5, 0}));
+  const std::vector<double> nan_row = ref::reduce_backward_one(d, {1, kNaN, 3, 2}, kNaN, 1.0, 0);
+  for (double v : nan_row) EXPECT_TRUE(std::isnan(v));
+  d.op = ReduceKind::kProd;
+  EXPECT_EQ(ref::reduce_backward_one(d, {2, 0, 3, 4}, 0, 1.0, 0), (std::vector<double>{0, 24, 0, 0}));
+  EXPECT_EQ(ref::reduce_backward_one(d, {2, 0, 3, 0}, 0, 1.0, 0), (std::vector<double>{0, 0, 0, 0}));
+  d.op = ReduceKind::kNanMean;
+  EXPECT_EQ(ref::reduce_backward_one(d, {1, kNaN, 3, 2}, 2, 3.0, 0), (std::vector<double>{1, 0, 1, 1}));
+  d.op = ReduceKind::kNorm;
+  d.p = kInf;
+  EXPECT_EQ(ref::reduce_backward_one(d, {-3, 1, 3, 2}, 3, 1.0, 0), (std::vector<double>{-0.5, 0, 0.5, 0}));
+}
+
 TEST(ReduceBackwardPlan, OperandsAndRefusals) {
   auto std_plan = ReduceBackwardPlan::select(desc(ReduceKind::kStd, DType::bf16, {6, 40}, {1}), hopper());
   ASSERT_TRUE(std_plan) << std_plan.status().to_string();
@@ -205,8 +228,10 @@ TEST(ReduceBackwardPlan, OperandsAndRefusals) {
   EXPECT_EQ(max_plan->expected_operands().find("indices")->dtype, DType::i64);
   expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kArgmax, DType::f32, {6, 40}), hopper()).status(),
                StatusCode::kInvalidProblem, "not differentiable");
-  expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kProd, DType::f32, {6, 40}), hopper()).status(), StatusCode::kUnsupported,
-               "not built yet");
+  auto prod_plan = ReduceBackwardPlan::select(desc(ReduceKind::kProd, DType::f32, {6, 40}, {1}), hopper());
+  ASSERT_TRUE(prod_plan) << prod_plan.status().to_string();
+  EXPECT_GT(prod_plan->workspace_size(), 0u);  // the nonzeros' product and the zero count
+  EXPECT_TRUE(prod_plan->expected_operands().find("x") && prod_plan->expected_operands().find("y"));
   expect_error(ReduceBackwardPlan::select(desc(ReduceKind::kSum, DType::i32, {6, 40}), hopper()).status(), StatusCode::kUnsupported,
                "floating x");
 }

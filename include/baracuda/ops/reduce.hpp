@@ -11,18 +11,20 @@
 //   results merged by Chan's formula; N - correction <= 0 gives inf, or NaN with no spread, as
 //   PyTorch), std = sqrt(var); argmax / argmin: the first index of the extreme, NaN being the
 //   extreme (the reduced elements' row-major index: the index along `dims` for one axis, the
-//   flattened index for all); max / min: the values and argmax / argmin's indices.
+//   flattened index for all); max / min: the values and argmax / argmin's indices; var_mean /
+//   std_mean: var / std in y and the mean in y2 (one pass); aminmax: amin in y, amax in y2.
 // Shapes: x rank 0..8; dims the reduced axes (num_dims of them, negative counts from the end,
 //   each once; num_dims = 0: every axis); y x's shape without the reduced axes (keepdim: kept
-//   as 1); indices (argmax, argmin, max, min) y's shape, i64.
+//   as 1); indices (argmax, argmin, max, min) y's shape, i64; y2 (var_mean, std_mean, aminmax)
+//   y's shape and dtype, with y's strides.
 // Dtypes (x -> y, PyTorch's result types): f32 / f16 / bf16 / f64 for every op; u8 / i32 / i64 /
-//   bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min (same),
+//   bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min / aminmax (same),
 //   all / any (bool; u8 -> u8), argmax / argmin, logsumexp (-> f32). out_dtype (PyTorch's dtype
 //   argument) may name another float type for sum / nansum / mean / nanmean / prod / norm /
 //   logsumexp. Accumulation: f32 (f64 for f64 x), i64 for integer x.
 // Empty reductions (a reduced axis of extent 0): sum / nansum / count_nonzero 0, prod 1, all
 //   true, any false, logsumexp -inf, norm 0 (p >= 0, not inf), mean / nanmean / var / std NaN;
-//   amax / amin / argmax / argmin / max / min and norm with p = inf or p < 0 are refused at
+//   amax / amin / aminmax / argmax / argmin / max / min and norm with p = inf or p < 0 are refused at
 //   select (PyTorch raises).
 // Strides: any for x (0 allowed); y and indices must not self-overlap or overlap x.
 // Determinism: bitwise run-to-run deterministic (every output combined in a fixed order: per-warp
@@ -46,7 +48,8 @@ namespace baracuda {
 BARACUDA_ENUM(ReduceKind, uint8_t, (kSum, "sum"), (kNanSum, "nansum"), (kMean, "mean"), (kNanMean, "nanmean"),
               (kProd, "prod"), (kAmax, "amax"), (kAmin, "amin"), (kAll, "all"), (kAny, "any"),
               (kCountNonzero, "count_nonzero"), (kLogSumExp, "logsumexp"), (kNorm, "norm"), (kVar, "var"), (kStd, "std"),
-              (kArgmax, "argmax"), (kArgmin, "argmin"), (kMax, "max"), (kMin, "min"));
+              (kArgmax, "argmax"), (kArgmin, "argmin"), (kMax, "max"), (kMin, "min"), (kVarMean, "var_mean"),
+              (kStdMean, "std_mean"), (kAminmax, "aminmax"));
 
 struct ReduceDescriptor {
   ReduceKind op = ReduceKind::kSum;
@@ -68,8 +71,9 @@ struct ReduceArgs {
   TensorRef x;
   TensorMut y;        // every op but argmax / argmin
   TensorMut indices;  // argmax / argmin / max / min
+  TensorMut y2;       // var_mean / std_mean: the mean; aminmax: the max (y: the min)
 };
-BARACUDA_DESCRIBE(ReduceArgs, x, y, indices);
+BARACUDA_DESCRIBE(ReduceArgs, x, y, indices, y2);
 
 class ReducePlan : public PlanBase<ReduceDescriptor> {
  public:

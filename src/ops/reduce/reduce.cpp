@@ -30,12 +30,14 @@ bool takes_integers(ReduceKind op) {
   switch (op) {
     case ReduceKind::kSum: case ReduceKind::kNanSum: case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin:
     case ReduceKind::kAll: case ReduceKind::kAny: case ReduceKind::kCountNonzero: case ReduceKind::kLogSumExp:
-    case ReduceKind::kArgmax: case ReduceKind::kArgmin: case ReduceKind::kMax: case ReduceKind::kMin:
+    case ReduceKind::kArgmax: case ReduceKind::kArgmin: case ReduceKind::kMax: case ReduceKind::kMin: case ReduceKind::kAminmax:
       return true;
     default:
       return false;
   }
 }
+// var_mean / std_mean (the mean) and aminmax (the max) have a second result, y2.
+bool has_second(ReduceKind op) { return op == ReduceKind::kVarMean || op == ReduceKind::kStdMean || op == ReduceKind::kAminmax; }
 bool has_values(ReduceKind op) { return op != ReduceKind::kArgmax && op != ReduceKind::kArgmin; }
 bool has_indices(ReduceKind op) {
   return op == ReduceKind::kArgmax || op == ReduceKind::kArgmin || op == ReduceKind::kMax || op == ReduceKind::kMin;
@@ -44,7 +46,7 @@ bool has_indices(ReduceKind op) {
 bool needs_elements(const ReduceDescriptor& d) {
   switch (d.op) {
     case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kArgmax: case ReduceKind::kArgmin: case ReduceKind::kMax:
-    case ReduceKind::kMin:
+    case ReduceKind::kMin: case ReduceKind::kAminmax:
       return true;
     case ReduceKind::kNorm:
       return d.p < 0 || std::isinf(d.p);
@@ -56,9 +58,10 @@ bool needs_elements(const ReduceDescriptor& d) {
 Group group_of(ReduceKind op) {
   switch (op) {
     case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kArgmax: case ReduceKind::kArgmin: case ReduceKind::kMax:
-    case ReduceKind::kMin:
+    case ReduceKind::kMin: case ReduceKind::kAminmax:
       return kExtremes;
     case ReduceKind::kNanMean: case ReduceKind::kLogSumExp: case ReduceKind::kNorm: case ReduceKind::kVar: case ReduceKind::kStd:
+    case ReduceKind::kVarMean: case ReduceKind::kStdMean:
       return kStats;
     default:
       return kSums;
@@ -84,11 +87,11 @@ Result<DType> result_dtype(const ReduceDescriptor& d) {
     case ReduceKind::kCountNonzero: case ReduceKind::kArgmax: case ReduceKind::kArgmin:
       if (d.out_dtype) return error(StatusCode::kInvalidProblem, kOp, ": ", name, " takes no out_dtype (i64)");
       return DType::i64;
-    case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kMax: case ReduceKind::kMin:
+    case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kMax: case ReduceKind::kMin: case ReduceKind::kAminmax:
       if (d.out_dtype && *d.out_dtype != d.dtype)
         return error(StatusCode::kInvalidProblem, kOp, ": ", name, "'s result has x's dtype (out_dtype = ", dtype_name(*d.out_dtype), ")");
       return d.dtype;
-    case ReduceKind::kVar: case ReduceKind::kStd:
+    case ReduceKind::kVar: case ReduceKind::kStd: case ReduceKind::kVarMean: case ReduceKind::kStdMean:
       if (d.out_dtype && *d.out_dtype != d.dtype)
         return error(StatusCode::kInvalidProblem, kOp, ": ", name, "'s result has x's dtype (out_dtype = ", dtype_name(*d.out_dtype), ")");
       return d.dtype;
@@ -119,7 +122,13 @@ size_t acc_bytes(int kind, DType in) {
   const size_t c = in == DType::f64 ? 8 : (is_floating(in) || kind == static_cast<int>(ReduceKind::kLogSumExp)) ? 4 : 8;
   switch (kind) {
     case static_cast<int>(ReduceKind::kNanMean): case static_cast<int>(ReduceKind::kLogSumExp): return 2 * c;
-    case static_cast<int>(ReduceKind::kVar): case static_cast<int>(ReduceKind::kStd): return 3 * c;
+    case static_cast<int>(ReduceKind::kVar): case static_cast<int>(ReduceKind::kStd): case static_cast<int>(ReduceKind::kVarMean):
+    case static_cast<int>(ReduceKind::kStdMean):
+      return 3 * c;
+    case static_cast<int>(ReduceKind::kAminmax): return 2 * c;
+    case static_cast<int>(ReduceKind::kSum): case static_cast<int>(ReduceKind::kNanSum): case static_cast<int>(ReduceKind::kMean):
+    case static_cast<int>(ReduceKind::kNorm):
+      return 8;  // f32 sums keep f64 partials (the engine's tree type)
     case static_cast<int>(ReduceKind::kArgmax): case static_cast<int>(ReduceKind::kArgmin): case static_cast<int>(ReduceKind::kMax):
     case static_cast<int>(ReduceKind::kMin):
       return 16;
@@ -181,7 +190,8 @@ Result<ReducePlan> ReducePlan::select(const ReduceDescriptor& d, const PlanPrefe
     return error(StatusCode::kUnsupported, kOp, ": ", enum_name(d.op), " of ", dtype_name(d.dtype), " (supported: ", FloatDTypes::names(),
                  "; PyTorch requires a floating x)");
   if (d.op == ReduceKind::kNorm && std::isnan(d.p)) return error(StatusCode::kInvalidProblem, kOp, ": norm's p is NaN");
-  if ((d.op == ReduceKind::kVar || d.op == ReduceKind::kStd) && !std::isfinite(d.correction))
+  if ((d.op == ReduceKind::kVar || d.op == ReduceKind::kStd || d.op == ReduceKind::kVarMean || d.op == ReduceKind::kStdMean) &&
+      !std::isfinite(d.correction))
     return error(StatusCode::kInvalidProblem, kOp, ": correction = ", d.correction, " must be finite");
   auto out = result_dtype(d);
   if (!out) return out.status();
@@ -206,6 +216,7 @@ Result<ReducePlan> ReducePlan::select(const ReduceDescriptor& d, const PlanPrefe
   p.operands_.input("x", d.dtype, xs);
   if (has_values(d.op)) p.operands_.output("y", p.out_, yspan);
   if (has_indices(d.op)) p.operands_.output("indices", DType::i64, yspan);
+  if (has_second(d.op)) p.operands_.output("y2", p.out_, yspan);
   if (Status s = resolve_operands<ReduceArgs>(kOp, p.operands_); !s.ok()) return s;
   red::ReduceGeom g;
   const red::ReduceShape shape{d.dtype, d.rank, d.shape, d.rank, p.keep_shape_};
@@ -223,7 +234,7 @@ Result<ReducePlan> ReducePlan::select(const ReduceDescriptor& d, const PlanPrefe
   p.sku_.variant = g.row_mode ? "rows" : "columns";
   const DType acc = d.dtype == DType::f64 ? DType::f64 : is_floating(d.dtype) || d.op == ReduceKind::kLogSumExp ? DType::f32 : DType::i64;
   p.guarantee_.accumulator = p.guarantee_.math = acc;
-  p.guarantee_.bit_exact = d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kAll ||
+  p.guarantee_.bit_exact = d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kAminmax || d.op == ReduceKind::kAll ||
                            d.op == ReduceKind::kAny || d.op == ReduceKind::kCountNonzero || has_indices(d.op) ||
                            (!is_floating(d.dtype) && d.op != ReduceKind::kLogSumExp);
   p.guarantee_.determinism = Determinism::kRunToRun;
@@ -237,6 +248,11 @@ Status ReducePlan::can_implement(const ReduceArgs& a) const {
       if (a.y.shape[i] > 1 && a.y.stride[i] != a.indices.stride[i])
         return error(StatusCode::kUnsupported, kOp, ": indices must have y's strides (stride[", i, "] = ", a.indices.stride[i],
                      ", y's ", a.y.stride[i], ")");
+  if (has_second(desc_.op) && a.y2.numel() > 1)
+    for (int i = 0; i < a.y.rank; ++i)
+      if (a.y.shape[i] > 1 && a.y.stride[i] != a.y2.stride[i])
+        return error(StatusCode::kUnsupported, kOp, ": y2 must have y's strides (stride[", i, "] = ", a.y2.stride[i], ", y's ",
+                     a.y.stride[i], ")");
   return {};
 }
 
@@ -259,6 +275,11 @@ Status ReducePlan::run(cudaStream_t stream, Workspace ws, const ReduceArgs& a) c
   g.x = a.x.data;
   g.y = values ? a.y.data : nullptr;
   g.y_dtype = static_cast<uint8_t>(out_);
+  if (has_second(d.op)) {
+    g.y2 = a.y2.data;
+    g.y2_dtype = static_cast<uint8_t>(out_);
+    std::copy(g.kys, g.kys + kMaxRank, g.kys2);  // y's strides (can_implement)
+  }
   if (indices) {
     g.y2 = a.indices.data;
     g.y2_dtype = static_cast<uint8_t>(DType::i64);

@@ -17,16 +17,28 @@ namespace {
 constexpr std::string_view kOp = "reduce_backward";
 bool reads_x(ReduceKind op, double p) {
   switch (op) {
-    case ReduceKind::kNanSum: case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd: return true;
+    case ReduceKind::kNanSum: case ReduceKind::kNanMean: case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin:
+    case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd:
+      return true;
     case ReduceKind::kNorm: return p != 0;
     default: return false;
   }
 }
 bool reads_y(ReduceKind op, double p) {
   switch (op) {
-    case ReduceKind::kLogSumExp: case ReduceKind::kStd: return true;
+    case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kLogSumExp: case ReduceKind::kStd:
+      return true;
     case ReduceKind::kNorm: return p != 0 && p != 1;
     default: return false;
+  }
+}
+// The per-output values a pre-pass over x puts in the workspace first (0: none; 2: prod's two).
+int prepass_values(const ReduceDescriptor& d) {
+  switch (d.op) {
+    case ReduceKind::kVar: case ReduceKind::kStd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kNanMean: return 1;
+    case ReduceKind::kProd: return 2;
+    case ReduceKind::kNorm: return std::isinf(d.p) ? 1 : 0;
+    default: return 0;
   }
 }
 
@@ -52,11 +64,9 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescri
   switch (d.op) {
     case ReduceKind::kAll: case ReduceKind::kAny: case ReduceKind::kCountNonzero: case ReduceKind::kArgmax: case ReduceKind::kArgmin:
       return error(StatusCode::kInvalidProblem, kOp, ": ", enum_name(d.op), " is not differentiable");
-    case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kNanMean:
-      return error(StatusCode::kUnsupported, kOp, ": the backward of ", enum_name(d.op), " is not built yet (its tie / zero counts)");
-    case ReduceKind::kNorm:
-      if (std::isinf(d.p)) return error(StatusCode::kUnsupported, kOp, ": the backward of norm with p = ", d.p, " is not built yet");
-      break;
+    case ReduceKind::kVarMean: case ReduceKind::kStdMean: case ReduceKind::kAminmax:
+      return error(StatusCode::kUnsupported, kOp, ": the backward of ", enum_name(d.op),
+                   " takes a gradient per result: run var / std's (or amin's) and mean's (or amax's) and add them");
     default: break;
   }
   if (!is_floating(d.dtype)) return error(StatusCode::kUnsupported, kOp, ": the backward needs a floating x (", dtype_name(d.dtype), ")");
@@ -77,15 +87,17 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescri
   p.operands_.output("dx", d.dtype, xs);
   if (Status s = resolve_operands<ReduceBackwardArgs>(kOp, p.operands_); !s.ok()) return s;
   WorkspaceLayout w;
-  if (d.op == ReduceKind::kVar || d.op == ReduceKind::kStd) {
+  if (const int values = prepass_values(d); values > 0) {
+    // the pre-pass's per-output values (f32, f64 for f64 x), then its split partials (the
+    // policy's accumulator: at most 16 bytes)
     red::ReduceGeom g;
     red::build_geometry(red::ReduceShape{d.dtype, d.rank, d.shape, d.rank, p.keep_shape_}, nullptr, nullptr, &g);
     const size_t acc = d.dtype == DType::f64 ? 8 : 4;
-    auto partials = red::partials_bytes(kOp, g, acc);
+    auto partials = red::partials_bytes(kOp, g, 16);
     if (!partials) return partials.status();
     p.mean_bytes_ = static_cast<size_t>(g.K) * acc;
     p.mean_partials_ = *partials;
-    w.take(p.mean_bytes_);
+    for (int i = 0; i < values; ++i) w.take(p.mean_bytes_);
     if (*partials) w.take(*partials);
   }
   p.workspace_ = w.total();
@@ -133,21 +145,35 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
   b.p = d.p;
   b.inv_n = 1.0 / static_cast<double>(n);
   b.dof = std::max(0.0, static_cast<double>(n) - d.correction);
-  if (d.op == ReduceKind::kVar || d.op == ReduceKind::kStd) {
-    // the means, contiguous over the kept axes, by the forward's mean pass
+  if (const int values = prepass_values(d); values > 0) {
+    // the per-output values, contiguous over the kept axes, by a pre-pass over x (var / std: the
+    // forward's mean pass)
     const DType acc = d.dtype == DType::f64 ? DType::f64 : DType::f32;
-    TensorLayout means = TensorLayout::make(acc, std::span<const int64_t>(keep_shape_, static_cast<size_t>(d.rank)));
+    TensorLayout vals = TensorLayout::make(acc, std::span<const int64_t>(keep_shape_, static_cast<size_t>(d.rank)));
     red::ReduceGeom g;
-    red::build_geometry(red::ReduceShape{d.dtype, d.rank, d.shape, d.rank, keep_shape_}, &a.x, &means, &g);
+    red::build_geometry(red::ReduceShape{d.dtype, d.rank, d.shape, d.rank, keep_shape_}, &a.x, &vals, &g);
+    WorkspaceLayout w;
+    const size_t at1 = w.take(mean_bytes_), at2 = values > 1 ? w.take(mean_bytes_) : 0, atp = w.take(mean_partials_);
     g.x = a.x.data;
-    g.y = ws.ptr;
+    g.y = slice<char>(ws, at1);
     g.y_dtype = static_cast<uint8_t>(acc);
-    if (g.splits > 1) g.partials = static_cast<char*>(ws.ptr) + (mean_bytes_ + 255) / 256 * 256;
-    if (Status s = cuda_status(red::find_sums(d.dtype, static_cast<int>(ReduceKind::kMean))(g, stream), kOp); !s.ok()) return s;
-    std::copy(means.stride, means.stride + d.rank, b.ms);
+    if (values > 1) {
+      g.y2 = slice<char>(ws, at2);
+      g.y2_dtype = static_cast<uint8_t>(acc);
+      std::copy(g.kys, g.kys + kMaxRank, g.kys2);
+    }
+    if (g.splits > 1) g.partials = slice<char>(ws, atp);
+    const int kind = red::kernel_kind(d);
+    const red::ReduceLaunchFn pre = d.op == ReduceKind::kVar || d.op == ReduceKind::kStd
+                                        ? red::find_sums(d.dtype, static_cast<int>(ReduceKind::kMean))
+                                        : red::find_backward_prepass(d.dtype, kind);
+    if (!pre) return error(StatusCode::kInternal, kOp, ": no pre-pass for ", enum_name(d.op));
+    if (Status s = cuda_status(pre(g, stream), kOp); !s.ok()) return s;
+    std::copy(vals.stride, vals.stride + d.rank, b.ms);
     for (int i = 0; i < d.rank; ++i)
       if (reduced_[i]) b.ms[i] = 0;
-    b.mean = ws.ptr;
+    b.mean = g.y;
+    b.aux2 = g.y2;
   }
   return cuda_status(red::find_backward(d.dtype)(b, stream), kOp);
 }

@@ -126,6 +126,7 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
   const T* x = static_cast<const T*>(g.x) + kept_offset_of(g.ksize, g.kxs, g.kk, k);
   const int64_t r0 = s * g.r_per_split, r1 = min(g.R, r0 + g.r_per_split);
   Acc acc = P::identity(g);
+  tree_t<P> tree = P::identity(g);  // the head and vectors (contiguous runs); acc: what follows
   if (g.kr == 1 && g.rxs[0] == 1) {
     // contiguous run: scalar head up to 16-byte alignment, 16-byte vectors, scalar tail; the
     // vectors go round four accumulators (shorter dependent chains: latency and rounding),
@@ -140,25 +141,32 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
     const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
     const int64_t rv = r0 + head;
     int64_t v = lane;
-    Acc slot[4] = {acc, P::identity(g), P::identity(g), P::identity(g)};
+    // the slots are of the tree type: an f32 sum's vector is summed in f32, then added in f64
+    using Tr = tree_t<P>;
+    Tr slot[4] = {acc, P::identity(g), P::identity(g), P::identity(g)};
+    auto fold = [&](Tr s, const Vec<T, V>& e, int64_t r0) -> Tr {
+      if constexpr (std::is_same_v<Tr, Acc>) return step_raw<P, V>(g, s, e, r0);
+      else return P::combine(s, static_cast<Tr>(step_raw<P, V>(g, P::identity(g), e, r0)));
+    };
     for (; v + 96 < nvec; v += 128) {  // four 16-byte loads in flight
       Vec<T, V> e[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) e[u] = xv[v + 32 * u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) slot[u] = step_raw<P, V>(g, slot[u], e[u], rv + (v + 32 * u) * V);
+      for (int u = 0; u < 4; ++u) slot[u] = fold(slot[u], e[u], rv + (v + 32 * u) * V);
     }
 #pragma unroll
     for (int u = 0; u < 3; ++u, v += 32)  // at most three vectors left
-      if (v < nvec) slot[u] = step_raw<P, V>(g, slot[u], xv[v], rv + v * V);
-    acc = P::combine(P::combine(slot[0], slot[1]), P::combine(slot[2], slot[3]));
+      if (v < nvec) slot[u] = fold(slot[u], xv[v], rv + v * V);
+    tree = P::combine(P::combine(slot[0], slot[1]), P::combine(slot[2], slot[3]));
+    acc = P::identity(g);  // the tail, in order after the vectors
     for (int64_t r = rv + nvec * V + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
   } else {
     for (int64_t r = r0 + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[reduced_offset(g, r)]), r);
   }
   // lanes hold interleaved indices: a lane's partner at distance d holds the larger ones when
   // its lane bit d is clear, so combine (smaller, larger)
-  tree_t<P> t = acc;
+  tree_t<P> t = P::combine(tree, static_cast<tree_t<P>>(acc));
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
     const tree_t<P> o = P::shfl(t, d);
@@ -166,7 +174,7 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
   }
   if (lane != 0) return;
   if (g.splits == 1) P::store(g, k, t);
-  else static_cast<Acc*>(g.partials)[s * g.K + k] = static_cast<Acc>(t);
+  else static_cast<tree_t<P>*>(g.partials)[s * g.K + k] = t;
 }
 
 template <class P>
@@ -193,7 +201,7 @@ __global__ void __launch_bounds__(256) engine_col_kernel(const ReduceGeom g) {
     for (int64_t r = r0; r < r1; ++r) acc = step<P>(g, acc, to_c<C>(x[reduced_offset(g, r)]), r);
   }
   if (g.splits == 1) P::store(g, k, acc);
-  else static_cast<Acc*>(g.partials)[s * g.K + k] = acc;
+  else static_cast<tree_t<P>*>(g.partials)[s * g.K + k] = acc;
 }
 
 // engine_col_kernel with V adjacent outputs per thread (one kept axis, unit stride, 16-byte
@@ -237,7 +245,7 @@ __global__ void __launch_bounds__(256) engine_col_vec_kernel(const ReduceGeom g)
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     if (g.splits == 1) P::store(g, k0 + e, acc[e]);
-    else static_cast<Acc*>(g.partials)[s * g.K + k0 + e] = acc[e];
+    else static_cast<tree_t<P>*>(g.partials)[s * g.K + k0 + e] = acc[e];
   }
 }
 
@@ -251,19 +259,19 @@ __global__ void __launch_bounds__(256) engine_combine_kernel(const ReduceGeom g)
   __shared__ Tr runs[8][32];
   const int tx = static_cast<int>(threadIdx.x) & 31, ty = static_cast<int>(threadIdx.x) >> 5;
   const int64_t k = static_cast<int64_t>(blockIdx.x) * 32 + tx;
-  const Acc* p = static_cast<const Acc*>(g.partials);
+  const Tr* p = static_cast<const Tr*>(g.partials);
   const int64_t per = (g.splits + 7) / 8, s0 = ty * per, s1 = min(g.splits, s0 + per);
   Tr acc = P::identity(g);
   if (k < g.K) {
     int64_t s = s0;
     for (; s + 4 <= s1; s += 4) {
-      Acc t[4];
+      Tr t[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) t[u] = p[(s + u) * g.K + k];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) acc = P::combine(acc, static_cast<Tr>(t[u]));
+      for (int u = 0; u < 4; ++u) acc = P::combine(acc, t[u]);
     }
-    for (; s < s1; ++s) acc = P::combine(acc, static_cast<Tr>(p[s * g.K + k]));
+    for (; s < s1; ++s) acc = P::combine(acc, p[s * g.K + k]);
   }
   runs[ty][tx] = acc;
   __syncthreads();
@@ -282,18 +290,18 @@ __global__ void __launch_bounds__(256) engine_combine_block_kernel(const ReduceG
   __shared__ Tr warp_acc[8];
   const int64_t k = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x), lane = t & 31;
-  const Acc* p = static_cast<const Acc*>(g.partials);
+  const Tr* p = static_cast<const Tr*>(g.partials);
   const int64_t per = (g.splits + 255) / 256, s0 = t * per, s1 = min(g.splits, s0 + per);
   Tr acc = P::identity(g);
   int64_t s = s0;
   for (; s + 4 <= s1; s += 4) {
-    Acc u[4];
+    Tr u[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) u[i] = p[(s + i) * g.K + k];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc = P::combine(acc, static_cast<Tr>(u[i]));
+    for (int i = 0; i < 4; ++i) acc = P::combine(acc, u[i]);
   }
-  for (; s < s1; ++s) acc = P::combine(acc, static_cast<Tr>(p[s * g.K + k]));
+  for (; s < s1; ++s) acc = P::combine(acc, p[s * g.K + k]);
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const Tr o = P::shfl(acc, d);

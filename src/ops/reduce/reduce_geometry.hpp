@@ -75,7 +75,11 @@ struct ReduceBwdGeom {
   const void* y = nullptr;
   const void* dy = nullptr;
   const void* indices = nullptr;
-  const void* mean = nullptr;  // var / std: f32 (f64 for f64 x)
+  // per-output values of the pre-pass (f32; f64 for f64 x): var / std the mean; amax / amin /
+  // norm ±inf the count of extremes; nanmean the count of non-NaN; prod the product of the
+  // nonzeros (mean) and the count of zeros (aux2)
+  const void* mean = nullptr;
+  const void* aux2 = nullptr;
   void* dx = nullptr;
   uint8_t y_dtype = 0;  // y and dy
   int kind = 0;         // red::Kind (the norms by p)
@@ -83,6 +87,10 @@ struct ReduceBwdGeom {
 };
 using ReduceBwdLaunchFn = LaunchFn<ReduceBwdGeom>;
 ReduceBwdLaunchFn find_backward(DType x);  // f32 / f16 / bf16 / f64
+// The backward's pre-pass over x (engine kernels writing y = the per-output value, y2 = prod's
+// zero count): kind is red::Kind (kAmax, kAmin, kNormInf, kNormNegInf: the extremes' count;
+// kNanMean: the non-NaN count; kProd: the nonzeros' product and the zero count; kMean: the mean).
+ReduceLaunchFn find_backward_prepass(DType x, int kind);
 
 // The geometry of x viewed as kept x reduced axes (reduce_geometry.cpp), from the shapes: out
 // is x's shape with 1 on the reduced axes (right-aligned; leading missing axes reduced). Strides
@@ -99,6 +107,9 @@ void choose_splits(ReduceGeom* g);
 // Pass 2 by a block per output (few outputs, many splits: an all-reduce) rather than by tiles of
 // 32 outputs x 8 split groups; a function of the shape, so the order of the additions is too.
 inline bool combine_per_block(const ReduceGeom& g) { return g.K < 64 && g.splits > 32; }
+// Bytes of one split partial of ReduceToShapePlan's kinds (sum / prod / max / min): f32 sums
+// keep f64 partials (the engine's tree type)
+inline constexpr size_t kPartialBytes = 8;
 // Bytes of split partials select() reserves for g (shape-only): the larger split count of the two
 // modes, since the run-time layout may pick the other; an error past 2^63 bytes.
 Result<size_t> partials_bytes(std::string_view op, const ReduceGeom& g, size_t acc_bytes);

@@ -14,7 +14,7 @@ namespace baracuda::red {
 
 enum Kind : int {
   kSum = 0, kNanSum, kMean, kNanMean, kProd, kAmax, kAmin, kAll, kAny, kCountNonzero, kLogSumExp, kNorm, kVar, kStd,
-  kArgmax, kArgmin, kMax, kMin,
+  kArgmax, kArgmin, kMax, kMin, kVarMean, kStdMean, kAminmax,
   // norm by p (the plan picks one): 0, 1, 2, inf, -inf, other
   kNorm0 = kNormKind0, kNorm1, kNorm2, kNormInf, kNormNegInf, kNormP,
 };
@@ -195,7 +195,7 @@ struct LogSumExp {
 
 // var / std: Welford per element, partial results merged with Chan's formula; var divides by
 // max(0, N - correction) (PyTorch's: inf, or NaN for no spread, when that is 0).
-template <class T_, class C_, bool Std>
+template <class T_, class C_, bool Std, bool WithMean = false>
 struct Variance {
   using T = T_;
   using C = C_;
@@ -240,6 +240,43 @@ struct Variance {
     const double dof = static_cast<double>(g.R) - g.correction;
     const C v = a.m2 / static_cast<C>(dof > 0 ? dof : 0.0);
     store_kept<C>(g, k, Std ? sqrt(v) : v);
+    if constexpr (WithMean) store_kept<C>(g, k, a.n == C(0) ? std::numeric_limits<C>::quiet_NaN() : a.mean, true);
+  }
+};
+
+// aminmax: both extremes in one pass (NaN propagates into both); y the min, y2 the max.
+template <class T_, class C_>
+struct MinMax {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C lo, hi;
+  };
+  __device__ static Acc identity(const ReduceGeom&) {
+    if constexpr (std::is_integral_v<C>) return {INT64_MAX, INT64_MIN};
+    else return {inf_of<C>(), -inf_of<C>()};
+  }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return {v, v}; }
+  __device__ static Acc combine(Acc a, Acc b) { return {nan_min(a.lo, b.lo), nan_max(a.hi, b.hi)}; }
+  // a vector: plain min / max (NaN ignored) and one NaN flag, then one combine
+  template <int V>
+  __device__ static Acc step_vec(const ReduceGeom&, Acc a, const C (&v)[V], int64_t) {
+    C lo = v[0], hi = v[0];
+    if constexpr (std::is_integral_v<C>) {
+#pragma unroll
+      for (int j = 1; j < V; ++j) lo = min(lo, v[j]), hi = max(hi, v[j]);
+    } else {
+      bool nan = is_nan(v[0]);
+#pragma unroll
+      for (int j = 1; j < V; ++j) lo = fmin(lo, v[j]), hi = fmax(hi, v[j]), nan = nan || is_nan(v[j]);
+      if (nan) lo = hi = std::numeric_limits<C>::quiet_NaN();
+    }
+    return combine(a, Acc{lo, hi});
+  }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.lo, d), shfl_xor(a.hi, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    store_kept<C>(g, k, a.lo);
+    store_kept<C>(g, k, a.hi, true);
   }
 };
 
@@ -291,6 +328,65 @@ struct ArgExtreme {
   }
 };
 
+// ReduceBackwardPlan's pre-passes -------------------------------------------------------------
+
+// amax / amin (Abs: norm ±inf): the extreme and how many elements equal it; a NaN extreme wins
+// (NanEq: NaN elements count as equal to it, as PyTorch's norm backward; else its count is 0, as
+// amax's mask x == NaN). Stores the count.
+template <class T_, class C_, bool Max, bool Abs>
+struct ExtremeCount {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C m;
+    int64_t c;
+  };
+  __device__ static Acc identity(const ReduceGeom&) { return {Max ? -inf_of<C>() : inf_of<C>(), 0}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return {Abs ? abs_of(v) : v, 1}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    const bool an = is_nan(a.m), bn = is_nan(b.m);
+    if (an || bn) return an && bn ? Acc{a.m, a.c + b.c} : (an ? a : b);
+    if (a.m == b.m) return {a.m, a.c + b.c};
+    return (Max ? b.m > a.m : b.m < a.m) ? b : a;
+  }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.m, d), shfl_xor(a.c, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    store_kept<C>(g, k, static_cast<C>(is_nan(a.m) && !Abs ? 0 : a.c));
+  }
+};
+
+// nanmean: the count of non-NaN elements.
+template <class T_, class C_>
+struct NotNanCount {
+  using T = T_;
+  using C = C_;
+  using Acc = int64_t;
+  __device__ static Acc identity(const ReduceGeom&) { return 0; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return is_nan(v) ? 0 : 1; }
+  __device__ static Acc combine(Acc a, Acc b) { return a + b; }
+  __device__ static Acc shfl(Acc a, int d) { return shfl_xor(a, d); }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) { store_kept<C>(g, k, static_cast<C>(a)); }
+};
+
+// prod: the product of the nonzero elements (y) and the count of zeros (y2).
+template <class T_, class C_>
+struct ProdZeros {
+  using T = T_;
+  using C = C_;
+  struct Acc {
+    C p;
+    int64_t z;
+  };
+  __device__ static Acc identity(const ReduceGeom&) { return {C(1), 0}; }
+  __device__ static Acc map(const ReduceGeom&, C v, int64_t) { return v == C(0) ? Acc{C(1), 1} : Acc{v, 0}; }
+  __device__ static Acc combine(Acc a, Acc b) { return {a.p * b.p, a.z + b.z}; }
+  __device__ static Acc shfl(Acc a, int d) { return {shfl_xor(a.p, d), shfl_xor(a.z, d)}; }
+  __device__ static void store(const ReduceGeom& g, int64_t k, Acc a) {
+    store_kept<C>(g, k, a.p);
+    store_kept<C>(g, k, static_cast<C>(a.z), true);
+  }
+};
+
 // The launcher of kind K for storage T (C: f64 when asked, i64 for integer storage, else f32).
 template <class T, bool F64, int K>
 ReduceLaunchFn engine_pick() {
@@ -298,6 +394,8 @@ ReduceLaunchFn engine_pick() {
   if constexpr (K == kNanMean) return &engine_launch<NanMean<T, C>>;
   else if constexpr (K == kLogSumExp) return &engine_launch<LogSumExp<T, C>>;
   else if constexpr (K == kVar || K == kStd) return &engine_launch<Variance<T, C, K == kStd>>;
+  else if constexpr (K == kVarMean || K == kStdMean) return &engine_launch<Variance<T, C, K == kStdMean, true>>;
+  else if constexpr (K == kAminmax) return &engine_launch<MinMax<T, C>>;
   else if constexpr (K == kArgmax || K == kMax) return &engine_launch<ArgExtreme<T, C, true>>;
   else if constexpr (K == kArgmin || K == kMin) return &engine_launch<ArgExtreme<T, C, false>>;
   else return &engine_launch<Plain<T, C, K>>;

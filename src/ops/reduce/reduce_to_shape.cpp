@@ -81,7 +81,7 @@ Result<ReduceToShapePlan> ReduceToShapePlan::select(const ReduceToShapeDescripto
   if (Status s = resolve_operands<ReduceToShapeArgs>(kOp, p.operands_); !s.ok()) return s;
   red::ReduceGeom g;
   red::build_geometry(shape_of(d), nullptr, nullptr, &g);
-  auto partials = red::partials_bytes(kOp, g, dtype_size(accumulator(d)));
+  auto partials = red::partials_bytes(kOp, g, red::kPartialBytes);
   if (!partials) return partials.status();
   WorkspaceLayout w;
   if (*partials) w.take(*partials);
@@ -104,7 +104,7 @@ Status ReduceToShapePlan::run(cudaStream_t stream, Workspace ws, const ReduceToS
   red::ReduceGeom g;
   red::build_geometry(shape_of(desc_), &a.x, &a.y, &g);
   if (g.splits > 1) {
-    if (Status s = check_workspace(kOp, ws, static_cast<size_t>(g.splits * g.K) * dtype_size(accumulator(desc_))); !s.ok())
+    if (Status s = check_workspace(kOp, ws, static_cast<size_t>(g.splits * g.K) * red::kPartialBytes); !s.ok())
       return s;
     g.partials = ws.ptr;
   }
