@@ -23,6 +23,9 @@ __device__ __forceinline__ void backward_elements(const ReduceBwdGeom& g, F f) {
                 sr = g.rank > 0 ? g.rmul[last] : 0;
   const D* dy = static_cast<const D*>(g.dy);
   T* dx = static_cast<T*>(g.dx);
+  // whole 16-byte stores: dx unit-stride along the innermost axis, every run of 8 aligned
+  bool vec = sdx == 1 && inner % kRun == 0 && reinterpret_cast<uintptr_t>(dx) % 16 == 0;
+  for (int a = 0; a < last; ++a) vec = vec && (g.size[a] == 1 || g.dxs[a] % kRun == 0);
   for (int64_t run = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32; run < runs;
        run += static_cast<int64_t>(gridDim.x) * 8) {
     int64_t rem = run / per_row, xo = 0, dxo = 0, yo = 0, dyo = 0, io = 0, mo = 0, r = 0;
@@ -36,6 +39,18 @@ __device__ __forceinline__ void backward_elements(const ReduceBwdGeom& g, F f) {
       io += c * g.ixs[a];
       mo += c * g.ms[a];
       r += c * g.rmul[a];
+    }
+    if (vec) {  // lane l: the run's elements 8l .. 8l + 7, stored as 16-byte vectors
+      const int64_t c = (run % per_row) * 32 * kRun + lane * kRun;
+      if (c >= inner) continue;
+      xo += c * sx, dxo += c, yo += c * sy, dyo += c * sdy, io += c * si, mo += c * sm, r += c * sr;
+      C out[kRun];
+#pragma unroll
+      for (int e = 0; e < kRun; ++e) out[e] = f(to_c<C>(dy[dyo + e * sdy]), xo + e * sx, yo + e * sy, io + e * si, mo + e * sm, r + e * sr);
+      constexpr int V = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+      for (int h = 0; h < kRun / V; ++h) store_acc_vec<T, V>(dx + dxo + h * V, reinterpret_cast<const C(&)[V]>(out[h * V]));
+      continue;
     }
     int64_t c = (run % per_row) * 32 * kRun + lane;
     xo += c * sx, dxo += c * sdx, yo += c * sy, dyo += c * sdy, io += c * si, mo += c * sm, r += c * sr;
