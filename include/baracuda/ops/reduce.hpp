@@ -21,7 +21,9 @@
 //   bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min / aminmax (same),
 //   all / any (bool; u8 -> u8), argmax / argmin, logsumexp (-> f32). out_dtype (PyTorch's dtype
 //   argument) may name another float type for sum / nansum / mean / nanmean / prod / norm /
-//   logsumexp. Accumulation: f32 (f64 for f64 x), i64 for integer x.
+//   logsumexp. Accumulation: f32 (f64 for f64 x), i64 for integer x; an f32 sum (sum, nansum,
+//   mean, the finite norms) adds each 16-byte vector in f32 and everything after in f64 (lane
+//   slots, shuffle tree, split partials), so a long f32 sum is not less accurate than PyTorch's.
 // Empty reductions (a reduced axis of extent 0): sum / nansum / count_nonzero 0, prod 1, all
 //   true, any false, logsumexp -inf, norm 0 (p >= 0, not inf), mean / nanmean / var / std NaN;
 //   amax / amin / aminmax / argmax / argmin / max / min and norm with p = inf or p < 0 are refused at
@@ -92,19 +94,27 @@ class ReducePlan : public PlanBase<ReduceDescriptor> {
 
 // ---------------------------------------------------------------- backward
 // dx = d(op)/dx · dy, broadcast over the reduced axes (the descriptor is the forward's):
-//   sum dy; nansum dy where x is not NaN (else 0); mean dy / N; logsumexp dy · exp(x - y);
-//   norm p = 0: 0; p = 1: dy · sign(x); p = 2: dy · x / y; other p: dy · sign(x) · |x|^(p-1) /
-//   y^(p-1) (0 where y = 0, as PyTorch's); var dy · 2 (x - mean) / max(0, N - correction);
-//   std dy · (x - mean) / (max(0, N - correction) · y) (0 where y = 0); max / min dy at the
-//   forward's index, 0 elsewhere. Not differentiable: all, any, count_nonzero, argmax, argmin
-//   (refused). Not yet: prod, amax / amin and norm with p = ±inf (their tie and zero counts),
-//   nanmean (refused with the reason).
-// Operands: dy (y's shape and dtype); x (nansum, logsumexp, norm p != 0, var, std); y
-//   (logsumexp, norm p > 1 or p < 0 ... every p but 0 and 1, std); indices (max, min); dx (x's
-//   shape and dtype, f32 / f16 / bf16 / f64).
-// Accumulation: f32 (f64 for f64 x); var / std's mean by a forward mean pass into the workspace.
-// Determinism: bitwise run-to-run (elementwise; the mean pass is the forward's fixed order).
-// Workspace: var / std: the means (one accumulator per output) and that pass's partials.
+//   sum dy; nansum dy where x is not NaN (else 0); mean dy / N; nanmean (dy / count) · !isnan(x)
+//   (count: the non-NaN elements); prod dy · y / x when the output's elements have no zero, dy ·
+//   (the product of the others) at a single zero and 0 elsewhere, 0 with two or more zeros;
+//   logsumexp dy · exp(x - y); amax / amin (dy / count) · (x == y), count the elements equal to
+//   y (PyTorch's even split of ties; NaN everywhere when y is NaN); norm p = 0: 0; p = 1: dy ·
+//   sign(x); p = 2: dy · x / y; p = ±inf: sgn(x) · (|x| == y, or both NaN) · dy / count; other
+//   p: dy · sign(x) · |x|^(p-1) / y^(p-1) (0 where y = 0, as PyTorch's); var dy · 2 (x - mean) /
+//   max(0, N - correction); std dy · (x - mean) / (max(0, N - correction) · y) (0 where y = 0);
+//   max / min dy at the forward's index, 0 elsewhere. y must be the forward's result. Not
+//   differentiable: all, any, count_nonzero, argmax, argmin (refused). var_mean / std_mean /
+//   aminmax take a gradient per result: refused (run var's or std's and mean's, or amin's and
+//   amax's, and add them).
+// Operands: dy (y's shape and dtype); x (nansum, nanmean, prod, amax, amin, logsumexp, norm
+//   p != 0, var, std); y (prod, amax, amin, logsumexp, std, norm but p = 0 / 1); indices (max,
+//   min); dx (x's shape and dtype, f32 / f16 / bf16 / f64).
+// Accumulation: f32 (f64 for f64 x). The per-output values a formula needs (var / std: the
+//   mean; amax / amin / norm ±inf: the count of extremes; nanmean: the non-NaN count; prod: the
+//   product of the nonzeros and the count of zeros) come from a pre-pass over x in the forward's
+//   fixed order.
+// Determinism: bitwise run-to-run (the pre-pass is fixed-order, the broadcast elementwise).
+// Workspace: the pre-pass's per-output values and its split partials (0 for the other ops).
 using ReduceBackwardDescriptor = ReduceDescriptor;
 
 struct ReduceBackwardArgs {

@@ -413,12 +413,6 @@ Status select_bag(std::string_view op, const EmbeddingBagDescriptor& d, const Pl
   return backward ? resolve_operands<EmbeddingBagBackwardArgs>(op, *ops) : resolve_operands<EmbeddingBagArgs>(op, *ops);
 }
 
-// indices [N] or [B, bag_size], offsets, per-sample weights (and their gradient) shapes.
-void bag_index_shape(const EmbeddingBagDescriptor& d, int64_t* s, int* rank) {
-  if (d.bag_size > 0) s[0] = d.num_bags, s[1] = d.bag_size, *rank = 2;
-  else s[0] = d.num_indices, *rank = 1;
-}
-
 detail::EmbParams bag_params(const EmbeddingBagDescriptor& d, const TensorRef& idx, const TensorRef& off,
                              const TensorRef& psw) {
   detail::EmbParams p;
