@@ -67,6 +67,16 @@ std::span<const int64_t> shape_of(const ScanDescriptor& d) { return {d.shape, st
 
 bool accumulates_f64(const ScanDescriptor& d, DType out) { return d.dtype == DType::f64 || out == DType::f64; }
 
+// The segment totals of a segmented layout in the workspace (at most workspace_size(): select()
+// reserved the larger of the two modes).
+Status attach_partials(std::string_view op, scan::ScanGeom* g, Workspace ws, size_t workspace, size_t acc_bytes) {
+  if (g->segments <= 1) return {};
+  if (static_cast<size_t>(g->segments * g->lines) * acc_bytes > workspace)
+    return error(StatusCode::kInternal, op, ": the segments of this layout need more than workspace_size()");
+  g->partials = ws.ptr;
+  return {};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- geometry
@@ -169,11 +179,7 @@ Status ScanPlan::run(cudaStream_t stream, Workspace ws, const ScanArgs& a) const
   const ScanDescriptor& d = desc_;
   scan::ScanGeom g;
   scan::build_scan_geometry(d, &a.x, &a.y, a.indices.data ? &a.indices : nullptr, &g);
-  if (g.segments > 1) {
-    if (static_cast<size_t>(g.segments * g.lines) * acc_bytes_ > workspace_)
-      return error(StatusCode::kInternal, kOp, ": the segments of this layout need more than workspace_size()");
-    g.partials = ws.ptr;
-  }
+  if (Status s = attach_partials(kOp, &g, ws, workspace_, acc_bytes_); !s.ok()) return s;
   g.x = a.x.data;
   g.y = a.y.data;
   g.indices = a.indices.data;
@@ -241,11 +247,7 @@ Status ScanBackwardPlan::run(cudaStream_t stream, Workspace ws, const ScanBackwa
     r.reverse = !d.reverse;
     scan::ScanGeom g;
     scan::build_scan_geometry(r, &a.dy, &a.dx, nullptr, &g);
-    if (g.segments > 1) {
-      if (static_cast<size_t>(g.segments * g.lines) * acc_bytes_ > workspace_)
-        return error(StatusCode::kInternal, kOpBwd, ": the segments of this layout need more than workspace_size()");
-      g.partials = ws.ptr;
-    }
+    if (Status s = attach_partials(kOpBwd, &g, ws, workspace_, acc_bytes_); !s.ok()) return s;
     g.x = a.dy.data;
     g.y = a.dx.data;
     g.y_dtype = static_cast<uint8_t>(d.dtype);

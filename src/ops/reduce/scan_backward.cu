@@ -12,13 +12,7 @@ namespace baracuda::scan {
 namespace {
 
 __device__ __forceinline__ int64_t offset_of(const ScanBwdGeom& g, const int64_t* st, int64_t line) {
-  int64_t off = 0;
-  for (int a = g.ko - 1; a >= 0; --a) {
-    const int64_t c = line % g.osize[a];
-    line /= g.osize[a];
-    off += c * st[a];
-  }
-  return off;
+  return red::kept_offset_of(g.osize, st, g.ko, line);
 }
 
 template <class T>

@@ -17,6 +17,7 @@
 #include "core/arith.hpp"
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
+#include "ops/reduce/reduce_engine.cuh"
 #include "ops/reduce/scan_geometry.hpp"
 
 namespace baracuda::scan {
@@ -117,14 +118,9 @@ __device__ __forceinline__ void with_out_type(uint8_t dt, F&& f) {
   }
 }
 
+// A line's offset in an operand: the reductions' kept-index decomposition over the other axes.
 __device__ __forceinline__ int64_t line_offset(const ScanGeom& g, const int64_t* st, int64_t line) {
-  int64_t off = 0;
-  for (int a = g.ko - 1; a >= 0; --a) {
-    const int64_t c = line % g.osize[a];
-    line /= g.osize[a];
-    off += c * st[a];
-  }
-  return off;
+  return red::kept_offset_of(g.osize, st, g.ko, line);
 }
 
 // A warp's staging area: kChunk values with one pad slot per lane's kItems (lane-major writes
