@@ -92,9 +92,10 @@ void reduce_backward_fill(RefCall& c) {
   // amax / amin / norm ±inf / prod: x on a grid of quarters (ties, zeros) and y its forward;
   // nanmean: a NaN in every few elements
   const bool inf_norm = d.op == ReduceKind::kNorm && std::isinf(d.p);
-  if (d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kProd || inf_norm) {
+  if (d.op == ReduceKind::kAmax || d.op == ReduceKind::kAmin || d.op == ReduceKind::kAminmax || d.op == ReduceKind::kProd || inf_norm) {
     RefOperand& x = c["x"];
     RefOperand& y = c["y"];
+    RefOperand* y2 = c.find("y2");
     x.in.resize(static_cast<size_t>(x.spec->numel()));
     std::uniform_int_distribution<int> q(d.op == ReduceKind::kProd ? -6 : -8, d.op == ReduceKind::kProd ? 6 : 8);
     for (double& v : x.in) v = q(c.rng()) / 4.0;
@@ -102,12 +103,16 @@ void reduce_backward_fill(RefCall& c) {
       for (double& v : x.in) v = v == 0 ? 0 : (v > 0 ? 1 : -1) * (0.75 + std::fabs(v) / 12);
     const std::vector<std::vector<int64_t>> members = members_of(d);
     y.in.assign(members.size(), 0);
+    if (y2) y2->in.assign(members.size(), 0);
     for (size_t o = 0; o < members.size(); ++o) {
       std::vector<double> xs;
       for (int64_t f : members[o]) xs.push_back(x.in[static_cast<size_t>(f)]);
-      y.in[o] = ref::store_as(y.spec->dtype, ref::reduce_one(d, xs).value);
+      const ref::ReduceResult r = ref::reduce_one(d, xs);
+      y.in[o] = ref::store_as(y.spec->dtype, r.value);
+      if (y2) y2->in[o] = ref::store_as(y2->spec->dtype, r.value2);
     }
     x.given = y.given = true;
+    if (y2) y2->given = true;
   } else if (d.op == ReduceKind::kNanMean) {
     RefOperand& x = c["x"];
     x.in.resize(static_cast<size_t>(x.spec->numel()));
@@ -124,6 +129,8 @@ Status reduce_backward(RefCall& c) {
   const RefOperand* x = c.find("x");
   const RefOperand* y = c.find("y");
   const RefOperand* ix = c.find("indices");
+  const RefOperand* y2 = c.find("y2");
+  const RefOperand* dy2 = c.find("dy2");
   const std::vector<double>& dy = c["dy"].in;
   RefOperand& dx = c["dx"];
   const int64_t total = numel_of(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
@@ -134,8 +141,8 @@ Status reduce_backward(RefCall& c) {
     std::vector<double> xs;
     for (int64_t f : members[o]) xs.push_back(x ? x->in[static_cast<size_t>(f)] : 0.0);
     std::vector<double> mag;
-    const std::vector<double> g = ref::reduce_backward_one(d, xs, y ? y->in[o] : 0.0, dy[o],
-                                                           ix ? static_cast<int64_t>(ix->in[o]) : -1, &mag);
+    const std::vector<double> g = ref::reduce_backward_one(d, xs, y ? y->in[o] : 0.0, dy[o], ix ? static_cast<int64_t>(ix->in[o]) : -1,
+                                                           &mag, y2 ? y2->in[o] : 0.0, dy2 ? dy2->in[o] : 0.0);
     for (size_t i = 0; i < members[o].size(); ++i) {
       dx.want[static_cast<size_t>(members[o][i])] = ref::store_as(d.dtype, g[i]);
       dx.mag[static_cast<size_t>(members[o][i])] = mag[i];

@@ -142,7 +142,7 @@ ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs
 }
 
 std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::vector<double>& xs, double y, double dy,
-                                        int64_t index, std::vector<double>* mag) {
+                                        int64_t index, std::vector<double>* mag, double y2, double dy2) {
   const double n = static_cast<double>(xs.size());
   double mean = 0;
   for (double v : xs) mean += v;
@@ -157,8 +157,12 @@ std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::ve
     if (inf_norm) return std::fabs(x) == y || (std::isnan(x) && std::isnan(y));
     return !std::isnan(x);
   };
-  double count = 0;
+  double count = 0, count_max = 0;  // aminmax: count the min's ties, count_max the max's
   for (double v : xs) count += in_mask(v) ? 1 : 0;
+  if (d.op == ReduceKind::kAminmax) {
+    count = count_max = 0;
+    for (double v : xs) count += v == y ? 1 : 0, count_max += v == y2 ? 1 : 0;
+  }
   for (size_t i = 0; i < xs.size(); ++i) {
     const double x = xs[i], s = x > 0 ? 1 : (x < 0 ? -1 : 0);
     double v = 0, m = std::fabs(dy);
@@ -190,13 +194,19 @@ std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::ve
         else v = y == 0 ? 0 : dy * s * std::pow(std::fabs(x), d.p - 1) / std::pow(y, d.p - 1);
         m = std::fabs(v) * std::max(1.0, std::fabs(d.p));
         break;
-      case ReduceKind::kVar:
+      case ReduceKind::kVar: case ReduceKind::kVarMean:
         v = dy * 2 * (x - mean) / dof;
         m = std::fabs(dy) * 2 * (std::fabs(x) + std::fabs(mean)) / dof;
+        if (d.op == ReduceKind::kVarMean) v += dy2 / n, m += std::fabs(dy2) / n;
         break;
-      case ReduceKind::kStd:
+      case ReduceKind::kStd: case ReduceKind::kStdMean:
         v = y == 0 ? 0 : dy * (x - mean) / (dof * y);
         m = y == 0 ? 0 : std::fabs(dy) * (std::fabs(x) + std::fabs(mean)) / (dof * std::fabs(y));
+        if (d.op == ReduceKind::kStdMean) v += dy2 / n, m += std::fabs(dy2) / n;
+        break;
+      case ReduceKind::kAminmax:  // amin's (dy / count) * (x == y) plus amax's with dy2 and y2
+        v = dy / count * (x == y ? 1.0 : 0.0) + dy2 / count_max * (x == y2 ? 1.0 : 0.0);
+        m = std::fabs(dy / count) + std::fabs(dy2 / count_max);
         break;
       case ReduceKind::kMax: case ReduceKind::kMin: v = static_cast<int64_t>(i) == index ? dy : 0; break;
       default: break;

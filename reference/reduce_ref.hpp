@@ -23,8 +23,9 @@ ReduceResult reduce_one(const ReduceDescriptor& d, const std::vector<double>& xs
 
 // d(op)/dx_i · dy for one output's elements xs (reduce.hpp's backward formulas), given its
 // forward value y and index (max / min); mag: per element, the size of the terms (tolerance).
+// var_mean / std_mean / aminmax: y2 the second result (aminmax's max), dy2 its gradient.
 std::vector<double> reduce_backward_one(const ReduceDescriptor& d, const std::vector<double>& xs, double y, double dy,
-                                        int64_t index, std::vector<double>* mag = nullptr);
+                                        int64_t index, std::vector<double>* mag = nullptr, double y2 = 0, double dy2 = 0);
 
 // The reduced axes of d (num_dims = 0: all), normalized.
 std::vector<bool> reduced_axes(const ReduceDescriptor& d);

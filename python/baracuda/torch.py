@@ -536,14 +536,14 @@ def min(input: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Ten
 
 def var_mean(input: torch.Tensor, dim: Any = None, *, correction: float = 1,
              keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    """torch.var_mean: (var, mean) in one pass (no autograd: its backward row refuses)."""
+    """torch.var_mean: (var, mean) in one pass (autograd through reduce_backward: both gradients)."""
     r = _reduce("var_mean", input, dim, keepdim, correction=float(correction))
     return r["y"], r["y2"]
 
 
 def std_mean(input: torch.Tensor, dim: Any = None, *, correction: float = 1,
              keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    """torch.std_mean: (std, mean) in one pass (no autograd: its backward row refuses)."""
+    """torch.std_mean: (std, mean) in one pass (autograd through reduce_backward: both gradients)."""
     r = _reduce("std_mean", input, dim, keepdim, correction=float(correction))
     return r["y"], r["y2"]
 

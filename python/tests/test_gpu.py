@@ -330,7 +330,8 @@ def test_gradcheck_reductions():
               lambda a: bt.vector_norm(a, 2, 1), lambda a: bt.vector_norm(a, 3.5, 0), lambda a: bt.var(a, 1),
               lambda a: bt.std(a, 0, correction=0), lambda a: bt.max(a, 1)[0], lambda a: bt.nansum(a, 1),
               lambda a: bt.prod(a, 1), lambda a: bt.amax(a, 1), lambda a: bt.amin(a, 0), lambda a: bt.nanmean(a, 1),
-              lambda a: bt.vector_norm(a, float("inf"), 1)):
+              lambda a: bt.vector_norm(a, float("inf"), 1), lambda a: bt.var_mean(a, 1), lambda a: bt.std_mean(a, 0),
+              lambda a: bt.aminmax(a, dim=1), lambda a: bt.mean(a[:, ::2], 1), lambda a: bt.sum(a.t(), 0)):
         assert torch.autograd.gradcheck(f, (x,))
 
 
@@ -342,7 +343,8 @@ def test_reduction_gradients_at_ties_zeros_and_nan():
     for ours, theirs in ((lambda a: bt.amax(a[:3], 1), lambda a: torch.amax(a[:3], 1)),
                          (lambda a: bt.prod(a[:3], 1), lambda a: torch.prod(a[:3], 1)),
                          (lambda a: bt.vector_norm(a[:3], float("inf"), 1), lambda a: torch.linalg.vector_norm(a[:3], float("inf"), 1)),
-                         (lambda a: bt.nanmean(a, 1), lambda a: torch.nanmean(a, 1))):
+                         (lambda a: bt.nanmean(a, 1), lambda a: torch.nanmean(a, 1)),
+                         (lambda a: sum(bt.aminmax(a[:3], dim=1)), lambda a: torch.amin(a[:3], 1) + torch.amax(a[:3], 1))):
         a1, a2 = x.clone().requires_grad_(), x.clone().requires_grad_()
         ours(a1).sum().backward()
         theirs(a2).sum().backward()

@@ -175,21 +175,24 @@ TEST(ReduceReference, BackwardMatchesFiniteDifferences) {
                         Case{ReduceKind::kNorm, 3.5, 1}, Case{ReduceKind::kVar, 2, 1}, Case{ReduceKind::kVar, 2, 0},
                         Case{ReduceKind::kStd, 2, 1}, Case{ReduceKind::kMax, 2, 1}, Case{ReduceKind::kMin, 2, 1},
                         Case{ReduceKind::kProd, 2, 1}, Case{ReduceKind::kAmax, 2, 1}, Case{ReduceKind::kAmin, 2, 1},
-                        Case{ReduceKind::kNorm, kInf, 1}, Case{ReduceKind::kNorm, -kInf, 1}, Case{ReduceKind::kNanMean, 2, 1}}) {
+                        Case{ReduceKind::kNorm, kInf, 1}, Case{ReduceKind::kNorm, -kInf, 1}, Case{ReduceKind::kNanMean, 2, 1},
+                        Case{ReduceKind::kVarMean, 2, 1}, Case{ReduceKind::kStdMean, 2, 0}, Case{ReduceKind::kAminmax, 2, 1}}) {
     ReduceDescriptor d = desc(k.op, DType::f64, {7});
     d.p = k.p;
     d.correction = k.correction;
     std::vector<double> xs(7);
     for (double& v : xs) v = u(rng);
     const ref::ReduceResult fwd = ref::reduce_one(d, xs);
-    const double dy = 0.75;
-    const std::vector<double> dx = ref::reduce_backward_one(d, xs, fwd.value, dy, fwd.index);
+    const double dy = 0.75, dy2 = -1.25;  // dy2: the second result's gradient (var_mean, std_mean, aminmax)
+    const std::vector<double> dx = ref::reduce_backward_one(d, xs, fwd.value, dy, fwd.index, nullptr, fwd.value2, dy2);
     for (size_t i = 0; i < xs.size(); ++i) {
       const double h = 1e-6;
       std::vector<double> a = xs, b = xs;
       a[i] += h;
       b[i] -= h;
-      const double fd = dy * (ref::reduce_one(d, a).value - ref::reduce_one(d, b).value) / (2 * h);
+      const ref::ReduceResult ra = ref::reduce_one(d, a), rb = ref::reduce_one(d, b);
+      const bool pair = k.op == ReduceKind::kVarMean || k.op == ReduceKind::kStdMean || k.op == ReduceKind::kAminmax;
+      const double fd = dy * (ra.value - rb.value) / (2 * h) + (pair ? dy2 * (ra.value2 - rb.value2) / (2 * h) : 0.0);
       EXPECT_NEAR(dx[i], fd, 1e-6 * std::max(1.0, std::fabs(fd))) << enum_name(k.op) << " p " << k.p << " element " << i;
     }
   }

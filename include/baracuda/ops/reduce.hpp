@@ -102,17 +102,22 @@ class ReducePlan : public PlanBase<ReduceDescriptor> {
 //   sign(x); p = 2: dy · x / y; p = ±inf: sgn(x) · (|x| == y, or both NaN) · dy / count; other
 //   p: dy · sign(x) · |x|^(p-1) / y^(p-1) (0 where y = 0, as PyTorch's); var dy · 2 (x - mean) /
 //   max(0, N - correction); std dy · (x - mean) / (max(0, N - correction) · y) (0 where y = 0);
-//   max / min dy at the forward's index, 0 elsewhere. y must be the forward's result. Not
-//   differentiable: all, any, count_nonzero, argmax, argmin (refused). var_mean / std_mean /
-//   aminmax take a gradient per result: refused (run var's or std's and mean's, or amin's and
-//   amax's, and add them).
-// Operands: dy (y's shape and dtype); x (nansum, nanmean, prod, amax, amin, logsumexp, norm
-//   p != 0, var, std); y (prod, amax, amin, logsumexp, std, norm but p = 0 / 1); indices (max,
-//   min); dx (x's shape and dtype, f32 / f16 / bf16 / f64).
-// Accumulation: f32 (f64 for f64 x). The per-output values a formula needs (var / std: the
-//   mean; amax / amin / norm ±inf: the count of extremes; nanmean: the non-NaN count; prod: the
-//   product of the nonzeros and the count of zeros) come from a pre-pass over x in the forward's
-//   fixed order.
+//   max / min dy at the forward's index, 0 elsewhere; var_mean / std_mean var's / std's formula
+//   with dy plus dy2 / N (dy2: the mean's gradient); aminmax amin's formula with dy and y plus
+//   amax's with dy2 and y2 (PyTorch's aminmax backward). y, y2 must be the forward's results.
+//   Not differentiable: all, any, count_nonzero, argmax, argmin (refused).
+// Operands: dy (y's shape and dtype); dy2 (var_mean, std_mean, aminmax: the second result's
+//   gradient, dy's strides); x (nansum, nanmean, prod, amax, amin, aminmax, logsumexp, norm
+//   p != 0, var, std, var_mean, std_mean); y (prod, amax, amin, aminmax: the min, logsumexp, std,
+//   std_mean, norm but p = 0 / 1); y2 (aminmax: the max, y's strides); indices (max, min); dx
+//   (x's shape and dtype, f32 / f16 / bf16 / f64).
+// Accumulation: f32 (f64 for f64 x). The per-output values a formula needs (var / std /
+//   var_mean / std_mean: the mean, recomputed in f32 / f64 as PyTorch's var_backward does; amax /
+//   amin / norm ±inf: the count of extremes; aminmax: both counts; nanmean: the non-NaN count;
+//   prod: the product of the nonzeros and the count of zeros) come from a pre-pass over x in the
+//   forward's fixed order.
+// Layout: x's axes merged where every view allows; a thread per 8 consecutive elements of a row
+//   (16-byte loads and stores where the views are unit-stride and aligned), its row group in order.
 // Determinism: bitwise run-to-run (the pre-pass is fixed-order, the broadcast elementwise).
 // Workspace: the pre-pass's per-output values and its split partials (0 for the other ops).
 using ReduceBackwardDescriptor = ReduceDescriptor;
@@ -120,11 +125,13 @@ using ReduceBackwardDescriptor = ReduceDescriptor;
 struct ReduceBackwardArgs {
   TensorRef x;
   TensorRef y;
+  TensorRef y2;  // aminmax: the max
   TensorRef indices;
   TensorRef dy;
+  TensorRef dy2;  // var_mean / std_mean: the mean's gradient; aminmax: the max's
   TensorMut dx;
 };
-BARACUDA_DESCRIBE(ReduceBackwardArgs, x, y, indices, dy, dx);
+BARACUDA_DESCRIBE(ReduceBackwardArgs, x, y, y2, indices, dy, dy2, dx);
 
 class ReduceBackwardPlan : public PlanBase<ReduceDescriptor> {
  public:

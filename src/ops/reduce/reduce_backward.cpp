@@ -18,7 +18,8 @@ constexpr std::string_view kOp = "reduce_backward";
 bool reads_x(ReduceKind op, double p) {
   switch (op) {
     case ReduceKind::kNanSum: case ReduceKind::kNanMean: case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin:
-    case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd:
+    case ReduceKind::kLogSumExp: case ReduceKind::kVar: case ReduceKind::kStd: case ReduceKind::kVarMean:
+    case ReduceKind::kStdMean: case ReduceKind::kAminmax:
       return true;
     case ReduceKind::kNorm: return p != 0;
     default: return false;
@@ -27,16 +28,20 @@ bool reads_x(ReduceKind op, double p) {
 bool reads_y(ReduceKind op, double p) {
   switch (op) {
     case ReduceKind::kProd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kLogSumExp: case ReduceKind::kStd:
+    case ReduceKind::kStdMean: case ReduceKind::kAminmax:
       return true;
     case ReduceKind::kNorm: return p != 0 && p != 1;
     default: return false;
   }
 }
-// The per-output values a pre-pass over x puts in the workspace first (0: none; 2: prod's two).
+// The per-output values a pre-pass over x puts in the workspace first (0: none; 2: prod's two,
+// aminmax's two counts).
 int prepass_values(const ReduceDescriptor& d) {
   switch (d.op) {
-    case ReduceKind::kVar: case ReduceKind::kStd: case ReduceKind::kAmax: case ReduceKind::kAmin: case ReduceKind::kNanMean: return 1;
-    case ReduceKind::kProd: return 2;
+    case ReduceKind::kVar: case ReduceKind::kStd: case ReduceKind::kVarMean: case ReduceKind::kStdMean: case ReduceKind::kAmax:
+    case ReduceKind::kAmin: case ReduceKind::kNanMean:
+      return 1;
+    case ReduceKind::kProd: case ReduceKind::kAminmax: return 2;
     case ReduceKind::kNorm: return std::isinf(d.p) ? 1 : 0;
     default: return 0;
   }
@@ -64,15 +69,12 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescri
   switch (d.op) {
     case ReduceKind::kAll: case ReduceKind::kAny: case ReduceKind::kCountNonzero: case ReduceKind::kArgmax: case ReduceKind::kArgmin:
       return error(StatusCode::kInvalidProblem, kOp, ": ", enum_name(d.op), " is not differentiable");
-    case ReduceKind::kVarMean: case ReduceKind::kStdMean: case ReduceKind::kAminmax:
-      return error(StatusCode::kUnsupported, kOp, ": the backward of ", enum_name(d.op),
-                   " takes a gradient per result: run var / std's (or amin's) and mean's (or amax's) and add them");
     default: break;
   }
   if (!is_floating(d.dtype)) return error(StatusCode::kUnsupported, kOp, ": the backward needs a floating x (", dtype_name(d.dtype), ")");
   ReduceBackwardPlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
-  if (!red::find_backward(d.dtype)) return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype));
+  if (!red::find_backward(d.dtype, red::kernel_kind(d))) return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype));
   p.desc_ = d;
   const OperandSpec& y = *fwd->expected_operands().find(d.op == ReduceKind::kMax || d.op == ReduceKind::kMin ? "indices" : "y");
   p.out_ = d.op == ReduceKind::kMax || d.op == ReduceKind::kMin ? d.dtype : y.dtype;
@@ -81,9 +83,12 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescri
   for (int a = 0; a < d.rank; ++a) p.keep_shape_[a] = p.reduced_[a] ? 1 : d.shape[a];
   const std::span<const int64_t> xs(d.shape, static_cast<size_t>(d.rank));
   if (reads_x(d.op, d.p)) p.operands_.input("x", d.dtype, xs);
+  const bool pair = d.op == ReduceKind::kVarMean || d.op == ReduceKind::kStdMean || d.op == ReduceKind::kAminmax;
   if (reads_y(d.op, d.p)) p.operands_.input("y", p.out_, y.dims());
+  if (d.op == ReduceKind::kAminmax) p.operands_.input("y2", p.out_, y.dims());
   if (d.op == ReduceKind::kMax || d.op == ReduceKind::kMin) p.operands_.input("indices", DType::i64, y.dims());
   p.operands_.input("dy", p.out_, y.dims());
+  if (pair) p.operands_.input("dy2", p.out_, y.dims());
   p.operands_.output("dx", d.dtype, xs);
   if (Status s = resolve_operands<ReduceBackwardArgs>(kOp, p.operands_); !s.ok()) return s;
   WorkspaceLayout w;
@@ -134,16 +139,28 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
     if (reduced_[i]) b.rmul[i] = mul, mul *= d.shape[i];
   keepdim_strides(a.dy, d.rank, reduced_, d.keepdim, b.dys);
   if (a.y.data) keepdim_strides(a.y, d.rank, reduced_, d.keepdim, b.ys);
+  // y2 and dy2 are read at y's and dy's offsets: their strides must agree
+  int64_t s2[kMaxRank] = {};
+  if (a.y2.data) {
+    keepdim_strides(a.y2, d.rank, reduced_, d.keepdim, s2);
+    if (!std::equal(s2, s2 + d.rank, b.ys)) return error(StatusCode::kUnsupported, kOp, ": y2's strides must equal y's");
+  }
+  if (a.dy2.data) {
+    keepdim_strides(a.dy2, d.rank, reduced_, d.keepdim, s2);
+    if (!std::equal(s2, s2 + d.rank, b.dys)) return error(StatusCode::kUnsupported, kOp, ": dy2's strides must equal dy's");
+  }
   if (a.indices.data) keepdim_strides(a.indices, d.rank, reduced_, d.keepdim, b.ixs);
   b.x = a.x.data;
   b.y = a.y.data;
+  b.y2 = a.y2.data;
   b.dy = a.dy.data;
+  b.dy2 = a.dy2.data;
   b.indices = a.indices.data;
   b.dx = a.dx.data;
   b.y_dtype = static_cast<uint8_t>(out_);
   b.kind = red::kernel_kind(d);  // norm p = ±inf is refused at select
   b.p = d.p;
-  b.inv_n = 1.0 / static_cast<double>(n);
+  b.inv_n = d.op == ReduceKind::kSum ? 1.0 : 1.0 / static_cast<double>(n);  // sum's formula is mean's with scale 1
   b.dof = std::max(0.0, static_cast<double>(n) - d.correction);
   if (const int values = prepass_values(d); values > 0) {
     // the per-output values, contiguous over the kept axes, by a pre-pass over x (var / std: the
@@ -164,18 +181,34 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
     }
     if (g.splits > 1) g.partials = slice<char>(ws, atp);
     const int kind = red::kernel_kind(d);
-    const red::ReduceLaunchFn pre = d.op == ReduceKind::kVar || d.op == ReduceKind::kStd
-                                        ? red::find_sums(d.dtype, static_cast<int>(ReduceKind::kMean))
-                                        : red::find_backward_prepass(d.dtype, kind);
-    if (!pre) return error(StatusCode::kInternal, kOp, ": no pre-pass for ", enum_name(d.op));
-    if (Status s = cuda_status(pre(g, stream), kOp); !s.ok()) return s;
+    const bool mean_pass = d.op == ReduceKind::kVar || d.op == ReduceKind::kStd || d.op == ReduceKind::kVarMean || d.op == ReduceKind::kStdMean;
+    if (d.op == ReduceKind::kAminmax) {
+      // two counting passes: the min's extremes into the first values, the max's into the second
+      const red::ReduceLaunchFn lo = red::find_backward_prepass(d.dtype, static_cast<int>(ReduceKind::kAmin)),
+                                 hi = red::find_backward_prepass(d.dtype, static_cast<int>(ReduceKind::kAmax));
+      if (!lo || !hi) return error(StatusCode::kInternal, kOp, ": no pre-pass for ", enum_name(d.op));
+      red::ReduceGeom g2 = g;
+      g2.y = g.y2;
+      g2.y2 = nullptr;
+      g.y2 = nullptr;
+      if (Status s = cuda_status(lo(g, stream), kOp); !s.ok()) return s;
+      if (Status s = cuda_status(hi(g2, stream), kOp); !s.ok()) return s;
+      b.mean = g.y;
+      b.aux2 = g2.y;
+    } else {
+      const red::ReduceLaunchFn pre = mean_pass ? red::find_sums(d.dtype, static_cast<int>(ReduceKind::kMean))
+                                                : red::find_backward_prepass(d.dtype, kind);
+      if (!pre) return error(StatusCode::kInternal, kOp, ": no pre-pass for ", enum_name(d.op));
+      if (Status s = cuda_status(pre(g, stream), kOp); !s.ok()) return s;
+      b.mean = g.y;
+      b.aux2 = g.y2;
+    }
     std::copy(vals.stride, vals.stride + d.rank, b.ms);
     for (int i = 0; i < d.rank; ++i)
       if (reduced_[i]) b.ms[i] = 0;
-    b.mean = g.y;
-    b.aux2 = g.y2;
   }
-  return cuda_status(red::find_backward(d.dtype)(b, stream), kOp);
+  red::finish_backward(&b, d.dtype);
+  return cuda_status(red::find_backward(d.dtype, b.kind)(b, stream), kOp);
 }
 
 }  // namespace baracuda

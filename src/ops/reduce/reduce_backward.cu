@@ -1,179 +1,224 @@
-// ReduceBackwardPlan's pass: dx from dy broadcast over the reduced axes
-// (reduce.hpp's formulas).
+// ReduceBackwardPlan's pass: dx from dy broadcast over the reduced axes (reduce.hpp's formulas),
+// a kernel per formula; and the pre-passes that give a formula its per-output values.
+#include "core/arch.hpp"
 #include "ops/reduce/reduce_policies.cuh"
 
 namespace baracuda::red {
 
 namespace {
 
-// A warp per run of 32 x kRun elements along x's innermost axis (lane l:
-// elements l, l + 32, ..: coalesced loads and stores); the run's offsets from
-// one decomposition of its row index, then stepped. The kind and dy's dtype are
-// dispatched once around the loop: f(d, xo, yo, io, mo, r) is the kind's
-// formula for one element.
-constexpr int kRun = 8;
+constexpr int kUnit = 8;  // consecutive elements of a row per thread
 
-template <class T, class D, class C, class F>
-__device__ __forceinline__ void backward_elements(const ReduceBwdGeom& g, F f) {
-  const int last = g.rank - 1, lane = threadIdx.x & 31;
-  const int64_t inner = g.rank > 0 ? g.size[last] : 1;
-  const int64_t per_row = (inner + 32 * kRun - 1) / (32 * kRun), runs = g.numel / inner * per_row;
-  const int64_t sx = g.rank > 0 ? g.xs[last] : 0, sdx = g.rank > 0 ? g.dxs[last] : 0, sy = g.rank > 0 ? g.ys[last] : 0,
-                sdy = g.rank > 0 ? g.dys[last] : 0, si = g.rank > 0 ? g.ixs[last] : 0, sm = g.rank > 0 ? g.ms[last] : 0,
-                sr = g.rank > 0 ? g.rmul[last] : 0;
-  const D* dy = static_cast<const D*>(g.dy);
+// The formulas (red::Kind values; kMean is kSum with scale 1/N, kMin kMax, kAmin kAmax, norm -inf
+// norm inf) and the operands each reads.
+template <int F>
+struct Reads {
+  static constexpr bool x = F != kSum && F != kNorm0 && F != kMax;
+  static constexpr bool y = F == kProd || F == kAmax || F == kLogSumExp || F == kNorm2 || F == kNormP || F == kNormInf ||
+                            F == kStd || F == kStdMean || F == kAminmax;
+  static constexpr bool y2 = F == kAminmax;
+  static constexpr bool dy2 = F == kVarMean || F == kStdMean || F == kAminmax;
+  static constexpr bool m = F == kNanMean || F == kProd || F == kAmax || F == kNormInf || F == kVar || F == kStd ||
+                            F == kVarMean || F == kStdMean || F == kAminmax;
+  static constexpr bool aux2 = F == kProd || F == kAminmax;
+  static constexpr bool ix = F == kMax;
+};
+
+// One element's gradient: d / d2 the gradients, x the element, y / y2 the forward's results, m /
+// a2 the pre-pass values, ix the forward's index and r the element's reduced index.
+template <int F, class C>
+__device__ __forceinline__ C formula(const ReduceBwdGeom& g, C d, C d2, C x, C y, C y2, C m, C a2, int64_t ix, int64_t r) {
+  if constexpr (F == kSum) return d * static_cast<C>(g.inv_n);  // inv_n: 1 for sum
+  else if constexpr (F == kNanSum) return x != x ? C(0) : d;
+  else if constexpr (F == kNanMean) return d / m * (x != x ? C(0) : C(1));
+  else if constexpr (F == kProd)  // no zero: dy * y / x; one: dy * (the others' product) at it; more: 0
+    return a2 == C(0) ? d * (y / x) : (a2 == C(1) && x == C(0) ? d * m : C(0));
+  else if constexpr (F == kAmax) {  // PyTorch's (dy / count) * (x == y): NaN everywhere when nothing equals y
+    const C q = d / m;
+    return x == y ? q : q * C(0);
+  } else if constexpr (F == kAminmax) {
+    const C q = d / m, q2 = d2 / a2;
+    return (x == y ? q : q * C(0)) + (x == y2 ? q2 : q2 * C(0));
+  } else if constexpr (F == kLogSumExp) return d * exp(x - y);
+  else if constexpr (F == kNorm0) return C(0);
+  else if constexpr (F == kNorm1) return x > C(0) ? d : (x < C(0) ? -d : C(0));
+  else if constexpr (F == kNorm2) return y == C(0) ? C(0) : d * x / y;
+  else if constexpr (F == kNormP) {
+    const C pm1 = static_cast<C>(g.p - 1.0), s = x > C(0) ? C(1) : (x < C(0) ? C(-1) : C(0));
+    return y == C(0) ? C(0) : d * s * pow(fabs(x), pm1) / pow(y, pm1);
+  } else if constexpr (F == kNormInf) {  // sgn(x) * (|x| == y, or both NaN) * dy / count
+    const C q = d / m, sg = x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x != x ? x : C(0)));
+    return sg * ((fabs(x) == y || (x != x && y != y)) ? C(1) : C(0)) * q;
+  } else if constexpr (F == kVar || F == kVarMean) {
+    const C v = d * (C(2) / static_cast<C>(g.dof)) * (x - m);
+    if constexpr (F == kVarMean) return v + d2 * static_cast<C>(g.inv_n);
+    else return v;
+  } else if constexpr (F == kStd || F == kStdMean) {
+    const C v = y == C(0) ? C(0) : d * (x - m) / (static_cast<C>(g.dof) * y);
+    if constexpr (F == kStdMean) return v + d2 * static_cast<C>(g.inv_n);
+    else return v;
+  } else if constexpr (F == kMax) return ix == r ? d : C(0);
+  else return C(0);
+}
+
+// An operand's values over a unit: one (Row: the operand is constant along the row, the inner
+// axis being reduced) or kUnit.
+template <class C, int U, bool Row>
+struct Vals {
+  C v[Row ? 1 : U];
+  __device__ C operator[](int e) const { return v[Row ? 0 : e]; }
+};
+
+// A unit of an operand of storage S at p + off, element stride s along inner, n elements valid;
+// vec: whole 16-byte loads (s = 1, aligned).
+template <class C, int U, bool Row, class S>
+__device__ __forceinline__ void load_unit(const S* p, int64_t off, int64_t s, int n, bool vec, Vals<C, U, Row>& v) {
+  if constexpr (Row) {
+    v.v[0] = to_c<C>(p[off]);
+  } else if (vec && n == U) {
+    constexpr int V = (16 / static_cast<int>(sizeof(S))) < U ? 16 / static_cast<int>(sizeof(S)) : U;
+#pragma unroll
+    for (int h = 0; h < U / V; ++h) {
+      acc_t<S> w[V];
+      load_acc_vec<S, V>(p + off + h * V, w);
+#pragma unroll
+      for (int e = 0; e < V; ++e) v.v[h * V + e] = static_cast<C>(w[e]);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < U; ++e) v.v[e] = e < n ? to_c<C>(p[off + e * s]) : C(0);
+  }
+}
+
+struct Offsets {
+  int64_t x, dx, y, dy, ix, m, r;
+};
+
+// Row `row`'s offsets in every view (the outer axes' coordinates by div[] when rows < 2^31).
+__device__ __forceinline__ Offsets row_offsets(const ReduceBwdGeom& g, int64_t row) {
+  Offsets o{0, 0, 0, 0, 0, 0, 0};
+  auto add = [&](int a, int64_t c) {
+    o.x += c * g.xs[a], o.dx += c * g.dxs[a], o.y += c * g.ys[a], o.dy += c * g.dys[a];
+    o.ix += c * g.ixs[a], o.m += c * g.ms[a], o.r += c * g.rmul[a];
+  };
+  if (g.rank < 2) return o;
+  for (int a = g.rank - 2; a >= 1; --a) {
+    int64_t q;
+    if (g.small) q = g.div[a].div(static_cast<uint32_t>(row));
+    else q = row / g.size[a];
+    add(a, row - q * g.size[a]);
+    row = q;
+  }
+  add(0, row);
+  return o;
+}
+
+// Each thread: one unit (U consecutive elements of a row) per row of its row group. Row: the
+// inner axis is reduced, so every per-output view is one value per row.
+template <class T, int F, bool Row>
+__global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwdGeom g) {
+  using C = acc_t<T>;
+  using R = Reads<F>;
+  constexpr int U = sizeof(T) == 8 ? 4 : kUnit;
+  // rows in flight: 4 when a row's unit holds no array (one value per view), fewer the more
+  // arrays it holds (registers: 85 at 3 blocks of 256 per SM)
+  constexpr int kArrays = (R::x ? 1 : 0) + (Row ? 0 : 1 + R::dy2 + R::y + R::y2 + R::m + R::aux2 + 2 * R::ix);
+  constexpr int kRows = kArrays == 0 ? 4 : (kArrays == 1 ? 2 : 1);
+  const int sub = static_cast<int>(threadIdx.x) / g.tile_units, uc = static_cast<int>(threadIdx.x) - sub * g.tile_units;
+  if (sub >= g.rows_per_tile) return;
+  const int last = g.rank - 1;
+  const int64_t in_x = last >= 0 ? g.xs[last] : 0, in_dx = last >= 0 ? g.dxs[last] : 0, in_y = last >= 0 ? g.ys[last] : 0,
+                in_dy = last >= 0 ? g.dys[last] : 0, in_ix = last >= 0 ? g.ixs[last] : 0, in_m = last >= 0 ? g.ms[last] : 0,
+                in_r = last >= 0 ? g.rmul[last] : 0;
+  const int64_t rgroups = gridDim.x / g.cgroups, rg = blockIdx.x / g.cgroups;
+  const int64_t rstep = rgroups * g.rows_per_tile;
   T* dx = static_cast<T*>(g.dx);
-  // whole 16-byte stores: dx unit-stride along the innermost axis, every run of 8 aligned
-  bool vec = sdx == 1 && inner % kRun == 0 && reinterpret_cast<uintptr_t>(dx) % 16 == 0;
-  for (int a = 0; a < last; ++a) vec = vec && (g.size[a] == 1 || g.dxs[a] % kRun == 0);
-  for (int64_t run = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32; run < runs;
-       run += static_cast<int64_t>(gridDim.x) * 8) {
-    int64_t rem = run / per_row, xo = 0, dxo = 0, yo = 0, dyo = 0, io = 0, mo = 0, r = 0;
-    for (int a = last - 1; a >= 0; --a) {
-      const int64_t c = rem % g.size[a];
-      rem /= g.size[a];
-      xo += c * g.xs[a];
-      dxo += c * g.dxs[a];
-      yo += c * g.ys[a];
-      dyo += c * g.dys[a];
-      io += c * g.ixs[a];
-      mo += c * g.ms[a];
-      r += c * g.rmul[a];
-    }
-    if (vec) {  // lane l: the run's elements 8l .. 8l + 7, stored as 16-byte vectors
-      const int64_t c = (run % per_row) * 32 * kRun + lane * kRun;
-      if (c >= inner) continue;
-      xo += c * sx, dxo += c, yo += c * sy, dyo += c * sdy, io += c * si, mo += c * sm, r += c * sr;
-      C out[kRun];
+  const T* xp = static_cast<const T*>(g.x);
+  const C* mp = static_cast<const C*>(g.mean);
+  const C* ap = static_cast<const C*>(g.aux2);
+  const int64_t* ixp = static_cast<const int64_t*>(g.indices);
+  for (int64_t ct = blockIdx.x % g.cgroups; ct < g.ctiles; ct += g.cgroups) {
+    const int64_t col = (ct * g.tile_units + uc) * U;
+    if (col >= g.inner) continue;
+    const int n = g.inner - col < U ? static_cast<int>(g.inner - col) : U;
+    struct Loaded {
+      Offsets o;
+      Vals<C, U, false> x;
+      Vals<C, U, Row> d, d2, y, y2, m, a2;
+      Vals<int64_t, U, Row> ix;
+    };
+    auto load = [&](int64_t row, Loaded& L) {
+      Offsets& o = L.o;
+      o = row_offsets(g, row);
+      o.x += col * in_x, o.dx += col * in_dx, o.r += col * in_r;
+      if constexpr (!Row) o.y += col * in_y, o.dy += col * in_dy, o.ix += col * in_ix, o.m += col * in_m;
+      if constexpr (R::x) load_unit(xp, o.x, in_x, n, g.vec_x, L.x);
+      with_float_type(g.y_dtype, [&]<class D>() {
+        load_unit(static_cast<const D*>(g.dy), o.dy, in_dy, n, g.vec_dy, L.d);
+        if constexpr (R::dy2) load_unit(static_cast<const D*>(g.dy2), o.dy, in_dy, n, g.vec_dy, L.d2);
+        if constexpr (R::y) load_unit(static_cast<const D*>(g.y), o.y, in_y, n, g.vec_y, L.y);
+        if constexpr (R::y2) load_unit(static_cast<const D*>(g.y2), o.y, in_y, n, g.vec_y, L.y2);
+      });
+      if constexpr (R::m) load_unit(mp, o.m, in_m, n, g.vec_m, L.m);
+      if constexpr (R::aux2) load_unit(ap, o.m, in_m, n, g.vec_m, L.a2);
+      if constexpr (R::ix) {
+        if constexpr (Row) {
+          L.ix.v[0] = ixp[o.ix];
+        } else {
 #pragma unroll
-      for (int e = 0; e < kRun; ++e) out[e] = f(to_c<C>(dy[dyo + e * sdy]), xo + e * sx, yo + e * sy, io + e * si, mo + e * sm, r + e * sr);
-      constexpr int V = 16 / static_cast<int>(sizeof(T));
+          for (int e = 0; e < U; ++e) L.ix.v[e] = e < n ? ixp[o.ix + e * in_ix] : 0;
+        }
+      }
+    };
+    auto store = [&](const Loaded& L) {
+      C out[U];
 #pragma unroll
-      for (int h = 0; h < kRun / V; ++h) store_acc_vec<T, V>(dx + dxo + h * V, reinterpret_cast<const C(&)[V]>(out[h * V]));
-      continue;
-    }
-    int64_t c = (run % per_row) * 32 * kRun + lane;
-    xo += c * sx, dxo += c * sdx, yo += c * sy, dyo += c * sdy, io += c * si, mo += c * sm, r += c * sr;
+      for (int e = 0; e < U; ++e)
+        out[e] = formula<F, C>(g, L.d[e], L.d2[e], L.x[e], L.y[e], L.y2[e], L.m[e], L.a2[e], L.ix[e], L.o.r + e * in_r);
+      if (g.vec_dx && n == U) {
+        store_global16<T, U>(dx + L.o.dx, out);
+      } else {
 #pragma unroll
-    for (int j = 0; j < kRun; ++j, c += 32) {
-      if (c >= inner) break;
-      dx[dxo] = from_c<T>(f(to_c<C>(dy[dyo]), xo, yo, io, mo, r), false);
-      xo += 32 * sx, dxo += 32 * sdx, yo += 32 * sy, dyo += 32 * sdy, io += 32 * si, mo += 32 * sm, r += 32 * sr;
+        for (int e = 0; e < U; ++e)
+          if (e < n) dx[L.o.dx + e * in_dx] = from_c<T>(out[e], false);
+      }
+    };
+    // kRows rows' loads in flight before the first is computed (the per-row values of the next
+    // rows are L2 or DRAM misses)
+    for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += kRows * rstep) {
+      Loaded L[kRows] = {};
+#pragma unroll
+      for (int k = 0; k < kRows; ++k)
+        if (row + k * rstep < g.rows) load(row + k * rstep, L[k]);
+#pragma unroll
+      for (int k = 0; k < kRows; ++k)
+        if (row + k * rstep < g.rows) store(L[k]);
     }
   }
 }
 
-template <class T, class C>
-__global__ void __launch_bounds__(256) reduce_backward_kernel(const ReduceBwdGeom g) {
-  with_float_type(g.y_dtype, [&]<class D>() {
-    const T* xp = static_cast<const T*>(g.x);
-    const D* yp = static_cast<const D*>(g.y);
-    const C* mean = static_cast<const C*>(g.mean);
-    auto X = [&](int64_t o) { return to_c<C>(xp[o]); };
-    auto Y = [&](int64_t o) { return to_c<C>(yp[o]); };
-    auto run = [&](auto f) { backward_elements<T, D, C>(g, f); };
-    switch (g.kind) {
-      case kSum:
-        run([&](C d, int64_t, int64_t, int64_t, int64_t, int64_t) { return d; });
-        break;
-      case kNanSum:
-        run([&](C d, int64_t xo, int64_t, int64_t, int64_t, int64_t) {
-          const C x = X(xo);
-          return x != x ? C(0) : d;
-        });
-        break;
-      case kMean: {
-        const C inv = static_cast<C>(g.inv_n);
-        run([&](C d, int64_t, int64_t, int64_t, int64_t, int64_t) { return d * inv; });
-        break;
-      }
-      case kLogSumExp:
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t, int64_t) { return d * exp(X(xo) - Y(yo)); });
-        break;
-      case kNorm0:
-        run([&](C, int64_t, int64_t, int64_t, int64_t, int64_t) { return C(0); });
-        break;
-      case kNorm1:
-        run([&](C d, int64_t xo, int64_t, int64_t, int64_t, int64_t) {
-          const C x = X(xo);
-          return x > C(0) ? d : (x < C(0) ? -d : C(0));
-        });
-        break;
-      case kNorm2:
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t, int64_t) {
-          const C y = Y(yo);
-          return y == C(0) ? C(0) : d * X(xo) / y;
-        });
-        break;
-      case kNormP: {
-        const C pm1 = static_cast<C>(g.p - 1.0);
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t, int64_t) {
-          const C x = X(xo), y = Y(yo), s = x > C(0) ? C(1) : (x < C(0) ? C(-1) : C(0));
-          return y == C(0) ? C(0) : d * s * pow(fabs(x), pm1) / pow(y, pm1);
-        });
-        break;
-      }
-      case kVar: {
-        const C two_over_dof = C(2) / static_cast<C>(g.dof);
-        run([&](C d, int64_t xo, int64_t, int64_t, int64_t mo, int64_t) { return d * two_over_dof * (X(xo) - mean[mo]); });
-        break;
-      }
-      case kStd: {
-        const C dof = static_cast<C>(g.dof);
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t mo, int64_t) {
-          const C y = Y(yo);
-          return y == C(0) ? C(0) : d * (X(xo) - mean[mo]) / (dof * y);
-        });
-        break;
-      }
-      case kMax:
-      case kMin: {
-        const int64_t* ix = static_cast<const int64_t*>(g.indices);
-        run([&](C d, int64_t, int64_t, int64_t io, int64_t, int64_t r) { return ix[io] == r ? d : C(0); });
-        break;
-      }
-      case kAmax:
-      case kAmin:  // PyTorch's (dy / count) * (x == y): NaN everywhere when
-                   // nothing equals y
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t mo, int64_t) {
-          const C q = d / mean[mo];
-          return X(xo) == Y(yo) ? q : q * C(0);
-        });
-        break;
-      case kNormInf:
-      case kNormNegInf:  // sgn(x) * (|x| == y, or both NaN) * dy / count
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t mo, int64_t) {
-          const C x = X(xo), y = Y(yo), q = d / mean[mo];
-          const C sg = x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x != x ? x : C(0)));
-          return sg * ((fabs(x) == y || (x != x && y != y)) ? C(1) : C(0)) * q;
-        });
-        break;
-      case kNanMean:  // (dy / count) * !isnan(x)
-        run([&](C d, int64_t xo, int64_t, int64_t, int64_t mo, int64_t) {
-          const C x = X(xo);
-          return d / mean[mo] * (x != x ? C(0) : C(1));
-        });
-        break;
-      case kProd: {  // no zero: dy * y / x; one: dy * (the others' product) at it;
-                     // more: 0
-        const C* zeros = static_cast<const C*>(g.aux2);
-        run([&](C d, int64_t xo, int64_t yo, int64_t, int64_t mo, int64_t) {
-          const C x = X(xo), z = zeros[mo];
-          return z == C(0) ? d * (Y(yo) / x) : (z == C(1) && x == C(0) ? d * mean[mo] : C(0));
-        });
-        break;
-      }
-      default:
-        break;
-    }
-  });
+// The grid fills the resident blocks exactly once (no partial last wave): column groups times row
+// groups, each block walking its rows.
+template <class T, int F, bool Row>
+cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
+  int per_sm = 0, sms = current_device_sm_count();
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_backward_kernel<T, F, Row>, 256, 0) != cudaSuccess || per_sm < 1)
+    per_sm = 3;
+  const int64_t target = static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
+  const int64_t row_tiles = (g.rows + g.rows_per_tile - 1) / g.rows_per_tile;
+  g.cgroups = g.ctiles < target ? g.ctiles : target;
+  int64_t rgroups = target / g.cgroups;
+  if (rgroups > row_tiles) rgroups = row_tiles;
+  if (rgroups < 1) rgroups = 1;
+  return launch_kernel(reduce_backward_kernel<T, F, Row>, dim3(static_cast<unsigned>(g.cgroups * rgroups)), dim3(256), 0, stream, g);
 }
 
-template <class T, class C>
+template <class T, int F>
 cudaError_t launch_backward(const ReduceBwdGeom& g, cudaStream_t stream) {
   if (g.numel == 0) return cudaSuccess;
-  const int64_t want = (g.numel + 255) / 256, blocks = want < 132 * 64 ? want : 132 * 64;
-  return launch_kernel(reduce_backward_kernel<T, C>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g);
+  // the inner axis reduced: every per-output view is constant along a row
+  const bool row = g.rank == 0 || g.rmul[g.rank - 1] != 0;
+  return row ? launch_rows<T, F, true>(g, stream) : launch_rows<T, F, false>(g, stream);
 }
 
 }  // namespace
@@ -208,13 +253,29 @@ ReduceLaunchFn find_backward_prepass(DType x, int kind) {
   return fn;
 }
 
-ReduceBwdLaunchFn find_backward(DType x) {
+ReduceBwdLaunchFn find_backward(DType x, int kind) {
+  // the formula serving kind (kMean: kSum scaled; the mirrored kinds share one)
+  int f = kind;
+  switch (kind) {
+    case kMean: f = kSum; break;
+    case kMin: f = kMax; break;
+    case kAmin: f = kAmax; break;
+    case kNormNegInf: f = kNormInf; break;
+    default: break;
+  }
   ReduceBwdLaunchFn fn = nullptr;
   dispatch_storage<true, false>(x, [&]<class T>() {
-    if constexpr (std::is_same_v<T, double>)
-      fn = &launch_backward<T, double>;
-    else
-      fn = &launch_backward<T, float>;
+    switch (f) {
+#define BARACUDA_FORMULA(F) \
+  case F: fn = &launch_backward<T, F>; break;
+      BARACUDA_FORMULA(kSum) BARACUDA_FORMULA(kNanSum) BARACUDA_FORMULA(kNanMean) BARACUDA_FORMULA(kProd)
+      BARACUDA_FORMULA(kAmax) BARACUDA_FORMULA(kAminmax) BARACUDA_FORMULA(kLogSumExp) BARACUDA_FORMULA(kNorm0)
+      BARACUDA_FORMULA(kNorm1) BARACUDA_FORMULA(kNorm2) BARACUDA_FORMULA(kNormP) BARACUDA_FORMULA(kNormInf)
+      BARACUDA_FORMULA(kVar) BARACUDA_FORMULA(kStd) BARACUDA_FORMULA(kVarMean) BARACUDA_FORMULA(kStdMean)
+      BARACUDA_FORMULA(kMax)
+#undef BARACUDA_FORMULA
+      default: break;
+    }
   });
   return fn;
 }

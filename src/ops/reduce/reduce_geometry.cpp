@@ -129,4 +129,53 @@ Result<size_t> partials_bytes(std::string_view op, const ReduceGeom& g, size_t a
   return static_cast<size_t>(bytes);
 }
 
+void finish_backward(ReduceBwdGeom* g, DType x) {
+  int64_t* views[] = {g->xs, g->dxs, g->ys, g->dys, g->ixs, g->ms, g->rmul};
+  // drop extent-1 axes, then merge an axis into the next where every view steps evenly
+  int n = 0;
+  for (int a = 0; a < g->rank; ++a) {
+    if (g->size[a] == 1) continue;
+    for (int64_t* v : views) v[n] = v[a];
+    g->size[n++] = g->size[a];
+  }
+  int m = 0;
+  for (int a = 0; a < n; ++a) {
+    bool merge = m > 0;
+    for (const int64_t* v : views) merge = merge && v[m - 1] == v[a] * g->size[a];
+    if (merge) {
+      g->size[m - 1] *= g->size[a];
+      for (int64_t* v : views) v[m - 1] = v[a];
+    } else {
+      for (int64_t* v : views) v[m] = v[a];
+      g->size[m++] = g->size[a];
+    }
+  }
+  g->rank = m;
+  g->inner = m > 0 ? g->size[m - 1] : 1;
+  g->rows = g->inner > 0 ? g->numel / g->inner : 0;
+  const int64_t unit = dtype_size(x) == 8 ? 4 : 8;  // the kernel's elements per thread (reduce_backward.cu)
+  const int64_t units = (g->inner + unit - 1) / unit;
+  g->tile_units = static_cast<int>(std::min<int64_t>(units, 256));
+  g->rows_per_tile = 256 / g->tile_units;
+  g->ctiles = (units + g->tile_units - 1) / g->tile_units;
+  g->small = g->rows < (int64_t{1} << 31);
+  for (int a = 0; a + 1 < m; ++a) g->div[a] = g->small ? detail::FastDiv(static_cast<uint32_t>(g->size[a])) : detail::FastDiv();
+  // whole 16-byte loads and stores of a unit: unit stride along inner, aligned base, rows a
+  // multiple of the unit apart
+  auto vec = [&](const void* p, const int64_t* st, size_t elem) {
+    if (!p || m == 0 || st[m - 1] != 1 || reinterpret_cast<uintptr_t>(p) % 16 != 0 || (unit * static_cast<int64_t>(elem)) % 16 != 0)
+      return false;
+    for (int a = 0; a + 1 < m; ++a)
+      if (st[a] % unit != 0) return false;
+    return true;
+  };
+  const size_t xe = dtype_size(x), ye = dtype_size(static_cast<DType>(g->y_dtype)), me = x == DType::f64 ? 8 : 4;
+  g->vec_x = vec(g->x, g->xs, xe);
+  g->vec_dx = vec(g->dx, g->dxs, xe);
+  g->vec_y = vec(g->y, g->ys, ye) && (!g->y2 || reinterpret_cast<uintptr_t>(g->y2) % 16 == 0);
+  g->vec_dy = vec(g->dy, g->dys, ye) && (!g->dy2 || reinterpret_cast<uintptr_t>(g->dy2) % 16 == 0);
+  g->vec_ix = vec(g->indices, g->ixs, 8);
+  g->vec_m = vec(g->mean, g->ms, me) && (!g->aux2 || reinterpret_cast<uintptr_t>(g->aux2) % 16 == 0);
+}
+
 }  // namespace baracuda::red

@@ -19,6 +19,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/reduce.hpp"
+#include "core/fast_div.hpp"
 #include "core/launch_fn.hpp"
 
 namespace baracuda::red {
@@ -63,9 +64,13 @@ int kernel_kind(const ReduceDescriptor& d);
 ReduceLaunchFn find_extremes(DType in, int kind);
 ReduceLaunchFn find_stats(DType in, int kind);
 
-// ReduceBackwardPlan's pass: one thread per x element (grid-stride), over x's own axes. Strides
-// of the per-output views (y, dy, indices, means) are in keepdim form: 0 on the reduced axes;
-// rmul gives the element's reduced index (row-major over the reduced axes; 0 on kept axes).
+// ReduceBackwardPlan's pass, over x's axes merged where every view allows (finish_backward):
+// rows x inner, the innermost axis walked in units of 8 elements (4 for f64). A block is tile_units threads
+// along a row (one unit each) times rows_per_tile rows; blocks are cgroups column groups times
+// row groups, each walking its rows (and, past cgroups, its column tiles) in order. Strides of
+// the per-output views (y, y2, dy, dy2, indices, pre-pass values) are in keepdim form: 0 on the
+// reduced axes; rmul gives the element's reduced index (row-major over the reduced axes; 0 on
+// kept axes).
 struct ReduceBwdGeom {
   int rank = 0;
   int64_t numel = 0;
@@ -73,20 +78,35 @@ struct ReduceBwdGeom {
           ixs[kMaxRank] = {}, ms[kMaxRank] = {}, rmul[kMaxRank] = {};
   const void* x = nullptr;
   const void* y = nullptr;
+  const void* y2 = nullptr;  // aminmax: the max (y2 and dy2 share y's and dy's strides)
   const void* dy = nullptr;
+  const void* dy2 = nullptr;  // var_mean / std_mean: the mean's gradient; aminmax: the max's
   const void* indices = nullptr;
-  // per-output values of the pre-pass (f32; f64 for f64 x): var / std the mean; amax / amin /
-  // norm ±inf the count of extremes; nanmean the count of non-NaN; prod the product of the
-  // nonzeros (mean) and the count of zeros (aux2)
+  // per-output values of the pre-pass (f32; f64 for f64 x), at ms: var / std / var_mean /
+  // std_mean the mean; amax / amin / norm ±inf the count of extremes (aminmax: the min's in
+  // mean, the max's in aux2); nanmean the count of non-NaN; prod the product of the nonzeros
+  // (mean) and the count of zeros (aux2)
   const void* mean = nullptr;
   const void* aux2 = nullptr;
   void* dx = nullptr;
-  uint8_t y_dtype = 0;  // y and dy
+  uint8_t y_dtype = 0;  // y, y2, dy and dy2
   int kind = 0;         // red::Kind (the norms by p)
   double p = 2, inv_n = 0, dof = 0;
+  // set by finish_backward (reduce_geometry.cpp)
+  int64_t rows = 1, inner = 1, ctiles = 1, cgroups = 1;
+  int tile_units = 1, rows_per_tile = 1;
+  bool small = false;  // rows < 2^31: the outer axes' divisions by div[]
+  detail::FastDiv div[kMaxRank];
+  // 16-byte accesses of a whole unit: unit stride along inner, 16-byte aligned rows
+  bool vec_x = false, vec_dx = false, vec_y = false, vec_dy = false, vec_ix = false, vec_m = false;
 };
 using ReduceBwdLaunchFn = LaunchFn<ReduceBwdGeom>;
-ReduceBwdLaunchFn find_backward(DType x);  // f32 / f16 / bf16 / f64
+// Merges x's axes where every view's strides allow, then sets the tiling and the vector flags
+// (the pointers and strides must be final; x is x's dtype).
+void finish_backward(ReduceBwdGeom* g, DType x);
+// The broadcast pass of the kernels' kind (red::Kind, the norms by p) for x's dtype (f32 / f16 /
+// bf16 / f64); nullptr when there is none.
+ReduceBwdLaunchFn find_backward(DType x, int kind);
 // The backward's pre-pass over x (engine kernels writing y = the per-output value, y2 = prod's
 // zero count): kind is red::Kind (kAmax, kAmin, kNormInf, kNormNegInf: the extremes' count;
 // kNanMean: the non-NaN count; kProd: the nonzeros' product and the zero count; kMean: the mean).
