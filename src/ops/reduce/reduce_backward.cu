@@ -172,9 +172,15 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
     };
     auto store = [&](const Loaded& L) {
       C out[U];
+      if constexpr (F == kMax && Row) {  // the index's place in this unit, once (in_r = 1 on a reduced inner axis)
+        const int64_t k = L.ix[0] - L.o.r;
 #pragma unroll
-      for (int e = 0; e < U; ++e)
-        out[e] = formula<F, C>(g, L.d[e], L.d2[e], L.x[e], L.y[e], L.y2[e], L.m[e], L.a2[e], L.ix[e], L.o.r + e * in_r);
+        for (int e = 0; e < U; ++e) out[e] = k == e ? L.d[0] : C(0);
+      } else {
+#pragma unroll
+        for (int e = 0; e < U; ++e)
+          out[e] = formula<F, C>(g, L.d[e], L.d2[e], L.x[e], L.y[e], L.y2[e], L.m[e], L.a2[e], L.ix[e], L.o.r + e * in_r);
+      }
       if (g.vec_dx && n == U) {
         store_global16<T, U>(dx + L.o.dx, out);
       } else {

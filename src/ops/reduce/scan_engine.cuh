@@ -120,6 +120,7 @@ __device__ __forceinline__ void with_out_type(uint8_t dt, F&& f) {
 
 // A line's offset in an operand: the reductions' kept-index decomposition over the other axes.
 __device__ __forceinline__ int64_t line_offset(const ScanGeom& g, const int64_t* st, int64_t line) {
+  if (g.ko == 1) return line * st[0];  // one other axis: no division
   return red::kept_offset_of(g.osize, st, g.ko, line);
 }
 
@@ -151,7 +152,7 @@ __global__ void __launch_bounds__(256, P::kRowBlocks) scan_row_kernel(const Scan
     int64_t yo, io, q0, q1, slot;
   };
   auto setup = [&](int64_t u) {
-    const int64_t line = u / g.segments, seg = u % g.segments;
+    const int64_t line = g.segments == 1 ? u : u / g.segments, seg = u - line * g.segments;
     Unit r;
     r.x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
     r.yo = line_offset(g, g.oys, line);
@@ -285,12 +286,12 @@ __global__ void __launch_bounds__(256) scan_prefix_kernel(const ScanGeom g) {
     const int64_t s0 = min(g.segments, lane * per), s1 = min(g.segments, s0 + per);
     Acc tot = P::identity();
     int64_t s = s0;
-    for (; s + 4 <= s1; s += 4) {
-      Acc t[4];
+    for (; s + 16 <= s1; s += 16) {  // 16 loads in flight: a lane's run is serial
+      Acc t[16];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) t[u] = p[s + u];
+      for (int u = 0; u < 16; ++u) t[u] = p[s + u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) tot = P::combine(tot, t[u]);
+      for (int u = 0; u < 16; ++u) tot = P::combine(tot, t[u]);
     }
     for (; s < s1; ++s) tot = P::combine(tot, p[s]);
     Acc inc = tot;
@@ -301,12 +302,12 @@ __global__ void __launch_bounds__(256) scan_prefix_kernel(const ScanGeom g) {
     }
     Acc run = P::shfl_up(inc, 1);
     if (lane == 0) run = P::identity();
-    for (s = s0; s + 4 <= s1; s += 4) {
-      Acc t[4];
+    for (s = s0; s + 16 <= s1; s += 16) {
+      Acc t[16];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) t[u] = p[s + u];
+      for (int u = 0; u < 16; ++u) t[u] = p[s + u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < 16; ++u) {
         p[s + u] = run;
         run = P::combine(run, t[u]);
       }
