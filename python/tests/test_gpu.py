@@ -368,6 +368,13 @@ def test_scans_against_torch(dtype):
     rv, ri = torch.cummin(ints, 1)
     assert torch.equal(v, rv) and torch.equal(i, ri)
     assert torch.equal(bt.cumsum(ints, 1), torch.cumsum(ints, 1)) and bt.cumsum(ints, 1).dtype == torch.int64
+    for small in (torch.int8, torch.int16):  # narrow integers: sums and scans into int64, extremes in kind
+        t = torch.randint(-100, 100, (40, 50), device="cuda", dtype=small)
+        assert torch.equal(bt.sum(t, 1), torch.sum(t, 1)) and torch.equal(bt.cumsum(t, 0), torch.cumsum(t, 0))
+        assert torch.equal(bt.amax(t, 0), torch.amax(t, 0)) and torch.equal(bt.argmin(t, 1), torch.argmin(t, 1))
+        v, i = bt.cummax(t, 1)
+        rv, ri = torch.cummax(t, 1)
+        assert torch.equal(v, rv) and torch.equal(i, ri)
     p = torch.rand(6, 40, device="cuda") + 0.5
     torch.testing.assert_close(bt.cumprod(p, 1), torch.cumprod(p, 1), rtol=1e-5, atol=1e-6)
     lm, mm = bt.aminmax(x, dim=1)

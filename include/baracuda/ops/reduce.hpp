@@ -17,8 +17,8 @@
 //   each once; num_dims = 0: every axis); y x's shape without the reduced axes (keepdim: kept
 //   as 1); indices (argmax, argmin, max, min) y's shape, i64; y2 (var_mean, std_mean, aminmax)
 //   y's shape and dtype, with y's strides.
-// Dtypes (x -> y, PyTorch's result types): f32 / f16 / bf16 / f64 for every op; u8 / i32 / i64 /
-//   bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min / aminmax (same),
+// Dtypes (x -> y, PyTorch's result types): f32 / f16 / bf16 / f64 for every op; i8 / u8 / i16 / i32 /
+//   i64 / bool for sum / nansum / prod / count_nonzero (-> i64), amax / amin / max / min / aminmax (same),
 //   all / any (bool; u8 -> u8), argmax / argmin, logsumexp (-> f32). out_dtype (PyTorch's dtype
 //   argument) may name another float type for sum / nansum / mean / nanmean / prod / norm /
 //   logsumexp. Accumulation: f32 (f64 for f64 x), i64 for integer x; an f32 sum (sum, nansum,

@@ -11,7 +11,7 @@
 //   sticks from its first occurrence and a later NaN takes its index.
 // Shapes: x rank 0..8 (rank 0 is a line of one); dim in [-rank, rank) (0 for rank 0); y x's
 //   shape; indices (cummax / cummin, when `indices` is set) x's shape, i64.
-// Dtypes (x -> y, PyTorch's): cumsum / cumprod f32 / f16 / bf16 / f64 -> the same, u8 / i32 /
+// Dtypes (x -> y, PyTorch's): cumsum / cumprod f32 / f16 / bf16 / f64 -> the same, i8 / u8 / i16 / i32 /
 //   i64 / bool -> i64 (out_dtype: f32 or f64 for float x, i64 for integer x); cummax / cummin
 //   every one of those -> the same; logcumsumexp float only.
 // Accumulation: f32 for f32 / f16 / bf16 (f64 where x or y is f64), i64 (wrapping) for integers.

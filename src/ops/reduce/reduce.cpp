@@ -20,7 +20,8 @@ namespace {
 constexpr std::string_view kOp = "reduce";
 
 using FloatDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64>;
-using AnyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::u8, DType::i32, DType::i64, DType::boolean>;
+using AnyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64,
+                            DType::boolean>;
 
 // The kernels' kinds (red::Kind in reduce_policies.cuh: ReduceKind's order, the norms by p).
 enum Group : int { kSums, kExtremes, kStats };

@@ -28,6 +28,20 @@
 
 namespace baracuda::red {
 
+// Calls f.template operator()<T>() for a reduction's or scan's storage dtype: the floats (when
+// Floats), and every integer type and bool (not fp8); false for any other dtype.
+template <bool Floats, class F>
+bool dispatch_reduce_storage(DType t, F&& f) {
+  bool hit = false;
+  dispatch_storage<Floats, true, true>(t, [&]<class T>() {
+    if constexpr (!std::is_same_v<T, __nv_fp8_e4m3> && !std::is_same_v<T, __nv_fp8_e5m2>) {
+      f.template operator()<T>();
+      hit = true;
+    }
+  });
+  return hit;
+}
+
 __device__ __forceinline__ int64_t kept_offset_of(const int64_t* ksize, const int64_t* st, int kk, int64_t k) {
   int64_t off = 0;
   for (int a = kk - 1; a >= 0; --a) {

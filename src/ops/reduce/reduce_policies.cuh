@@ -405,11 +405,11 @@ template <int... Ks>
 struct Kinds {};
 
 // The launcher of `kind` for storage dtype `in`: float storage takes the FloatKinds, integer
-// storage (u8, i32, i64, bool) the IntKinds; nullptr for a kind not listed.
+// storage (i8, u8, i16, i32, i64, bool) the IntKinds; nullptr for a kind not listed.
 template <int... FloatKs, int... IntKs>
 ReduceLaunchFn find_kind(DType in, int kind, Kinds<FloatKs...>, Kinds<IntKs...>) {
   ReduceLaunchFn fn = nullptr;
-  dispatch_storage<true, true>(in, [&]<class T>() {
+  dispatch_reduce_storage<true>(in, [&]<class T>() {
     constexpr bool kF64 = std::is_same_v<T, double>;
     if constexpr (std::is_integral_v<T>) ((kind == IntKs ? (void)(fn = engine_pick<T, false, IntKs>()) : (void)0), ...);
     else ((kind == FloatKs ? (void)(fn = engine_pick<T, kF64, FloatKs>()) : (void)0), ...);

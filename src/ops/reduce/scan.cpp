@@ -20,7 +20,8 @@ constexpr std::string_view kOp = "scan";
 constexpr std::string_view kOpBwd = "scan_backward";
 
 using FloatDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64>;
-using AnyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::u8, DType::i32, DType::i64, DType::boolean>;
+using AnyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64,
+                            DType::boolean>;
 
 bool is_arg(ScanKind op) { return op == ScanKind::kCummax || op == ScanKind::kCummin; }
 

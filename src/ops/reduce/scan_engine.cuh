@@ -110,7 +110,9 @@ __device__ __forceinline__ void with_out_type(uint8_t dt, F&& f) {
     case DType::f16: f.template operator()<__half>(); return;
     case DType::bf16: f.template operator()<__nv_bfloat16>(); return;
     case DType::f64: f.template operator()<double>(); return;
+    case DType::i8: f.template operator()<int8_t>(); return;
     case DType::u8: f.template operator()<uint8_t>(); return;
+    case DType::i16: f.template operator()<int16_t>(); return;
     case DType::i32: f.template operator()<int32_t>(); return;
     case DType::i64: f.template operator()<int64_t>(); return;
     case DType::boolean: f.template operator()<bool>(); return;

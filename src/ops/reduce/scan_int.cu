@@ -1,4 +1,4 @@
-// ScanPlan's kernels for integer storage (u8 / i32 / i64 / bool, an i64 accumulator): cumsum,
+// ScanPlan's kernels for integer storage (i8 / u8 / i16 / i32 / i64 / bool, an i64 accumulator): cumsum,
 // cumprod, cummax, cummin; and the launcher lookup.
 #include "ops/reduce/scan_engine.cuh"
 
@@ -9,7 +9,7 @@ ScanLaunchFn find_scan_float(DType in, int kind, bool f64);  // scan_float.cu
 ScanLaunchFn find_scan(DType in, int kind, bool f64) {
   if (is_floating(in)) return find_scan_float(in, kind, f64);
   ScanLaunchFn fn = nullptr;
-  dispatch_storage<false, true>(in, [&]<class T>() {
+  red::dispatch_reduce_storage<false>(in, [&]<class T>() {
     switch (kind) {
       case kCumsum: fn = scan_pick<T, false, kCumsum>(); break;
       case kCumprod: fn = scan_pick<T, false, kCumprod>(); break;
