@@ -476,12 +476,17 @@ def prod(input: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False, 
     return _reduce("prod", input, dim, keepdim, dtype)["y"]
 
 
+def _all_if_empty(dim: Any) -> Any:
+    """amax / amin's dim: () (PyTorch's default) reduces every axis; 0 is axis 0."""
+    return None if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0) else dim
+
+
 def amax(input: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
-    return _reduce("amax", input, dim or None, keepdim)["y"]
+    return _reduce("amax", input, _all_if_empty(dim), keepdim)["y"]
 
 
 def amin(input: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
-    return _reduce("amin", input, dim or None, keepdim)["y"]
+    return _reduce("amin", input, _all_if_empty(dim), keepdim)["y"]
 
 
 def all(input: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
