@@ -9,17 +9,17 @@ namespace {
 
 constexpr int kUnit = 8;  // consecutive elements of a row per thread
 
-// The formulas (red::Kind values; kMean is kSum with scale 1/N, kMin kMax, kAmin kAmax, norm -inf
-// norm inf) and the operands each reads.
+// The formulas (red::Kind values) and the operands each reads. One kernel serves kinds that read
+// the same operands, g.kind telling them apart: kSum (sum, mean: scaled by inv_n), kMax (max,
+// min), kAmax (amax, amin, norm ±inf), kNorm2 (norm p = 2 and any other p), kVar (var, var_mean:
+// dy2 present), kStd (std, std_mean).
 template <int F>
 struct Reads {
   static constexpr bool x = F != kSum && F != kNorm0 && F != kMax;
-  static constexpr bool y = F == kProd || F == kAmax || F == kLogSumExp || F == kNorm2 || F == kNormP || F == kNormInf ||
-                            F == kStd || F == kStdMean || F == kAminmax;
+  static constexpr bool y = F == kProd || F == kAmax || F == kLogSumExp || F == kNorm2 || F == kStd || F == kAminmax;
   static constexpr bool y2 = F == kAminmax;
-  static constexpr bool dy2 = F == kVarMean || F == kStdMean || F == kAminmax;
-  static constexpr bool m = F == kNanMean || F == kProd || F == kAmax || F == kNormInf || F == kVar || F == kStd ||
-                            F == kVarMean || F == kStdMean || F == kAminmax;
+  static constexpr bool dy2 = F == kVar || F == kStd || F == kAminmax;  // kVar / kStd: when g.dy2 is set
+  static constexpr bool m = F == kNanMean || F == kProd || F == kAmax || F == kVar || F == kStd || F == kAminmax;
   static constexpr bool aux2 = F == kProd || F == kAminmax;
   static constexpr bool ix = F == kMax;
 };
@@ -33,30 +33,29 @@ __device__ __forceinline__ C formula(const ReduceBwdGeom& g, C d, C d2, C x, C y
   else if constexpr (F == kNanMean) return d / m * (x != x ? C(0) : C(1));
   else if constexpr (F == kProd)  // no zero: dy * y / x; one: dy * (the others' product) at it; more: 0
     return a2 == C(0) ? d * (y / x) : (a2 == C(1) && x == C(0) ? d * m : C(0));
-  else if constexpr (F == kAmax) {  // PyTorch's (dy / count) * (x == y): NaN everywhere when nothing equals y
+  else if constexpr (F == kAmax) {
     const C q = d / m;
-    return x == y ? q : q * C(0);
+    if (g.kind == kAmax || g.kind == kAmin) return x == y ? q : q * C(0);  // PyTorch's (dy / count) * (x == y): NaN everywhere when nothing equals y
+    // norm ±inf: sgn(x) * (|x| == y, or both NaN) * dy / count
+    const C sg = x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x != x ? x : C(0)));
+    return sg * ((fabs(x) == y || (x != x && y != y)) ? C(1) : C(0)) * q;
   } else if constexpr (F == kAminmax) {
     const C q = d / m, q2 = d2 / a2;
     return (x == y ? q : q * C(0)) + (x == y2 ? q2 : q2 * C(0));
   } else if constexpr (F == kLogSumExp) return d * exp(x - y);
   else if constexpr (F == kNorm0) return C(0);
   else if constexpr (F == kNorm1) return x > C(0) ? d : (x < C(0) ? -d : C(0));
-  else if constexpr (F == kNorm2) return y == C(0) ? C(0) : d * x / y;
-  else if constexpr (F == kNormP) {
+  else if constexpr (F == kNorm2) {
+    if (y == C(0)) return C(0);
+    if (g.kind == kNorm2) return d * x / y;
     const C pm1 = static_cast<C>(g.p - 1.0), s = x > C(0) ? C(1) : (x < C(0) ? C(-1) : C(0));
-    return y == C(0) ? C(0) : d * s * pow(fabs(x), pm1) / pow(y, pm1);
-  } else if constexpr (F == kNormInf) {  // sgn(x) * (|x| == y, or both NaN) * dy / count
-    const C q = d / m, sg = x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x != x ? x : C(0)));
-    return sg * ((fabs(x) == y || (x != x && y != y)) ? C(1) : C(0)) * q;
-  } else if constexpr (F == kVar || F == kVarMean) {
+    return d * s * pow(fabs(x), pm1) / pow(y, pm1);
+  } else if constexpr (F == kVar) {
     const C v = d * (C(2) / static_cast<C>(g.dof)) * (x - m);
-    if constexpr (F == kVarMean) return v + d2 * static_cast<C>(g.inv_n);
-    else return v;
-  } else if constexpr (F == kStd || F == kStdMean) {
+    return g.dy2 ? v + d2 * static_cast<C>(g.inv_n) : v;
+  } else if constexpr (F == kStd) {
     const C v = y == C(0) ? C(0) : d * (x - m) / (static_cast<C>(g.dof) * y);
-    if constexpr (F == kStdMean) return v + d2 * static_cast<C>(g.inv_n);
-    else return v;
+    return g.dy2 ? v + d2 * static_cast<C>(g.inv_n) : v;
   } else if constexpr (F == kMax) return ix == r ? d : C(0);
   else return C(0);
 }
@@ -155,7 +154,8 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
       if constexpr (R::x) load_unit(xp, o.x, in_x, n, g.vec_x, L.x);
       with_float_type(g.y_dtype, [&]<class D>() {
         load_unit(static_cast<const D*>(g.dy), o.dy, in_dy, n, g.vec_dy, L.d);
-        if constexpr (R::dy2) load_unit(static_cast<const D*>(g.dy2), o.dy, in_dy, n, g.vec_dy, L.d2);
+        if constexpr (R::dy2)
+          if (g.dy2) load_unit(static_cast<const D*>(g.dy2), o.dy, in_dy, n, g.vec_dy, L.d2);
         if constexpr (R::y) load_unit(static_cast<const D*>(g.y), o.y, in_y, n, g.vec_y, L.y);
         if constexpr (R::y2) load_unit(static_cast<const D*>(g.y2), o.y, in_y, n, g.vec_y, L.y2);
       });
@@ -260,13 +260,15 @@ ReduceLaunchFn find_backward_prepass(DType x, int kind) {
 }
 
 ReduceBwdLaunchFn find_backward(DType x, int kind) {
-  // the formula serving kind (kMean: kSum scaled; the mirrored kinds share one)
+  // the formula serving kind (Reads: the kinds one kernel serves)
   int f = kind;
   switch (kind) {
     case kMean: f = kSum; break;
     case kMin: f = kMax; break;
-    case kAmin: f = kAmax; break;
-    case kNormNegInf: f = kNormInf; break;
+    case kAmin: case kNormInf: case kNormNegInf: f = kAmax; break;
+    case kNormP: f = kNorm2; break;
+    case kVarMean: f = kVar; break;
+    case kStdMean: f = kStd; break;
     default: break;
   }
   ReduceBwdLaunchFn fn = nullptr;
@@ -276,8 +278,7 @@ ReduceBwdLaunchFn find_backward(DType x, int kind) {
   case F: fn = &launch_backward<T, F>; break;
       BARACUDA_FORMULA(kSum) BARACUDA_FORMULA(kNanSum) BARACUDA_FORMULA(kNanMean) BARACUDA_FORMULA(kProd)
       BARACUDA_FORMULA(kAmax) BARACUDA_FORMULA(kAminmax) BARACUDA_FORMULA(kLogSumExp) BARACUDA_FORMULA(kNorm0)
-      BARACUDA_FORMULA(kNorm1) BARACUDA_FORMULA(kNorm2) BARACUDA_FORMULA(kNormP) BARACUDA_FORMULA(kNormInf)
-      BARACUDA_FORMULA(kVar) BARACUDA_FORMULA(kStd) BARACUDA_FORMULA(kVarMean) BARACUDA_FORMULA(kStdMean)
+      BARACUDA_FORMULA(kNorm1) BARACUDA_FORMULA(kNorm2) BARACUDA_FORMULA(kVar) BARACUDA_FORMULA(kStd)
       BARACUDA_FORMULA(kMax)
 #undef BARACUDA_FORMULA
       default: break;
