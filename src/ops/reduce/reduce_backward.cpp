@@ -2,6 +2,7 @@
 // reads, var / std's mean pass into the workspace, the broadcast pass.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "baracuda/ops/reduce.hpp"
 #include "core/cuda_check.hpp"
@@ -140,14 +141,11 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
   keepdim_strides(a.dy, d.rank, reduced_, d.keepdim, b.dys);
   if (a.y.data) keepdim_strides(a.y, d.rank, reduced_, d.keepdim, b.ys);
   // y2 and dy2 are read at y's and dy's offsets: their strides must agree
-  int64_t s2[kMaxRank] = {};
-  if (a.y2.data) {
-    keepdim_strides(a.y2, d.rank, reduced_, d.keepdim, s2);
-    if (!std::equal(s2, s2 + d.rank, b.ys)) return error(StatusCode::kUnsupported, kOp, ": y2's strides must equal y's");
-  }
-  if (a.dy2.data) {
-    keepdim_strides(a.dy2, d.rank, reduced_, d.keepdim, s2);
-    if (!std::equal(s2, s2 + d.rank, b.dys)) return error(StatusCode::kUnsupported, kOp, ": dy2's strides must equal dy's");
+  for (auto [v, like, name] : {std::tuple{&a.y2, b.ys, "y2's strides must equal y's"}, std::tuple{&a.dy2, b.dys, "dy2's strides must equal dy's"}}) {
+    int64_t s2[kMaxRank] = {};
+    if (!v->data) continue;
+    keepdim_strides(*v, d.rank, reduced_, d.keepdim, s2);
+    if (!std::equal(s2, s2 + d.rank, like)) return error(StatusCode::kUnsupported, kOp, ": ", name);
   }
   if (a.indices.data) keepdim_strides(a.indices, d.rank, reduced_, d.keepdim, b.ixs);
   b.x = a.x.data;

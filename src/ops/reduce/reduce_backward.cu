@@ -207,9 +207,12 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
 // groups, each block walking its rows.
 template <class T, int F, bool Row>
 cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
-  int per_sm = 0, sms = current_device_sm_count();
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_backward_kernel<T, F, Row>, 256, 0) != cudaSuccess || per_sm < 1)
-    per_sm = 3;
+  // resident blocks per SM: a property of the compiled kernel, asked once
+  static const int per_sm = [] {
+    int n = 0;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reduce_backward_kernel<T, F, Row>, 256, 0) == cudaSuccess && n > 0 ? n : 3;
+  }();
+  const int sms = current_device_sm_count();
   const int64_t target = static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
   const int64_t row_tiles = (g.rows + g.rows_per_tile - 1) / g.rows_per_tile;
   g.cgroups = g.ctiles < target ? g.ctiles : target;
