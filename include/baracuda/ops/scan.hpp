@@ -19,10 +19,15 @@
 //   (no index for an empty prefix).
 // Strides: any for x (0 allowed); y and indices must not self-overlap or overlap x.
 // Determinism: bitwise run-to-run deterministic: every line is scanned in chunks of 32 x 8 by a
-//   warp (lane-serial, then a fixed shuffle scan, then the chunk's carry), or serially by a thread
-//   when `dim` is not the unit-stride axis; a long line (few lines) is cut into segments whose
-//   totals are scanned in a fixed order between two passes. No atomics.
-// Workspace: the segment totals (workspace_size(); 0 when no line is segmented).
+//   warp (each lane's 8 positions in order, then a fixed shuffle scan, then the chunk's carry),
+//   or serially by a thread when `dim` is not the unit-stride axis. A long line along the
+//   unit-stride axis is cut into tiles scanned in one pass: each tile publishes its total and
+//   starts from the sum of its line's earlier tiles' totals taken in a fixed order (lane runs,
+//   then a lane tree: a function of the tile's place, never of timing); the only atomic is the
+//   tile counter, which orders the tiles' start and no value. A long strided line: segments
+//   whose totals are scanned in a fixed order between two passes.
+// Workspace: the tiles' counter, flags and totals, or the segments' totals (workspace_size(); 0
+//   when no line is tiled or segmented); run() zeroes the counter and flags (one memset).
 // Aliasing: none.
 #pragma once
 

@@ -71,10 +71,13 @@ bool accumulates_f64(const ScanDescriptor& d, DType out) { return d.dtype == DTy
 // The segment totals of a segmented layout in the workspace (at most workspace_size(): select()
 // reserved the larger of the two modes).
 Status attach_partials(std::string_view op, scan::ScanGeom* g, Workspace ws, size_t workspace, size_t acc_bytes) {
-  if (g->segments <= 1) return {};
-  if (static_cast<size_t>(g->segments * g->lines) * acc_bytes > workspace)
+  if (g->segments <= 1 && !g->tiled) return {};
+  const int64_t units = g->segments * g->lines;  // checked by select()'s workspace size
+  const int64_t flags = g->tiled ? scan::tile_flag_bytes(units) : 0;
+  if (static_cast<size_t>(flags) + static_cast<size_t>(units) * acc_bytes > workspace)
     return error(StatusCode::kInternal, op, ": the segments of this layout need more than workspace_size()");
   g->partials = ws.ptr;
+  g->tile_aggs = static_cast<char*>(ws.ptr) + flags;
   return {};
 }
 
@@ -85,19 +88,41 @@ Status attach_partials(std::string_view op, scan::ScanGeom* g, Workspace ws, siz
 void scan::choose_segments(ScanGeom* g) {
   g->segments = 1;
   g->seg_len = g->L;
+  g->tiled = false;
   if (g->lines == 0 || g->L == 0) return;
   if (g->row_mode) {
-    constexpr int64_t kTargetWarps = 132 * 64;
-    if (g->lines < kTargetWarps && g->L >= 4 * kChunk)
-      g->segments = std::min(ceil_div(kTargetWarps, g->lines), ceil_div(g->L, 4 * kChunk));
-    g->seg_len = ceil_div(ceil_div(g->L, g->segments), kChunk) * kChunk;  // whole chunks
-  } else {
-    constexpr int64_t kTargetThreads = 132 * 2048;
-    if (g->lines < kTargetThreads && g->L >= 64)
-      g->segments = std::min(ceil_div(kTargetThreads, g->lines), ceil_div(g->L, int64_t{32}));
-    g->seg_len = ceil_div(g->L, g->segments);
+    // tiles when the lines are long, or moderately long and too few for a warp each
+    const int64_t tile = 8 * tile_chunks(g->acc_bytes) * kChunk;
+    constexpr int64_t kFewLines = 132 * 32;
+    if (g->L > tile || (g->L > 8 * kChunk && g->lines < kFewLines)) {
+      g->tiled = true;
+      g->seg_len = tile;
+      g->segments = ceil_div(g->L, tile);
+    }
+    return;
   }
+  constexpr int64_t kTargetThreads = 132 * 2048;
+  if (g->lines < kTargetThreads && g->L >= 64)
+    g->segments = std::min(ceil_div(kTargetThreads, g->lines), ceil_div(g->L, int64_t{32}));
+  g->seg_len = ceil_div(g->L, g->segments);
   g->segments = ceil_div(g->L, g->seg_len);
+}
+
+void scan::set_vector_flags(ScanGeom* g, DType in, DType out) {
+  g->vec_x = g->vec_y = g->vec_i = false;
+  if (!g->row_mode || g->L < 2) return;
+  const int isz = static_cast<int>(dtype_size(in)), osz = static_cast<int>(dtype_size(out));
+  // every line's vectors aligned (strides in whole vectors; reversed, L too): granule elements
+  auto lines_aligned = [&](const void* p, const int64_t* st, int64_t granule, int64_t bytes) {
+    if (!p || reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(granule * bytes) != 0) return false;
+    if (g->reverse && g->L % granule != 0) return false;
+    for (int a = 0; a < g->ko; ++a)
+      if (st[a] % granule != 0 && g->osize[a] > 1) return false;
+    return true;
+  };
+  g->vec_x = lines_aligned(g->x, g->oxs, vector_width(isz), isz);
+  g->vec_y = lines_aligned(g->y, g->oys, std::min(16, kItems * osz) / osz, osz);  // a lane's run: its stores
+  g->vec_i = lines_aligned(g->indices, g->ois, 2, 8);
 }
 
 void scan::build_scan_geometry(const ScanDescriptor& d, const TensorLayout* x, const TensorLayout* y, const TensorLayout* indices,
@@ -105,6 +130,11 @@ void scan::build_scan_geometry(const ScanDescriptor& d, const TensorLayout* x, c
   const int axis = d.dim < 0 ? d.dim + std::max(d.rank, 1) : d.dim;
   g->ko = 0;
   g->lines = 1;
+  g->reverse = d.reverse;
+  // the accumulator: {value, index} for cummax / cummin, i64 for integers, f64 for an f64 x or
+  // result, else f32 (scan_acc_bytes)
+  g->acc_bytes = d.op == ScanKind::kCummax || d.op == ScanKind::kCummin ? 16
+                 : !is_floating(d.dtype) || d.dtype == DType::f64 || (d.out_dtype && *d.out_dtype == DType::f64) ? 8 : 4;
   g->L = d.rank == 0 ? 1 : d.shape[axis];
   for (int a = 0; a < d.rank; ++a) {
     if (a == axis) continue;
@@ -124,16 +154,26 @@ void scan::build_scan_geometry(const ScanDescriptor& d, const TensorLayout* x, c
   choose_segments(g);
 }
 
+// The workspace of one mode's layout: column segments' totals, or the tiles' counter, flags and
+// totals.
+static Result<int64_t> mode_bytes(std::string_view op, const scan::ScanGeom& g, size_t acc_bytes) {
+  int64_t units = 0, bytes = 0;
+  if (g.segments <= 1 && !g.tiled) return int64_t{0};
+  if (!checked_mul(g.segments, g.lines, &units) || !checked_mul(units, static_cast<int64_t>(acc_bytes), &bytes) ||
+      (g.tiled && (units > (int64_t{1} << 60) || !checked_add(bytes, scan::tile_flag_bytes(units), &bytes))))
+    return error(StatusCode::kInvalidProblem, op, ": the segment totals exceed 2^63 bytes");
+  return bytes;
+}
+
 Result<size_t> scan::scan_partials_bytes(std::string_view op, const ScanGeom& g, size_t acc_bytes) {
   ScanGeom other = g;
   other.row_mode = !g.row_mode;
   choose_segments(&other);
-  const int64_t segments = std::max(g.segments, other.segments);
-  if (segments <= 1) return size_t{0};
-  int64_t bytes = 0;
-  if (!checked_mul(segments, g.lines, &bytes) || !checked_mul(bytes, static_cast<int64_t>(acc_bytes), &bytes))
-    return error(StatusCode::kInvalidProblem, op, ": the segment totals exceed 2^63 bytes");
-  return static_cast<size_t>(bytes);
+  auto a = mode_bytes(op, g, acc_bytes);
+  if (!a) return a.status();
+  auto b = mode_bytes(op, other, acc_bytes);
+  if (!b) return b.status();
+  return static_cast<size_t>(std::max(*a, *b));
 }
 
 // ---------------------------------------------------------------- forward
@@ -187,6 +227,7 @@ Status ScanPlan::run(cudaStream_t stream, Workspace ws, const ScanArgs& a) const
   g.y_dtype = static_cast<uint8_t>(out_);
   g.reverse = d.reverse;
   g.exclusive = d.exclusive;
+  scan::set_vector_flags(&g, d.dtype, out_);
   return cuda_status(scan::find_scan(d.dtype, static_cast<int>(d.op), accumulates_f64(d, out_))(g, stream), kOp);
 }
 
@@ -254,6 +295,7 @@ Status ScanBackwardPlan::run(cudaStream_t stream, Workspace ws, const ScanBackwa
     g.y_dtype = static_cast<uint8_t>(d.dtype);
     g.reverse = r.reverse;
     g.exclusive = d.exclusive;
+    scan::set_vector_flags(&g, out_, d.dtype);
     return cuda_status(scan::find_scan(out_, static_cast<int>(ScanKind::kCumsum), f64)(g, stream), kOpBwd);
   }
   const int axis = d.dim < 0 ? d.dim + std::max(d.rank, 1) : d.dim;

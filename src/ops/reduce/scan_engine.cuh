@@ -53,6 +53,7 @@ struct ScanOp {
   // the row kernel's blocks per SM (its register cap): 4 for 4-byte accumulators, 2 otherwise
   // (no spills)
   static constexpr int kRowBlocks = sizeof(Acc) <= 4 ? 4 : 2;
+  static constexpr int kTileBlocks = sizeof(Acc) <= 4 ? 3 : 2;  // the tile kernel's
 
   __device__ static Acc identity() {
     if constexpr (kArg) return {C(0), -1};
@@ -85,6 +86,10 @@ struct ScanOp {
     if constexpr (kArg) return {__shfl_up_sync(0xffffffffu, a.v, d), __shfl_up_sync(0xffffffffu, a.i, d)};
     else return __shfl_up_sync(0xffffffffu, a, d);
   }
+  __device__ static Acc shfl_down(Acc a, int d) {
+    if constexpr (kArg) return {__shfl_down_sync(0xffffffffu, a.v, d), __shfl_down_sync(0xffffffffu, a.i, d)};
+    else return __shfl_down_sync(0xffffffffu, a, d);
+  }
   __device__ static Acc shfl_idx(Acc a, int lane) {
     if constexpr (kArg) return {__shfl_sync(0xffffffffu, a.v, lane), __shfl_sync(0xffffffffu, a.i, lane)};
     else return __shfl_sync(0xffffffffu, a, lane);
@@ -101,22 +106,21 @@ struct ScanOp {
   }
 };
 
-// Calls f.template operator()<O>() for y's storage type (the scans' result types), once around a
-// whole loop of stores.
-template <class F>
+// Calls f.template operator()<O>() for y's storage type, once around a whole loop of stores.
+// The result types a scan of storage T writes: any float type for a float T (a result dtype
+// argument, and cumsum's backward scanning dy into x's dtype), T or i64 for an integer T.
+template <class T, class F>
 __device__ __forceinline__ void with_out_type(uint8_t dt, F&& f) {
-  switch (static_cast<DType>(dt)) {
-    case DType::f32: f.template operator()<float>(); return;
-    case DType::f16: f.template operator()<__half>(); return;
-    case DType::bf16: f.template operator()<__nv_bfloat16>(); return;
-    case DType::f64: f.template operator()<double>(); return;
-    case DType::i8: f.template operator()<int8_t>(); return;
-    case DType::u8: f.template operator()<uint8_t>(); return;
-    case DType::i16: f.template operator()<int16_t>(); return;
-    case DType::i32: f.template operator()<int32_t>(); return;
-    case DType::i64: f.template operator()<int64_t>(); return;
-    case DType::boolean: f.template operator()<bool>(); return;
-    default: return;
+  if constexpr (std::is_integral_v<T>) {
+    if (static_cast<DType>(dt) == DType::i64) f.template operator()<int64_t>();
+    else f.template operator()<T>();
+  } else {
+    switch (static_cast<DType>(dt)) {
+      case DType::f32: f.template operator()<float>(); return;
+      case DType::f16: f.template operator()<__half>(); return;
+      case DType::bf16: f.template operator()<__nv_bfloat16>(); return;
+      default: f.template operator()<double>(); return;
+    }
   }
 }
 
@@ -126,80 +130,142 @@ __device__ __forceinline__ int64_t line_offset(const ScanGeom& g, const int64_t*
   return red::kept_offset_of(g.osize, st, g.ko, line);
 }
 
-// A warp's staging area: kChunk values with one pad slot per lane's kItems (lane-major writes
-// and position-major reads both without bank conflicts).
-inline constexpr int kStage = kChunk + kChunk / kItems;
-__device__ __forceinline__ int stage_at(int p) { return p + p / kItems; }
+// ---------------------------------------------------------------- row mode
+//
+// A warp scans a chunk of kChunk positions: lane l holds the kItems consecutive positions
+// base + l * kItems + j, read and written as aligned 16-byte vectors of the line (8 bytes for
+// 1-byte types; g.vec_*) or, where the line is not aligned, one by one: the order of combination
+// is the same either way. The lane's positions in order, one shuffle scan over the lanes, the
+// carry. (Sub-chunks of one vector per lane, R = kItems / V shuffle scans per chunk, measured
+// slower: 48 against 43 us for f32 [65536, 256], 165 against 117 us for cummax.) The functions
+// below take V, the positions per lane run (kItems), and R = kItems / V.
 
-// pass 0: the whole line (one segment); 1: segment totals into partials; 3: each segment from
-// its prefix (partials after scan_prefix_kernel). A chunk is loaded position-major (lane l reads
-// positions l, l + 32, ..: coalesced in either direction) into shared memory, scanned
-// lane-major (lane l owns positions 8l .. 8l + 7), and stored position-major again. A warp's
-// chunks (of its segments, in grid-stride order) are software-pipelined: the next chunk's loads
-// are issued before this one is scanned.
-template <class P>
-__global__ void __launch_bounds__(256, P::kRowBlocks) scan_row_kernel(const ScanGeom g, int pass) {
-  using T = typename P::T;
-  using C = typename P::C;
+// The bits of storage element e of words u (T of 1, 2, 4 or 8 bytes) as T.
+template <class T>
+__device__ __forceinline__ T elem_of_words(const uint32_t* u, int e) {
+  if constexpr (sizeof(T) == 8) {
+    const uint64_t b = (static_cast<uint64_t>(u[2 * e + 1]) << 32) | u[2 * e];
+    if constexpr (std::is_same_v<T, double>) return __longlong_as_double(static_cast<long long>(b));
+    else return static_cast<T>(b);
+  } else if constexpr (sizeof(T) == 4) {
+    if constexpr (std::is_same_v<T, float>) return __uint_as_float(u[e]);
+    else return static_cast<T>(u[e]);
+  } else if constexpr (sizeof(T) == 2) {
+    const unsigned short h = static_cast<unsigned short>(u[e / 2] >> (16 * (e & 1)));
+    if constexpr (std::is_same_v<T, __half>) return __ushort_as_half(h);
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __ushort_as_bfloat16(h);
+    else return static_cast<T>(h);
+  } else {
+    const uint32_t b = (u[e / 4] >> (8 * (e & 3))) & 0xffu;
+    if constexpr (std::is_same_v<T, bool>) return b != 0;
+    else return static_cast<T>(static_cast<uint8_t>(b));
+  }
+}
+
+// The bits of v (O of 1, 2 or 4 bytes; 8-byte O gives word h of it).
+template <class O>
+__device__ __forceinline__ uint32_t word_bits(O v, int h) {
+  if constexpr (sizeof(O) == 8) {
+    uint64_t b;
+    if constexpr (std::is_same_v<O, double>) b = static_cast<uint64_t>(__double_as_longlong(v));
+    else b = static_cast<uint64_t>(v);
+    return static_cast<uint32_t>(h ? b >> 32 : b);
+  } else if constexpr (std::is_same_v<O, float>) return __float_as_uint(v);
+  else if constexpr (std::is_same_v<O, __half>) return __half_as_ushort(v);
+  else if constexpr (std::is_same_v<O, __nv_bfloat16>) return __bfloat16_as_ushort(v);
+  else if constexpr (std::is_same_v<O, bool>) return v ? 1u : 0u;
+  else if constexpr (sizeof(O) == 4) return static_cast<uint32_t>(v);
+  else if constexpr (sizeof(O) == 2) return static_cast<uint16_t>(v);
+  else return static_cast<uint8_t>(v);
+}
+
+// N values of O at p (global, aligned to min(16, N·sizeof(O)) bytes; N·sizeof(O) of 8 or a
+// multiple of 16) as packed words, stored as 8- or 16-byte vectors in PTX (nvcc splits a Vec
+// assignment into narrow stores: store_global16's note).
+template <class O, int N>
+__device__ __forceinline__ void store_words(O* p, const O (&v)[N]) {
+  constexpr int kBytes = static_cast<int>(sizeof(O)) * N;
+  static_assert(kBytes == 8 || kBytes % 16 == 0, "8 bytes or whole 16-byte vectors");
+  uint32_t w[kBytes / 4] = {};
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    if constexpr (sizeof(O) == 8) {
+      w[2 * e] = word_bits(v[e], 0), w[2 * e + 1] = word_bits(v[e], 1);
+    } else {
+      constexpr int per = 4 / static_cast<int>(sizeof(O));
+      w[e / per] |= word_bits(v[e], 0) << (8 * static_cast<int>(sizeof(O)) * (e % per));
+    }
+  }
+  const size_t g = __cvta_generic_to_global(p);
+  if constexpr (kBytes == 8) {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(g), "r"(w[0]), "r"(w[1]) : "memory");
+  } else {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q)
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(g + 16 * q), "r"(w[4 * q]), "r"(w[4 * q + 1]), "r"(w[4 * q + 2]),
+                   "r"(w[4 * q + 3])
+                   : "memory");
+  }
+}
+
+// Element index of scan position q.
+__device__ __forceinline__ int64_t elem_at(const ScanGeom& g, int64_t q) { return g.reverse ? g.L - 1 - q : q; }
+
+// A chunk's values (positions past L: 0) from the line at x.
+template <class T, class C, int V>
+__device__ __forceinline__ void load_chunk(const ScanGeom& g, const T* x, int64_t base, int lane, C (&v)[kItems]) {
+  constexpr int R = kItems / V, kBytes = V * static_cast<int>(sizeof(T));
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t q0 = base + (r * 32 + lane) * V;
+    if (g.vec_x && q0 + V <= g.L) {
+      // the vectors holding positions q0 .. q0 + V - 1 (reversed: elements L - q0 - V .. L - 1 - q0)
+      const T* p = x + (g.reverse ? g.L - q0 - V : q0);
+      uint32_t u[kBytes / 4];
+      if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+        for (int h = 0; h < kBytes / 16; ++h) {
+          const uint4 w = reinterpret_cast<const uint4*>(p)[h];
+          u[4 * h] = w.x, u[4 * h + 1] = w.y, u[4 * h + 2] = w.z, u[4 * h + 3] = w.w;
+        }
+      } else {
+        static_assert(kBytes == 8, "8 bytes or whole 16-byte vectors");
+        const uint2 w = *reinterpret_cast<const uint2*>(p);
+        u[0] = w.x, u[1] = w.y;
+      }
+      // (both orders spelled out: a run-time index into u or v would put them in local memory)
+      if (g.reverse) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[r * V + j] = to_c<C>(elem_of_words<T>(u, V - 1 - j));
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[r * V + j] = to_c<C>(elem_of_words<T>(u, j));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[r * V + j] = q0 + j < g.L ? to_c<C>(x[elem_at(g, q0 + j)]) : C(0);
+    }
+  }
+}
+
+// Scans a chunk from carry (the combination of every earlier position), updating it; out: each
+// position's result (exclusive: of the positions before it). Full: every position is < L.
+template <class P, int V, bool Full>
+__device__ __forceinline__ void scan_chunk(const ScanGeom& g, const typename P::C (&v)[kItems], int64_t base, int lane,
+                                           typename P::Acc& carry, typename P::Acc (&out)[kItems]) {
   using Acc = typename P::Acc;
-  __shared__ Acc stage_all[8][kStage];
-  const int lane = threadIdx.x & 31;
-  Acc* stage = stage_all[threadIdx.x >> 5];
-  C* stage_c = reinterpret_cast<C*>(stage);
-  const int64_t units = g.lines * g.segments, stride = static_cast<int64_t>(gridDim.x) * 8;
-  int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32;
-  if (w >= units) return;
-  struct Unit {
-    const T* x;
-    int64_t yo, io, q0, q1, slot;
-  };
-  auto setup = [&](int64_t u) {
-    const int64_t line = g.segments == 1 ? u : u / g.segments, seg = u - line * g.segments;
-    Unit r;
-    r.x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
-    r.yo = line_offset(g, g.oys, line);
-    r.io = g.indices ? line_offset(g, g.ois, line) : 0;
-    r.q0 = seg * g.seg_len;
-    r.q1 = min(g.L, r.q0 + g.seg_len);
-    r.slot = line * g.segments + seg;
-    return r;
-  };
-  auto load = [&](const Unit& u, int64_t base, C (&ld)[kItems]) {
+  constexpr int R = kItems / V;
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int64_t q = base + 32 * k + lane;
-      ld[k] = q < u.q1 ? to_c<C>(u.x[g.reverse ? g.L - 1 - q : q]) : C(0);
+  for (int r = 0; r < R; ++r) {
+    const int64_t q0 = base + (r * 32 + lane) * V;
+    Acc a[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const bool valid = Full || q0 + j < g.L;
+      const Acc m = P::map(v[r * V + j], elem_at(g, q0 + j));
+      a[j] = j == 0 ? (valid ? m : P::identity()) : (valid ? P::combine(a[j - 1], m) : a[j - 1]);
     }
-  };
-  Unit cur = setup(w);
-  int64_t base = cur.q0;
-  C ld[kItems];
-  load(cur, base, ld);
-  Acc carry = pass == 3 ? static_cast<const Acc*>(g.partials)[cur.slot] : P::identity();
-  for (;;) {
-    // the next job: this segment's next chunk, or the next segment's first
-    const bool done = base + kChunk >= cur.q1;
-    const int64_t nw = done ? w + stride : w;
-    const bool more = nw < units;
-    Unit nxt = cur;
-    int64_t nbase = base + kChunk;
-    if (done && more) nxt = setup(nw), nbase = nxt.q0;
-    C nld[kItems];
-    if (more) load(nxt, nbase, nld);
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) stage_c[stage_at(32 * k + lane)] = ld[k];
-    __syncwarp();
-    const int64_t qa = base + lane * kItems;
-    const int64_t left = cur.q1 - qa;
-    const int n = left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
-    Acc a[kItems];
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      const C v = stage_c[stage_at(lane * kItems + j)];
-      const Acc m = P::map(v, g.reverse ? g.L - 1 - (qa + j) : qa + j);
-      a[j] = j == 0 ? (n > 0 ? m : P::identity()) : (j < n ? P::combine(a[j - 1], m) : a[j - 1]);
-    }
-    Acc inc = a[kItems - 1];
+    Acc inc = a[V - 1];
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const Acc o = P::shfl_up(inc, d);
@@ -208,34 +274,291 @@ __global__ void __launch_bounds__(256, P::kRowBlocks) scan_row_kernel(const Scan
     Acc ex = P::shfl_up(inc, 1);
     if (lane == 0) ex = P::identity();
     const Acc pre = P::combine(carry, ex);
+    // inclusive results; exclusive ones are the same shifted by one position
+#pragma unroll
+    for (int j = 0; j < V; ++j) a[j] = P::combine(pre, a[j]);
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[r * V + j] = g.exclusive ? (j == 0 ? pre : a[j - 1]) : a[j];
     carry = P::combine(carry, P::shfl_idx(inc, 31));
-    __syncwarp();  // every lane has read its positions
-    if (pass != 1) {
+  }
+}
+template <class P, int V>
+__device__ __forceinline__ void scan_chunk_any(const ScanGeom& g, const typename P::C (&v)[kItems], int64_t base, int lane,
+                                               typename P::Acc& carry, typename P::Acc (&out)[kItems]) {
+  if (base + kChunk <= g.L) scan_chunk<P, V, true>(g, v, base, lane, carry, out);
+  else scan_chunk<P, V, false>(g, v, base, lane, carry, out);
+}
+
+// The combination of a warp's kW chunks (positions past L left out) at lane 0. Kinds whose
+// combine is commutative fold each lane's values, then a lane tree; cummax / cummin (the later of
+// a tie wins) combine sub-chunk by sub-chunk in position order. Either way a fixed order.
+template <class P, int V, int kW>
+__device__ __forceinline__ typename P::Acc warp_total(const ScanGeom& g, const typename P::C (&v)[kW][kItems], int64_t wbase, int lane) {
+  using Acc = typename P::Acc;
+  constexpr int R = kItems / V;
+  auto tree = [&](Acc t) {
 #pragma unroll
-      for (int j = 0; j < kItems; ++j)
-        stage[stage_at(lane * kItems + j)] = g.exclusive ? (j == 0 ? pre : P::combine(pre, a[j - 1])) : P::combine(pre, a[j]);
-      __syncwarp();
-      with_out_type(g.y_dtype, [&]<class O>() {
-        O* y = static_cast<O*>(g.y) + cur.yo;
-        int64_t* ix = g.indices ? static_cast<int64_t*>(g.indices) + cur.io : nullptr;
-        const int64_t q = base + lane;  // this lane's positions: q + 32 k
-        const int64_t e = g.reverse ? g.L - 1 - q : q, de = g.reverse ? -32 : 32;
+    for (int d = 1; d < 32; d <<= 1) {
+      const Acc o = P::shfl_down(t, d);
+      if ((lane & (2 * d - 1)) == 0) t = P::combine(t, o);
+    }
+    return t;
+  };
+  if constexpr (!P::kArg) {
+    auto fold = [&]<bool Full>() {
+      Acc t = P::identity();
 #pragma unroll
-        for (int k = 0; k < kItems; ++k)
-          if (q + 32 * k < cur.q1) P::store(y, ix, e + de * k, e + de * k, stage[stage_at(32 * k + lane)]);
-      });
-      __syncwarp();
+      for (int c = 0; c < kW; ++c)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            if (Full || wbase + c * kChunk + (r * 32 + lane) * V + j < g.L) t = P::combine(t, v[c][r * V + j]);
+      return t;
+    };
+    return tree(wbase + kW * kChunk <= g.L ? fold.template operator()<true>() : fold.template operator()<false>());
+  } else {
+    Acc t = P::identity();
+#pragma unroll
+    for (int c = 0; c < kW; ++c)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        Acc u = P::identity();
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const int64_t q = wbase + c * kChunk + (r * 32 + lane) * V + j;
+          if (q < g.L) u = P::combine(u, P::map(v[c][r * V + j], elem_at(g, q)));
+        }
+        t = P::combine(t, P::shfl_idx(tree(u), 0));
+      }
+    return t;
+  }
+}
+
+// A chunk's results into the line's y (at y + yo) and indices (at ix + io).
+template <class P, int V>
+__device__ __forceinline__ void store_chunk(const ScanGeom& g, int64_t yo, int64_t io, int64_t base, int lane,
+                                            const typename P::Acc (&out)[kItems]) {
+  constexpr int R = kItems / V;
+  with_out_type<typename P::T>(g.y_dtype, [&]<class O>() {
+    O* y = static_cast<O*>(g.y) + yo;
+    int64_t* ix = g.indices ? static_cast<int64_t*>(g.indices) + io : nullptr;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t q0 = base + (r * 32 + lane) * V;
+      if (q0 + V <= g.L) {
+        const int64_t e0 = g.reverse ? g.L - q0 - V : q0;  // the vector's first element
+        // the vector's values in memory order (both orders spelled out: a run-time index into
+        // out would put it in local memory)
+        typename P::Acc m[V];
+        if (g.reverse) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) m[j] = out[r * V + V - 1 - j];
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) m[j] = out[r * V + j];
+        }
+        constexpr int kOB = static_cast<int>(sizeof(O)) * V;
+        if (kOB == 8 || kOB % 16 == 0 ? g.vec_y : false) {
+          O w[V];
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            if constexpr (P::kArg) w[j] = from_c<O>(m[j].v, false);
+            else w[j] = from_c<O>(m[j], false);
+          }
+          if constexpr (kOB == 8 || kOB % 16 == 0) {
+            if (!P::kArg || y) store_words<O, V>(y + e0, w);
+          }
+        } else if (!P::kArg || y) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) P::store(y, nullptr, e0 + j, 0, m[j]);
+        }
+        if constexpr (P::kArg) {
+          if (ix) {
+            int64_t w[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) w[j] = m[j].i;
+            if (g.vec_i) store_words<int64_t, V>(ix + e0, w);
+            else
+#pragma unroll
+              for (int j = 0; j < V; ++j) ix[e0 + j] = w[j];
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (q0 + j < g.L) P::store(y, ix, elem_at(g, q0 + j), elem_at(g, q0 + j), out[r * V + j]);
+      }
     }
-    if (done) {
-      if (pass == 1 && lane == 0) static_cast<Acc*>(g.partials)[cur.slot] = carry;
-      if (more) carry = pass == 3 ? static_cast<const Acc*>(g.partials)[nxt.slot] : P::identity();
-    }
+  });
+}
+
+// Whole lines (segments == 1): a warp per line, chunk after chunk; a warp's chunks (of its
+// lines, in grid-stride order) are software-pipelined: the next chunk's loads are issued before
+// this one is scanned.
+template <class P>
+__global__ void __launch_bounds__(256, P::kRowBlocks) scan_row_kernel(const ScanGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  using Acc = typename P::Acc;
+  constexpr int V = kItems;
+  const int lane = threadIdx.x & 31;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * 8;
+  int64_t w = (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) / 32;
+  if (w >= g.lines) return;
+  struct Line {
+    const T* x;
+    int64_t yo, io;
+  };
+  auto setup = [&](int64_t line) {
+    Line r;
+    r.x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
+    r.yo = line_offset(g, g.oys, line);
+    r.io = g.indices ? line_offset(g, g.ois, line) : 0;
+    return r;
+  };
+  Line cur = setup(w);
+  int64_t base = 0;
+  C ld[kItems];
+  load_chunk<T, C, V>(g, cur.x, base, lane, ld);
+  Acc carry = P::identity();
+  for (;;) {
+    // the next job: this line's next chunk, or the next line's first
+    const bool done = base + kChunk >= g.L;
+    const int64_t nw = done ? w + stride : w;
+    const bool more = nw < g.lines;
+    Line nxt = cur;
+    int64_t nbase = base + kChunk;
+    if (done && more) nxt = setup(nw), nbase = 0;
+    C nld[kItems];
+    if (more) load_chunk<T, C, V>(g, nxt.x, nbase, lane, nld);
+    Acc out[kItems];
+    scan_chunk_any<P, V>(g, ld, base, lane, carry, out);
+    store_chunk<P, V>(g, cur.yo, cur.io, base, lane, out);
+    if (done) carry = P::identity();
     if (!more) break;
     w = nw;
     cur = nxt;
     base = nbase;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) ld[k] = nld[k];
+  }
+}
+
+template <class Acc>
+__host__ __device__ constexpr int kTileChunks() {
+  return tile_chunks(static_cast<int>(sizeof(Acc)));
+}
+
+// Flag words: ld.relaxed / st.release at GPU scope; a tile total read from L2 (after the fence
+// that follows the flags).
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+}
+template <class A>
+__device__ __forceinline__ A load_cg(const A* p) {
+  if constexpr (sizeof(A) == 4) {
+    const uint32_t b = __ldcg(reinterpret_cast<const unsigned int*>(p));
+    A a;
+    memcpy(&a, &b, 4);
+    return a;
+  } else if constexpr (sizeof(A) == 8) {
+    const unsigned long long b = __ldcg(reinterpret_cast<const unsigned long long*>(p));
+    A a;
+    memcpy(&a, &b, 8);
+    return a;
+  } else {
+    static_assert(sizeof(A) == 16, "4-, 8- or 16-byte totals");
+    const uint4 b = __ldcg(reinterpret_cast<const uint4*>(p));
+    A a;
+    memcpy(&a, &b, 16);
+    return a;
+  }
+}
+
+// Long lines (segments > 1), in one pass: a block per tile (segment) of seg_len = 8 warps x
+// kTileChunks<C> chunks, tiles taken in order from a counter. A block loads its tile, publishes
+// the tile's total (ws_aggs, then its flag), sums the totals of the line's earlier tiles (each
+// waited for: they were all taken before this one, so they are running or done) in a fixed
+// order, lane runs then a lane tree, a function of the tile's place alone; and scans its tile
+// from that prefix. Nothing waits on a later tile, so no tile waits forever; and no tile waits
+// on a chain of prefixes, only on the earlier tiles' own loads.
+template <class P>
+__global__ void __launch_bounds__(256, P::kTileBlocks) scan_tile_kernel(const ScanGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  using Acc = typename P::Acc;
+  constexpr int V = kItems, kW = kTileChunks<Acc>();
+  __shared__ Acc wtot[8];
+  __shared__ Acc tpre;
+  __shared__ unsigned long long tid_s;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned long long* counter = static_cast<unsigned long long*>(g.partials);
+  uint32_t* flags = reinterpret_cast<uint32_t*>(counter + 2);
+  Acc* aggs = static_cast<Acc*>(g.tile_aggs);
+  const unsigned long long tiles = static_cast<unsigned long long>(g.lines * g.segments);
+  for (;;) {
+    if (threadIdx.x == 0) tid_s = atomicAdd(counter, 1ull);
+    __syncthreads();
+    const int64_t t = static_cast<int64_t>(tid_s);
+    if (static_cast<unsigned long long>(t) >= tiles) return;
+    const int64_t line = t / g.segments, seg = t - line * g.segments;
+    const T* x = static_cast<const T*>(g.x) + line_offset(g, g.oxs, line);
+    const int64_t wbase = seg * g.seg_len + static_cast<int64_t>(warp) * kW * kChunk;
+    C v[kW][kItems];
+#pragma unroll
+    for (int c = 0; c < kW; ++c) load_chunk<T, C, V>(g, x, wbase + c * kChunk, lane, v[c]);
+    const Acc wt = warp_total<P, V, kW>(g, v, wbase, lane);
+    if (lane == 0) wtot[warp] = wt;
+    __syncthreads();
+    if (warp == 0) {
+      if (lane == 0) {
+        Acc tot = wtot[0];
+#pragma unroll
+        for (int k = 1; k < 8; ++k) tot = P::combine(tot, wtot[k]);
+        aggs[t] = tot;
+        store_release(flags + t, 1u);
+      }
+      // the earlier tiles' totals: lane runs in order, then an ordered tree over the lanes
+      const int64_t per = (seg + 31) / 32, s0 = min(seg, lane * per), s1 = min(seg, s0 + per);
+      // every flag polled at once (relaxed), until all are set; then one fence and the totals
+      for (;;) {
+        bool ready = true;
+#pragma unroll 4
+        for (int64_t s = s0; s < s1; ++s) ready &= load_relaxed(flags + (t - seg + s)) != 0;
+        if (__all_sync(0xffffffffu, ready)) break;
+      }
+      __threadfence();
+      Acc run = P::identity();
+#pragma unroll 4
+      for (int64_t s = s0; s < s1; ++s) run = P::combine(run, load_cg(aggs + (t - seg + s)));
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const Acc o = P::shfl_down(run, d);
+        if ((lane & (2 * d - 1)) == 0) run = P::combine(run, o);
+      }
+      if (lane == 0) tpre = run;
+    }
+    __syncthreads();
+    Acc carry = tpre;
+    for (int k = 0; k < warp; ++k) carry = P::combine(carry, wtot[k]);
+    const int64_t yo = line_offset(g, g.oys, line), io = g.indices ? line_offset(g, g.ois, line) : 0;
+    auto finish = [&]<bool Full>() {
+#pragma unroll
+      for (int c = 0; c < kW; ++c) {
+        Acc out[kItems];
+        scan_chunk<P, V, Full>(g, v[c], wbase + c * kChunk, lane, carry, out);
+        store_chunk<P, V>(g, yo, io, wbase + c * kChunk, lane, out);
+      }
+    };
+    if (wbase + kW * kChunk <= g.L) finish.template operator()<true>();
+    else finish.template operator()<false>();
+    __syncthreads();  // tid_s, wtot and tpre are rewritten by the next tile
   }
 }
 
@@ -252,7 +575,7 @@ __global__ void __launch_bounds__(256) scan_col_kernel(const ScanGeom g, int pas
     const int64_t q0 = seg * g.seg_len, q1 = min(g.L, q0 + g.seg_len);
     Acc acc = pass == 3 ? static_cast<const Acc*>(g.partials)[line * g.segments + seg] : P::identity();
     auto el = [&](int64_t q) { return g.reverse ? g.L - 1 - q : q; };
-    with_out_type(g.y_dtype, [&]<class O>() {
+    with_out_type<typename P::T>(g.y_dtype, [&]<class O>() {
       O* y = pass == 1 ? nullptr : static_cast<O*>(g.y);
       int64_t* ix = pass == 1 ? nullptr : static_cast<int64_t*>(g.indices);
       auto fold = [&](C v, int64_t q) {
@@ -330,16 +653,21 @@ inline unsigned grid_for(int64_t threads) {
 template <class P>
 cudaError_t scan_launch(const ScanGeom& g, cudaStream_t stream) {
   if (g.lines == 0 || g.L == 0) return cudaSuccess;
+  if (g.row_mode) {
+    if (!g.tiled) return launch_kernel(scan_row_kernel<P>, dim3(grid_for(g.lines * 32)), dim3(256), 0, stream, g);
+    if (g.seg_len != 8 * kTileChunks<typename P::Acc>() * kChunk) return cudaErrorInvalidValue;  // the host's tile length
+    // the tile counter and flags start at zero every run
+    BARACUDA_CUDA_TRY(cudaMemsetAsync(g.partials, 0, tile_flag_bytes(g.lines * g.segments), stream));
+    const int64_t tiles = g.lines * g.segments;
+    const int64_t blocks = tiles < kTileGridCap ? tiles : kTileGridCap;
+    return launch_kernel(scan_tile_kernel<P>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g);
+  }
   const int64_t units = g.lines * g.segments;
-  auto pass = [&](int p) {
-    return g.row_mode ? launch_kernel(scan_row_kernel<P>, dim3(grid_for(units * 32)), dim3(256), 0, stream, g, p)
-                      : launch_kernel(scan_col_kernel<P>, dim3(grid_for(units)), dim3(256), 0, stream, g, p);
-  };
+  auto pass = [&](int p) { return launch_kernel(scan_col_kernel<P>, dim3(grid_for(units)), dim3(256), 0, stream, g, p); };
   if (g.segments == 1) return pass(0);
-  cudaError_t e = pass(1);
-  if (e == cudaSuccess) e = launch_kernel(scan_prefix_kernel<P>, dim3(grid_for(g.lines * 32)), dim3(256), 0, stream, g);
-  if (e == cudaSuccess) e = pass(3);
-  return e;
+  BARACUDA_CUDA_TRY(pass(1));
+  BARACUDA_CUDA_TRY(launch_kernel(scan_prefix_kernel<P>, dim3(grid_for(g.lines * 32)), dim3(256), 0, stream, g));
+  return pass(3);
 }
 
 template <class T, bool F64, int K>

@@ -2,13 +2,18 @@
 //
 // x is viewed as `lines` lines of length L along the scanned axis; the other axes (outer-first,
 // unmerged) give each line's offset in every operand.
-//   row mode     the scanned axis is unit-stride in x and y (and indices): a warp per (line,
-//                segment) walks it in chunks of 32 x 8 (each lane 8 consecutive positions).
+//   row mode     the scanned axis is unit-stride in x and y (and indices): chunks of 32 x 8
+//                positions, a lane holding 8 consecutive ones (16-byte loads and stores where
+//                the lines are aligned: vec_*). Short lines (tiled = false): a
+//                warp per line walks it chunk after chunk. Long lines or few lines (tiled): one
+//                pass over tiles of seg_len positions, a block each; a tile sums the published
+//                totals of its line's earlier tiles in a fixed order (scan_tile_kernel).
 //   column mode  otherwise: a thread per (line, segment) walks it serially (adjacent lines are
 //                adjacent threads: coalesced when the innermost other axis is unit-stride).
-// segments > 1 (few, long lines): pass 1 writes each segment's total to partials[line][segment],
-// pass 2 turns a line's totals into exclusive prefixes in order (a warp per line), pass 3 scans
-// each segment from its prefix. The segment count is a function of the shape alone.
+//                segments > 1 (few, long lines): pass 1 writes each segment's total to
+//                partials[line][segment], pass 2 turns a line's totals into exclusive prefixes
+//                in order (a warp per line), pass 3 scans each segment from its prefix.
+// The segment count and every order of combination are functions of the shape alone.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +30,14 @@ namespace baracuda::scan {
 
 inline constexpr int kItems = 8;                 // positions per lane in row mode
 inline constexpr int64_t kChunk = 32 * kItems;   // positions per warp step
+// Elements per vector load of a storage type of `bytes` (16 bytes; 8 for 1-byte types).
+constexpr int vector_width(int bytes) { return bytes == 1 ? 8 : 16 / bytes; }
+// Chunks per warp of a row-mode tile (8 warps): 4 for 4-byte accumulators, 2 for wider ones.
+constexpr int tile_chunks(int acc_bytes) { return acc_bytes <= 4 ? 4 : 2; }
+inline constexpr int64_t kTileGridCap = int64_t{1} << 16;  // blocks of the tile kernel (they loop)
+// The tile kernel's counter (16 bytes) and per-tile flags (4 bytes each), 16-byte rounded; the
+// tile totals follow.
+constexpr int64_t tile_flag_bytes(int64_t tiles) { return 16 + (tiles * 4 + 15) / 16 * 16; }
 
 struct ScanGeom {
   int64_t lines = 0, L = 0;
@@ -36,8 +49,11 @@ struct ScanGeom {
   void* y = nullptr;
   void* indices = nullptr;  // cummax / cummin (may be null)
   uint8_t y_dtype = 0;
-  void* partials = nullptr;  // lines * segments accumulators
-  bool reverse = false, exclusive = false, row_mode = false;
+  void* partials = nullptr;   // column mode: lines * segments accumulators; tiled: counter, flags
+  void* tile_aggs = nullptr;  // tiled: the tiles' totals (after the flags)
+  int acc_bytes = 4;          // the accumulator's size (the tile length)
+  bool reverse = false, exclusive = false, row_mode = false, tiled = false;
+  bool vec_x = false, vec_y = false, vec_i = false;  // row mode: whole aligned vectors
 };
 using ScanLaunchFn = LaunchFn<ScanGeom>;
 // The launcher (all passes) of ScanKind `kind` for storage dtype `in` (accumulating in f64 when
@@ -52,6 +68,9 @@ void build_scan_geometry(const ScanDescriptor& d, const TensorLayout* x, const T
 // Segments of the geometry's mode; the workspace select() reserves (both modes: the run-time
 // layout may pick either); an error past 2^63 bytes.
 void choose_segments(ScanGeom* g);
+// Row mode's vector flags from the data pointers and strides (set g.x, g.y, g.indices first):
+// x of dtype in, y of dtype out.
+void set_vector_flags(ScanGeom* g, DType in, DType out);
 Result<size_t> scan_partials_bytes(std::string_view op, const ScanGeom& g, size_t acc_bytes);
 
 // ScanBackwardPlan's serial pass (cumprod, cummax / cummin, logcumsumexp): a thread per line.
