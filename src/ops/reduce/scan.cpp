@@ -72,7 +72,8 @@ bool accumulates_f64(const ScanDescriptor& d, DType out) { return d.dtype == DTy
 // reserved the larger of the two modes).
 Status attach_partials(std::string_view op, scan::ScanGeom* g, Workspace ws, size_t workspace, size_t acc_bytes) {
   if (g->segments <= 1 && !g->tiled) return {};
-  const int64_t units = g->segments * g->lines;  // checked by select()'s workspace size
+  // checked by select()'s workspace size
+  const int64_t units = g->tiled ? scan::tile_slots(g->lines, g->segments) : g->segments * g->lines;
   const int64_t flags = g->tiled ? scan::tile_flag_bytes(units) : 0;
   if (static_cast<size_t>(flags) + static_cast<size_t>(units) * acc_bytes > workspace)
     return error(StatusCode::kInternal, op, ": the segments of this layout need more than workspace_size()");
@@ -159,8 +160,11 @@ void scan::build_scan_geometry(const ScanDescriptor& d, const TensorLayout* x, c
 static Result<int64_t> mode_bytes(std::string_view op, const scan::ScanGeom& g, size_t acc_bytes) {
   int64_t units = 0, bytes = 0;
   if (g.segments <= 1 && !g.tiled) return int64_t{0};
-  if (!checked_mul(g.segments, g.lines, &units) || !checked_mul(units, static_cast<int64_t>(acc_bytes), &bytes) ||
-      (g.tiled && (units > (int64_t{1} << 60) || !checked_add(bytes, scan::tile_flag_bytes(units), &bytes))))
+  if (!checked_mul(g.segments, g.lines, &units) || units > (int64_t{1} << 60))
+    return error(StatusCode::kInvalidProblem, op, ": the segment totals exceed 2^63 bytes");
+  if (g.tiled) units = scan::tile_slots(g.lines, g.segments);  // at most 1.001 x lines x segments
+  if (!checked_mul(units, static_cast<int64_t>(acc_bytes), &bytes) ||
+      (g.tiled && !checked_add(bytes, scan::tile_flag_bytes(units), &bytes)))
     return error(StatusCode::kInvalidProblem, op, ": the segment totals exceed 2^63 bytes");
   return bytes;
 }

@@ -481,13 +481,42 @@ __device__ __forceinline__ A load_cg(const A* p) {
   }
 }
 
+// The combination of the n published totals at slots first .. first + n - 1, in order, at lane 0
+// of the calling warp: each lane polls its run's flags (relaxed, all at once) until the warp's
+// are all set, then, after one fence, folds its run in order; then an ordered lane tree. The
+// order is a function of n alone.
+template <class P>
+__device__ __forceinline__ typename P::Acc sum_published(const uint32_t* flags, const typename P::Acc* aggs, int64_t first, int64_t n,
+                                                         int lane) {
+  using Acc = typename P::Acc;
+  const int64_t per = (n + 31) / 32, s0 = min(n, lane * per), s1 = min(n, s0 + per);
+  for (;;) {
+    bool ready = true;
+#pragma unroll 4
+    for (int64_t s = s0; s < s1; ++s) ready &= load_relaxed(flags + first + s) != 0;
+    if (__all_sync(0xffffffffu, ready)) break;
+  }
+  __threadfence();
+  Acc run = P::identity();
+#pragma unroll 4
+  for (int64_t s = s0; s < s1; ++s) run = P::combine(run, load_cg(aggs + first + s));
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const Acc o = P::shfl_down(run, d);
+    if ((lane & (2 * d - 1)) == 0) run = P::combine(run, o);
+  }
+  return run;
+}
+
 // Long lines (segments > 1), in one pass: a block per tile (segment) of seg_len = 8 warps x
-// kTileChunks<C> chunks, tiles taken in order from a counter. A block loads its tile, publishes
-// the tile's total (ws_aggs, then its flag), sums the totals of the line's earlier tiles (each
-// waited for: they were all taken before this one, so they are running or done) in a fixed
-// order, lane runs then a lane tree, a function of the tile's place alone; and scans its tile
-// from that prefix. Nothing waits on a later tile, so no tile waits forever; and no tile waits
-// on a chain of prefixes, only on the earlier tiles' own loads.
+// kTileChunks<Acc> chunks, tiles taken in order from a counter. A block loads its tile,
+// publishes the tile's total (its slot in tile_aggs, then its flag), sums the published totals
+// before it in a fixed order (sum_published: a function of the tile's place alone) and scans its
+// tile from that prefix. The totals before a tile: those of the line's complete groups of
+// kTileGroup tiles (each published by the group's last tile, from its own in-group prefix) and
+// those of its group's earlier tiles, so a tile reads at most kTileGroup + segments / kTileGroup
+// totals. Every total waited for belongs to a tile taken earlier, which publishes it without
+// waiting on a later one: no tile waits forever, and none waits on a chain of prefixes.
 template <class P>
 __global__ void __launch_bounds__(256, P::kTileBlocks) scan_tile_kernel(const ScanGeom g) {
   using T = typename P::T;
@@ -517,32 +546,25 @@ __global__ void __launch_bounds__(256, P::kTileBlocks) scan_tile_kernel(const Sc
     if (lane == 0) wtot[warp] = wt;
     __syncthreads();
     if (warp == 0) {
+      Acc tot = wtot[0];
       if (lane == 0) {
-        Acc tot = wtot[0];
 #pragma unroll
         for (int k = 1; k < 8; ++k) tot = P::combine(tot, wtot[k]);
         aggs[t] = tot;
         store_release(flags + t, 1u);
       }
-      // the earlier tiles' totals: lane runs in order, then an ordered tree over the lanes
-      const int64_t per = (seg + 31) / 32, s0 = min(seg, lane * per), s1 = min(seg, s0 + per);
-      // every flag polled at once (relaxed), until all are set; then one fence and the totals
-      for (;;) {
-        bool ready = true;
-#pragma unroll 4
-        for (int64_t s = s0; s < s1; ++s) ready &= load_relaxed(flags + (t - seg + s)) != 0;
-        if (__all_sync(0xffffffffu, ready)) break;
+      // the prefix: the line's complete groups' totals, then this group's earlier tiles' totals
+      const int64_t grp = seg / kTileGroup, first = grp * kTileGroup;
+      const int64_t gslot = static_cast<int64_t>(tiles) + line * (g.segments / kTileGroup);
+      const Acc in_group = sum_published<P>(flags, aggs, t - seg + first, seg - first, lane);
+      const Acc before = sum_published<P>(flags, aggs, gslot, grp, lane);
+      if (lane == 0) {
+        tpre = P::combine(before, in_group);
+        if (seg - first == kTileGroup - 1) {  // the group's last tile publishes the group's total
+          aggs[gslot + grp] = P::combine(in_group, tot);
+          store_release(flags + gslot + grp, 1u);
+        }
       }
-      __threadfence();
-      Acc run = P::identity();
-#pragma unroll 4
-      for (int64_t s = s0; s < s1; ++s) run = P::combine(run, load_cg(aggs + (t - seg + s)));
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const Acc o = P::shfl_down(run, d);
-        if ((lane & (2 * d - 1)) == 0) run = P::combine(run, o);
-      }
-      if (lane == 0) tpre = run;
     }
     __syncthreads();
     Acc carry = tpre;
@@ -657,7 +679,7 @@ cudaError_t scan_launch(const ScanGeom& g, cudaStream_t stream) {
     if (!g.tiled) return launch_kernel(scan_row_kernel<P>, dim3(grid_for(g.lines * 32)), dim3(256), 0, stream, g);
     if (g.seg_len != 8 * kTileChunks<typename P::Acc>() * kChunk) return cudaErrorInvalidValue;  // the host's tile length
     // the tile counter and flags start at zero every run
-    BARACUDA_CUDA_TRY(cudaMemsetAsync(g.partials, 0, tile_flag_bytes(g.lines * g.segments), stream));
+    BARACUDA_CUDA_TRY(cudaMemsetAsync(g.partials, 0, tile_flag_bytes(tile_slots(g.lines, g.segments)), stream));
     const int64_t tiles = g.lines * g.segments;
     const int64_t blocks = tiles < kTileGridCap ? tiles : kTileGridCap;
     return launch_kernel(scan_tile_kernel<P>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g);

@@ -35,9 +35,14 @@ constexpr int vector_width(int bytes) { return bytes == 1 ? 8 : 16 / bytes; }
 // Chunks per warp of a row-mode tile (8 warps): 4 for 4-byte accumulators, 2 for wider ones.
 constexpr int tile_chunks(int acc_bytes) { return acc_bytes <= 4 ? 4 : 2; }
 inline constexpr int64_t kTileGridCap = int64_t{1} << 16;  // blocks of the tile kernel (they loop)
-// The tile kernel's counter (16 bytes) and per-tile flags (4 bytes each), 16-byte rounded; the
-// tile totals follow.
-constexpr int64_t tile_flag_bytes(int64_t tiles) { return 16 + (tiles * 4 + 15) / 16 * 16; }
+// Tiles per group: a group's total is published once complete (scan_tile_kernel).
+inline constexpr int64_t kTileGroup = 1024;
+// The tile kernel's total slots: a line's tiles (lines x segments), then each line's complete
+// groups.
+constexpr int64_t tile_slots(int64_t lines, int64_t segments) { return lines * segments + lines * (segments / kTileGroup); }
+// The tile kernel's counter (16 bytes) and a flag per slot (4 bytes each), 16-byte rounded; the
+// slots' totals follow.
+constexpr int64_t tile_flag_bytes(int64_t slots) { return 16 + (slots * 4 + 15) / 16 * 16; }
 
 struct ScanGeom {
   int64_t lines = 0, L = 0;
@@ -50,7 +55,7 @@ struct ScanGeom {
   void* indices = nullptr;  // cummax / cummin (may be null)
   uint8_t y_dtype = 0;
   void* partials = nullptr;   // column mode: lines * segments accumulators; tiled: counter, flags
-  void* tile_aggs = nullptr;  // tiled: the tiles' totals (after the flags)
+  void* tile_aggs = nullptr;  // tiled: the slots' totals (after the flags)
   int acc_bytes = 4;          // the accumulator's size (the tile length)
   bool reverse = false, exclusive = false, row_mode = false, tiled = false;
   bool vec_x = false, vec_y = false, vec_i = false;  // row mode: whole aligned vectors
