@@ -1,5 +1,7 @@
 // ReduceBackwardPlan's pass: dx from dy broadcast over the reduced axes (reduce.hpp's formulas),
 // a kernel per formula; and the pre-passes that give a formula its per-output values.
+#include <algorithm>
+
 #include "core/arch.hpp"
 #include "ops/reduce/reduce_policies.cuh"
 
@@ -136,69 +138,102 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
   const C* mp = static_cast<const C*>(g.mean);
   const C* ap = static_cast<const C*>(g.aux2);
   const int64_t* ixp = static_cast<const int64_t*>(g.indices);
-  for (int64_t ct = blockIdx.x % g.cgroups; ct < g.ctiles; ct += g.cgroups) {
-    const int64_t col = (ct * g.tile_units + uc) * U;
-    if (col >= g.inner) continue;
-    const int n = g.inner - col < U ? static_cast<int>(g.inner - col) : U;
-    struct Loaded {
-      Offsets o;
-      Vals<C, U, false> x;
-      Vals<C, U, Row> d, d2, y, y2, m, a2;
-      Vals<int64_t, U, Row> ix;
-    };
-    auto load = [&](int64_t row, Loaded& L) {
-      Offsets& o = L.o;
-      o = row_offsets(g, row);
-      o.x += col * in_x, o.dx += col * in_dx, o.r += col * in_r;
-      if constexpr (!Row) o.y += col * in_y, o.dy += col * in_dy, o.ix += col * in_ix, o.m += col * in_m;
-      if constexpr (R::x) load_unit(xp, o.x, in_x, n, g.vec_x, L.x);
-      with_float_type(g.y_dtype, [&]<class D>() {
-        load_unit(static_cast<const D*>(g.dy), o.dy, in_dy, n, g.vec_dy, L.d);
-        if constexpr (R::dy2)
-          if (g.dy2) load_unit(static_cast<const D*>(g.dy2), o.dy, in_dy, n, g.vec_dy, L.d2);
-        if constexpr (R::y) load_unit(static_cast<const D*>(g.y), o.y, in_y, n, g.vec_y, L.y);
-        if constexpr (R::y2) load_unit(static_cast<const D*>(g.y2), o.y, in_y, n, g.vec_y, L.y2);
-      });
-      if constexpr (R::m) load_unit(mp, o.m, in_m, n, g.vec_m, L.m);
-      if constexpr (R::aux2) load_unit(ap, o.m, in_m, n, g.vec_m, L.a2);
-      if constexpr (R::ix) {
-        if constexpr (Row) {
-          L.ix.v[0] = ixp[o.ix];
-        } else {
+  struct Loaded {
+    Offsets o;
+    Vals<C, U, false> x;
+    Vals<C, U, Row> d, d2, y, y2, m, a2;
+    Vals<int64_t, U, Row> ix;
+  };
+  // the per-output views of the unit at o (Row: one value each for the row)
+  auto load_views = [&](int n, Loaded& L) {
+    const Offsets& o = L.o;
+    with_float_type(g.y_dtype, [&]<class D>() {
+      load_unit(static_cast<const D*>(g.dy), o.dy, in_dy, n, g.vec_dy, L.d);
+      if constexpr (R::dy2)
+        if (g.dy2) load_unit(static_cast<const D*>(g.dy2), o.dy, in_dy, n, g.vec_dy, L.d2);
+      if constexpr (R::y) load_unit(static_cast<const D*>(g.y), o.y, in_y, n, g.vec_y, L.y);
+      if constexpr (R::y2) load_unit(static_cast<const D*>(g.y2), o.y, in_y, n, g.vec_y, L.y2);
+    });
+    if constexpr (R::m) load_unit(mp, o.m, in_m, n, g.vec_m, L.m);
+    if constexpr (R::aux2) load_unit(ap, o.m, in_m, n, g.vec_m, L.a2);
+    if constexpr (R::ix) {
+      if constexpr (Row) {
+        L.ix.v[0] = ixp[o.ix];
+      } else {
 #pragma unroll
-          for (int e = 0; e < U; ++e) L.ix.v[e] = e < n ? ixp[o.ix + e * in_ix] : 0;
+        for (int e = 0; e < U; ++e) L.ix.v[e] = e < n ? ixp[o.ix + e * in_ix] : 0;
+      }
+    }
+  };
+  auto store = [&](const Loaded& L, int n) {
+    C out[U];
+    if constexpr (F == kMax && Row) {  // the index's place in this unit, once (in_r = 1 on a reduced inner axis)
+      const int64_t k = L.ix[0] - L.o.r;
+#pragma unroll
+      for (int e = 0; e < U; ++e) out[e] = k == e ? L.d[0] : C(0);
+    } else {
+#pragma unroll
+      for (int e = 0; e < U; ++e)
+        out[e] = formula<F, C>(g, L.d[e], L.d2[e], L.x[e], L.y[e], L.y2[e], L.m[e], L.a2[e], L.ix[e], L.o.r + e * in_r);
+    }
+    if (g.vec_dx && n == U) {
+      store_global16<T, U>(dx + L.o.dx, out);
+    } else {
+#pragma unroll
+      for (int e = 0; e < U; ++e)
+        if (e < n) dx[L.o.dx + e * in_dx] = from_c<T>(out[e], false);
+    }
+  };
+  auto unit_n = [&](int64_t col) { return g.inner - col < U ? static_cast<int>(g.inner - col) : U; };
+  if constexpr (Row) {
+    // rows outermost: a row's per-output values are loaded once, then its column tiles written,
+    // kC of them (their x loads) in flight at a time
+    constexpr int kC = R::x && sizeof(T) < 8 ? 4 : 2;
+    for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += rstep) {
+      Loaded base = {};
+      base.o = row_offsets(g, row);
+      load_views(U, base);
+      for (int64_t ct0 = blockIdx.x % g.cgroups; ct0 < g.ctiles; ct0 += kC * g.cgroups) {
+        Loaded L[kC];
+        int64_t cols[kC];
+#pragma unroll
+        for (int k = 0; k < kC; ++k) {
+          const int64_t ct = ct0 + k * g.cgroups;
+          cols[k] = ct < g.ctiles ? (ct * g.tile_units + uc) * U : g.inner;
+          L[k] = base;
+          L[k].o.x += cols[k] * in_x, L[k].o.dx += cols[k] * in_dx, L[k].o.r += cols[k] * in_r;
+          if constexpr (R::x)
+            if (cols[k] < g.inner) load_unit(xp, L[k].o.x, in_x, unit_n(cols[k]), g.vec_x, L[k].x);
         }
+#pragma unroll
+        for (int k = 0; k < kC; ++k)
+          if (cols[k] < g.inner) store(L[k], unit_n(cols[k]));
       }
-    };
-    auto store = [&](const Loaded& L) {
-      C out[U];
-      if constexpr (F == kMax && Row) {  // the index's place in this unit, once (in_r = 1 on a reduced inner axis)
-        const int64_t k = L.ix[0] - L.o.r;
+    }
+  } else {
+    for (int64_t ct = blockIdx.x % g.cgroups; ct < g.ctiles; ct += g.cgroups) {
+      const int64_t col = (ct * g.tile_units + uc) * U;
+      if (col >= g.inner) continue;
+      const int n = unit_n(col);
+      auto load = [&](int64_t row, Loaded& L) {
+        Offsets& o = L.o;
+        o = row_offsets(g, row);
+        o.x += col * in_x, o.dx += col * in_dx, o.r += col * in_r;
+        o.y += col * in_y, o.dy += col * in_dy, o.ix += col * in_ix, o.m += col * in_m;
+        if constexpr (R::x) load_unit(xp, o.x, in_x, n, g.vec_x, L.x);
+        load_views(n, L);
+      };
+      // kRows rows' loads in flight before the first is computed (the per-row values of the
+      // next rows are L2 or DRAM misses)
+      for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += kRows * rstep) {
+        Loaded L[kRows] = {};
 #pragma unroll
-        for (int e = 0; e < U; ++e) out[e] = k == e ? L.d[0] : C(0);
-      } else {
+        for (int k = 0; k < kRows; ++k)
+          if (row + k * rstep < g.rows) load(row + k * rstep, L[k]);
 #pragma unroll
-        for (int e = 0; e < U; ++e)
-          out[e] = formula<F, C>(g, L.d[e], L.d2[e], L.x[e], L.y[e], L.y2[e], L.m[e], L.a2[e], L.ix[e], L.o.r + e * in_r);
+        for (int k = 0; k < kRows; ++k)
+          if (row + k * rstep < g.rows) store(L[k], n);
       }
-      if (g.vec_dx && n == U) {
-        store_global16<T, U>(dx + L.o.dx, out);
-      } else {
-#pragma unroll
-        for (int e = 0; e < U; ++e)
-          if (e < n) dx[L.o.dx + e * in_dx] = from_c<T>(out[e], false);
-      }
-    };
-    // kRows rows' loads in flight before the first is computed (the per-row values of the next
-    // rows are L2 or DRAM misses)
-    for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += kRows * rstep) {
-      Loaded L[kRows] = {};
-#pragma unroll
-      for (int k = 0; k < kRows; ++k)
-        if (row + k * rstep < g.rows) load(row + k * rstep, L[k]);
-#pragma unroll
-      for (int k = 0; k < kRows; ++k)
-        if (row + k * rstep < g.rows) store(L[k]);
     }
   }
 }
@@ -215,7 +250,10 @@ cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
   const int sms = current_device_sm_count();
   const int64_t target = static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
   const int64_t row_tiles = (g.rows + g.rows_per_tile - 1) / g.rows_per_tile;
-  g.cgroups = g.ctiles < target ? g.ctiles : target;
+  // Row: as few column groups as fill the target (a block then writes whole rows); otherwise as
+  // many as there are column tiles, up to the target
+  if constexpr (Row) g.cgroups = std::min<int64_t>(g.ctiles, std::max<int64_t>(1, (target + row_tiles - 1) / row_tiles));
+  else g.cgroups = g.ctiles < target ? g.ctiles : target;
   int64_t rgroups = target / g.cgroups;
   if (rgroups > row_tiles) rgroups = row_tiles;
   if (rgroups < 1) rgroups = 1;
