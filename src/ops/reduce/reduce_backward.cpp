@@ -93,6 +93,7 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const ReduceBackwardDescri
   p.operands_.output("dx", d.dtype, xs);
   if (Status s = resolve_operands<ReduceBackwardArgs>(kOp, p.operands_); !s.ok()) return s;
   WorkspaceLayout w;
+  // (reserved whatever the layout: run() may take var / std's mean in the pass instead)
   if (const int values = prepass_values(d); values > 0) {
     // the pre-pass's per-output values (f32, f64 for f64 x), then its split partials (the
     // policy's accumulator: at most 16 bytes)
@@ -160,7 +161,15 @@ Status ReduceBackwardPlan::run(cudaStream_t stream, Workspace ws, const ReduceBa
   b.p = d.p;
   b.inv_n = d.op == ReduceKind::kSum ? 1.0 : 1.0 / static_cast<double>(n);  // sum's formula is mean's with scale 1
   b.dof = std::max(0.0, static_cast<double>(n) - d.correction);
-  if (const int values = prepass_values(d); values > 0) {
+  // var / std (and _mean) over the inner axis alone, rows long enough for a block each: the
+  // kernel takes each row's mean itself (no pre-pass reading x once more from DRAM)
+  bool fused_mean = false;
+  if (d.op == ReduceKind::kVar || d.op == ReduceKind::kStd || d.op == ReduceKind::kVarMean || d.op == ReduceKind::kStdMean) {
+    red::ReduceBwdGeom probe = b;
+    red::finish_backward(&probe, d.dtype);
+    fused_mean = red::fused_mean(probe);
+  }
+  if (const int values = prepass_values(d); values > 0 && !fused_mean) {
     // the per-output values, contiguous over the kept axes, by a pre-pass over x (var / std: the
     // forward's mean pass)
     const DType acc = d.dtype == DType::f64 ? DType::f64 : DType::f32;

@@ -154,7 +154,8 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
       if constexpr (R::y) load_unit(static_cast<const D*>(g.y), o.y, in_y, n, g.vec_y, L.y);
       if constexpr (R::y2) load_unit(static_cast<const D*>(g.y2), o.y, in_y, n, g.vec_y, L.y2);
     });
-    if constexpr (R::m) load_unit(mp, o.m, in_m, n, g.vec_m, L.m);
+    if constexpr (R::m)
+      if (mp) load_unit(mp, o.m, in_m, n, g.vec_m, L.m);  // var / std without a pre-pass: row_mean
     if constexpr (R::aux2) load_unit(ap, o.m, in_m, n, g.vec_m, L.a2);
     if constexpr (R::ix) {
       if constexpr (Row) {
@@ -189,10 +190,7 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
     // rows outermost: a row's per-output values are loaded once, then its column tiles written,
     // kC of them (their x loads) in flight at a time
     constexpr int kC = R::x && sizeof(T) < 8 ? 4 : 2;
-    for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += rstep) {
-      Loaded base = {};
-      base.o = row_offsets(g, row);
-      load_views(U, base);
+    auto write_row = [&](const Loaded& base) {
       for (int64_t ct0 = blockIdx.x % g.cgroups; ct0 < g.ctiles; ct0 += kC * g.cgroups) {
         Loaded L[kC];
         int64_t cols[kC];
@@ -209,6 +207,52 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
         for (int k = 0; k < kC; ++k)
           if (cols[k] < g.inner) store(L[k], unit_n(cols[k]));
       }
+    };
+    if constexpr (F == kVar || F == kStd) {
+      if (!mp) {
+        // var / std with g.mean null (the inner axis alone reduced, a block per whole row:
+        // fused_mean): the row's mean first, its x read once more (mostly from L2 for the pass
+        // that follows). A thread sums its units in order (f64, as the engine's mean pass
+        // combines: x - mean exact to its rounding), then a warp butterfly, then the warps in
+        // order: a fixed order.
+        __shared__ double warp_sums[8];
+        for (int64_t row = rg; row < g.rows; row += rstep) {  // rows_per_tile = 1, sub = 0
+          Loaded base = {};
+          base.o = row_offsets(g, row);
+          load_views(U, base);
+          constexpr int kM = sizeof(T) < 8 ? 4 : 2;
+          double sum = 0;
+          for (int64_t ct0 = 0; ct0 < g.ctiles; ct0 += kM) {
+            Vals<C, U, false> v[kM] = {};
+#pragma unroll
+            for (int k = 0; k < kM; ++k) {
+              const int64_t col = ((ct0 + k) * g.tile_units + uc) * U;
+              if (ct0 + k < g.ctiles && col < g.inner) load_unit(xp, base.o.x + col * in_x, in_x, unit_n(col), g.vec_x, v[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < kM; ++k)
+#pragma unroll
+              for (int e = 0; e < U; ++e) sum += static_cast<double>(v[k][e]);
+          }
+#pragma unroll
+          for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+          if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
+          __syncthreads();
+          double t = warp_sums[0];
+#pragma unroll
+          for (int w = 1; w < 8; ++w) t += warp_sums[w];
+          __syncthreads();  // warp_sums is rewritten by the next row
+          base.m.v[0] = static_cast<C>(t / static_cast<double>(g.inner));
+          write_row(base);
+        }
+        return;
+      }
+    }
+    for (int64_t row = rg * g.rows_per_tile + sub; row < g.rows; row += rstep) {
+      Loaded base = {};
+      base.o = row_offsets(g, row);
+      load_views(U, base);
+      write_row(base);
     }
   } else {
     for (int64_t ct = blockIdx.x % g.cgroups; ct < g.ctiles; ct += g.cgroups) {
@@ -254,6 +298,12 @@ cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
   // many as there are column tiles, up to the target
   if constexpr (Row) g.cgroups = std::min<int64_t>(g.ctiles, std::max<int64_t>(1, (target + row_tiles - 1) / row_tiles));
   else g.cgroups = g.ctiles < target ? g.ctiles : target;
+  if constexpr (Row && (F == kVar || F == kStd)) {
+    if (!g.mean) {  // the fused mean: a block per whole row, every thread on it
+      if (g.tile_units != 256 || g.rows_per_tile != 1) return cudaErrorInvalidValue;
+      g.cgroups = 1;
+    }
+  }
   int64_t rgroups = target / g.cgroups;
   if (rgroups > row_tiles) rgroups = row_tiles;
   if (rgroups < 1) rgroups = 1;

@@ -178,4 +178,11 @@ void finish_backward(ReduceBwdGeom* g, DType x) {
   g->vec_m = vec(g->mean, g->ms, me) && (!g->aux2 || reinterpret_cast<uintptr_t>(g->aux2) % 16 == 0);
 }
 
+bool fused_mean(const ReduceBwdGeom& g) {
+  if (g.rank < 1 || g.tile_units != 256 || g.rows_per_tile != 1 || g.rmul[g.rank - 1] == 0) return false;
+  for (int a = 0; a + 1 < g.rank; ++a)
+    if (g.rmul[a] != 0) return false;
+  return true;
+}
+
 }  // namespace baracuda::red

@@ -104,6 +104,10 @@ using ReduceBwdLaunchFn = LaunchFn<ReduceBwdGeom>;
 // Merges x's axes where every view's strides allow, then sets the tiling and the vector flags
 // (the pointers and strides must be final; x is x's dtype).
 void finish_backward(ReduceBwdGeom* g, DType x);
+// Whether the pass can take var / std's mean itself (finished geometry): only the inner axis is
+// reduced and a row fills a block (tile_units 256); ReduceBackwardPlan then runs no pre-pass and
+// leaves mean null.
+bool fused_mean(const ReduceBwdGeom& g);
 // The broadcast pass of the kernels' kind (red::Kind, the norms by p) for x's dtype (f32 / f16 /
 // bf16 / f64); nullptr when there is none.
 ReduceBwdLaunchFn find_backward(DType x, int kind);
