@@ -213,36 +213,43 @@ __device__ __forceinline__ void store_words(O* p, const O (&v)[N]) {
 // Element index of scan position q.
 __device__ __forceinline__ int64_t elem_at(const ScanGeom& g, int64_t q) { return g.reverse ? g.L - 1 - q : q; }
 
+// N elements of T at p (global or shared memory; 16-byte aligned, or 8-byte for an 8-byte run)
+// as C, in order or reversed. Read as whole words; both orders spelled out (a run-time index into
+// the words or into v would put them in local memory).
+template <class T, class C, int N>
+__device__ __forceinline__ void run_to_c(const void* p, bool reverse, C* v) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(T));
+  uint32_t u[kBytes / 4];
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int h = 0; h < kBytes / 16; ++h) {
+      const uint4 w = static_cast<const uint4*>(p)[h];
+      u[4 * h] = w.x, u[4 * h + 1] = w.y, u[4 * h + 2] = w.z, u[4 * h + 3] = w.w;
+    }
+  } else {
+    static_assert(kBytes == 8, "8 bytes or whole 16-byte vectors");
+    const uint2 w = *static_cast<const uint2*>(p);
+    u[0] = w.x, u[1] = w.y;
+  }
+  if (reverse) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = to_c<C>(elem_of_words<T>(u, N - 1 - j));
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = to_c<C>(elem_of_words<T>(u, j));
+  }
+}
+
 // A chunk's values (positions past L: 0) from the line at x.
 template <class T, class C, int V>
 __device__ __forceinline__ void load_chunk(const ScanGeom& g, const T* x, int64_t base, int lane, C (&v)[kItems]) {
-  constexpr int R = kItems / V, kBytes = V * static_cast<int>(sizeof(T));
+  constexpr int R = kItems / V;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const int64_t q0 = base + (r * 32 + lane) * V;
     if (g.vec_x && q0 + V <= g.L) {
       // the vectors holding positions q0 .. q0 + V - 1 (reversed: elements L - q0 - V .. L - 1 - q0)
-      const T* p = x + (g.reverse ? g.L - q0 - V : q0);
-      uint32_t u[kBytes / 4];
-      if constexpr (kBytes % 16 == 0) {
-#pragma unroll
-        for (int h = 0; h < kBytes / 16; ++h) {
-          const uint4 w = reinterpret_cast<const uint4*>(p)[h];
-          u[4 * h] = w.x, u[4 * h + 1] = w.y, u[4 * h + 2] = w.z, u[4 * h + 3] = w.w;
-        }
-      } else {
-        static_assert(kBytes == 8, "8 bytes or whole 16-byte vectors");
-        const uint2 w = *reinterpret_cast<const uint2*>(p);
-        u[0] = w.x, u[1] = w.y;
-      }
-      // (both orders spelled out: a run-time index into u or v would put them in local memory)
-      if (g.reverse) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) v[r * V + j] = to_c<C>(elem_of_words<T>(u, V - 1 - j));
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) v[r * V + j] = to_c<C>(elem_of_words<T>(u, j));
-      }
+      run_to_c<T, C, V>(x + (g.reverse ? g.L - q0 - V : q0), g.reverse, v + r * V);
     } else {
 #pragma unroll
       for (int j = 0; j < V; ++j) v[r * V + j] = q0 + j < g.L ? to_c<C>(x[elem_at(g, q0 + j)]) : C(0);
@@ -543,27 +550,7 @@ __global__ void __launch_bounds__(256, P::kTileBlocks) scan_tile_kernel(const Sc
   const unsigned long long tiles = static_cast<unsigned long long>(g.lines * g.segments);
   auto slot = [&](int c) { return stage + ((warp * kW + c) * 32 + lane) * kSlot; };
   // chunk c's values from the thread's slot
-  auto read_slot = [&](int c, C (&v)[kItems]) {
-    uint32_t u[kSlot / 4];
-    const unsigned char* sp = slot(c);
-    if constexpr (kSlot % 16 == 0) {
-#pragma unroll
-      for (int h = 0; h < kSlot / 16; ++h) {
-        const uint4 w = reinterpret_cast<const uint4*>(sp)[h];
-        u[4 * h] = w.x, u[4 * h + 1] = w.y, u[4 * h + 2] = w.z, u[4 * h + 3] = w.w;
-      }
-    } else {
-      const uint2 w = *reinterpret_cast<const uint2*>(sp);
-      u[0] = w.x, u[1] = w.y;
-    }
-    if (g.reverse) {
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) v[j] = to_c<C>(elem_of_words<T>(u, kItems - 1 - j));
-    } else {
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) v[j] = to_c<C>(elem_of_words<T>(u, j));
-    }
-  };
+  auto read_slot = [&](int c, C (&v)[kItems]) { run_to_c<T, C, kItems>(slot(c), g.reverse, v); };
   for (;;) {
     if (threadIdx.x == 0) tid_s = atomicAdd(counter, 1ull);
     __syncthreads();
