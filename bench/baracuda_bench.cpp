@@ -100,7 +100,7 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
   const Status pref_status = from_string(S.pref + " " + p.pref, &pref);
   auto plan = pref_status.ok() ? AnyPlan::select(p.op, p.problem, pref) : Result<AnyPlan>(pref_status);
   std::string status, reason, sku;
-  double us = 0, graph_us = 0, worst = 0;
+  double us = 0, graph_us = 0, host_us = 0, worst = 0;
   harness::Cost cost;
   std::vector<NamedView> views;
   std::string operands = "[]";
@@ -145,7 +145,10 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
           } else {
             const Workspace ws = c->workspace();
             us = 1000.0 * median_ms([&] { (void)bound->run(nullptr, ws); }, S.warm, S.reps);
-            if (S.graph || p.graph) graph_us = bench::median_graph_us([&](cudaStream_t s) { (void)bound->run(s, ws); }, 20, S.reps);
+            if (S.graph || p.graph) {
+              graph_us = bench::median_graph_us([&](cudaStream_t s) { (void)bound->run(s, ws); }, 20, S.reps);
+              host_us = bench::median_host_us([&] { (void)bound->run(nullptr, ws); }, 20, 11);
+            }
           }
         }
       }
@@ -159,7 +162,7 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
   if (us > 0)
     std::printf(" %10.1f us %8.1f %s %5.1f%% of %s", us, compute ? achieved : achieved * 1000, compute ? "TFLOP/s" : "GB/s",
                 ceiling > 0 ? 100 * achieved / ceiling : 0.0, compute ? "gemm" : "copy");
-  if (graph_us > 0) std::printf("  graph %.1f us", graph_us);
+  if (graph_us > 0) std::printf("  graph %.1f us  host %.1f us", graph_us, host_us);
   if (verify && status == "PASSED") std::printf("  worst %.3f of tol", worst);
   std::printf("  %s\n", sku.c_str());
   if (!reason.empty()) std::printf("            %s\n", reason.c_str());
@@ -168,9 +171,9 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
   const OpInfo* info = find_op(p.op);
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "\"ours_us\": %.3f, \"graph_us\": %.3f, \"bytes\": %.0f, \"flops\": %.0f, \"achieved\": %.4f, \"unit\": \"%s\", "
+                "\"ours_us\": %.3f, \"graph_us\": %.3f, \"host_us\": %.3f, \"bytes\": %.0f, \"flops\": %.0f, \"achieved\": %.4f, \"unit\": \"%s\", "
                 "\"ceiling\": %.4f, \"fraction_of_ceiling\": %.4f, \"bound\": \"%s\", \"worst_of_tolerance\": %.4f",
-                us, graph_us, cost.bytes, cost.flops, achieved, compute ? "TFLOP/s" : "TB/s", ceiling,
+                us, graph_us, host_us, cost.bytes, cost.flops, achieved, compute ? "TFLOP/s" : "TB/s", ceiling,
                 ceiling > 0 && us > 0 ? achieved / ceiling : 0.0, compute ? "compute" : "memory", worst);
   return "{\"op\": \"" + p.op + "\", \"family\": \"" + std::string(info ? info->family : "") + "\", \"direction\": \"" +
          std::string(info ? enum_name(info->direction) : "") + "\", \"problem\": \"" + json_escape(p.problem) +

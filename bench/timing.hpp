@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -95,6 +96,23 @@ double median_graph_us(F&& fn, int calls, int reps) {
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
   return 1000.0 * ms / calls;
+}
+
+// Host time in us of one call of fn (its checks and launches, not its device time): the median
+// of `reps` batches of `calls` back-to-back calls, each batch timed by the host clock and ended by
+// a synchronization outside the timing (performance.md §2.3: run()'s host overhead on its own).
+template <class F>
+double median_host_us(F&& fn, int calls, int reps) {
+  std::vector<double> t(reps);
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int c = 0; c < calls; ++c) fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    BENCH_CUDA_OK(cudaDeviceSynchronize());
+    t[i] = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
+  }
+  std::sort(t.begin(), t.end());
+  return t[reps / 2];
 }
 
 template <class F>

@@ -526,16 +526,20 @@ def family_md(fam, rows, ours, args, device, torch_version):
              f"{ours['gemm_tflops']:.1f} TFLOP/s for compute-bound rows. Times: CUDA-event medians around one call "
              "after warm-up (ours: run() with its host checks). PyTorch: " + TORCH_SIDE.get(fam, "") +
              " Each row's repro line is in the JSON." + (" compile µs: torch.compile of the same composite." if comp else "")
-             + (" graph µs: ours per call under CUDA graph replay (device time, no host checks or launch)." if graph else ""), "",
-             "| op | problem | options | ours µs | " + ("graph µs | " if graph else "") + "torch µs | " + ("compile µs | " if comp else "")
-             + "speedup | achieved | of ceiling | sku |",
-             "| --- | --- | --- | ---: | " + ("---: | " if graph else "") + "---: | " + ("---: | " if comp else "") + "---: | ---: | ---: | --- |"]
+             + (" graph µs: ours per call under CUDA graph replay (device time, no host checks or launch); host µs: run()'s "
+                "host time per call (checks and launches, back-to-back calls), most of the gap between the two on short rows."
+                if graph else ""), "",
+             "| op | problem | options | ours µs | " + ("graph µs | host µs | " if graph else "") + "torch µs | "
+             + ("compile µs | " if comp else "") + "speedup | achieved | of ceiling | sku |",
+             "| --- | --- | --- | ---: | " + ("---: | ---: | " if graph else "") + "---: | " + ("---: | " if comp else "")
+             + "---: | ---: | ---: | --- |"]
     for o in rows:
         ach = "no pass" if o["bytes"] == 0 and o["flops"] == 0 else f"{o['achieved']:.3f} {o['unit']}"
         frac = "no pass" if o["fraction_of_ceiling"] is None else f"{100 * o['fraction_of_ceiling']:.1f}%"
         sku = o["sku"].replace("|", "\\|")  # a composite's skus are '|'-joined
         lines.append(f"| {o['op']} | `{o['problem']}` | {o['options'] or ''} | {o['ours_us']:.1f} | "
-                     + (f"{fmt(o.get('graph_us'), '.1f')} | " if graph else "") + f"{fmt(o['torch_us'], '.1f')} | "
+                     + (f"{fmt(o.get('graph_us'), '.1f')} | {fmt(o.get('host_us'), '.1f')} | " if graph else "")
+                     + f"{fmt(o['torch_us'], '.1f')} | "
                      + (f"{fmt(o.get('torch_compile_us'), '.1f')} | " if comp else "")
                      + f"{fmt(o['speedup_vs_torch'], '.2f')}x | {ach} | {frac} | {sku} |")
     sp = [o["speedup_vs_torch"] for o in rows if o["speedup_vs_torch"]]
@@ -595,7 +599,8 @@ def main():
              "speedup_vs_torch": round(t / r["ours_us"], 3) if t else None,
              "bound": r["bound"], "bytes": r["bytes"], "flops": r["flops"], "achieved": round(r["achieved"], 4), "unit": r["unit"],
              "ceiling": round(r["ceiling"], 4), "fraction_of_ceiling": round(frac, 4) if frac else None,
-             "graph_us": round(r["graph_us"], 2) if r.get("graph_us") else None, "verified": r["verified"],
+             "graph_us": round(r["graph_us"], 2) if r.get("graph_us") else None,
+             "host_us": round(r["host_us"], 2) if r.get("host_us") else None, "verified": r["verified"],
              "operands": r["operands"], "repro": r["repro"], "device": device, "torch_version": torch.__version__,
              "commit": args.commit, "date": args.date}
         fams.setdefault(r["family"], []).append(o)

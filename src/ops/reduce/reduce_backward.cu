@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/arch.hpp"
+#include "core/cp_async.cuh"
 #include "ops/reduce/reduce_policies.cuh"
 
 namespace baracuda::red {
@@ -10,6 +11,11 @@ namespace baracuda::red {
 namespace {
 
 constexpr int kUnit = 8;  // consecutive elements of a row per thread
+// The fused-mean var / std backward: rows of at most this many bytes take a warp each, in
+// blocks of kRowWarps warps (a contiguous row staged in the warp's buffer: 32 KB of static shared
+// memory), longer ones a block of 256 threads.
+constexpr int64_t kWarpRowBytes = 8192;
+constexpr int kRowWarps = 4;
 
 // The formulas (red::Kind values) and the operands each reads. One kernel serves kinds that read
 // the same operands, g.kind telling them apart: kSum (sum, mean: scaled by inv_n), kMax (max,
@@ -89,6 +95,19 @@ __device__ __forceinline__ void load_unit(const S* p, int64_t off, int64_t s, in
 #pragma unroll
     for (int e = 0; e < U; ++e) v.v[e] = e < n ? to_c<C>(p[off + e * s]) : C(0);
   }
+}
+
+// The sum of a unit's values, pairwise (a fixed order).
+template <class C, int U>
+__device__ __forceinline__ C unit_sum(const C (&v)[U]) {
+  C t[U];
+#pragma unroll
+  for (int e = 0; e < U; ++e) t[e] = v[e];
+#pragma unroll
+  for (int w = 1; w < U; w <<= 1)
+#pragma unroll
+    for (int e = 0; e + w < U; e += 2 * w) t[e] += t[e + w];
+  return t[0];
 }
 
 struct Offsets {
@@ -215,12 +234,114 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
         // that follows). A thread sums its units in order (f64, as the engine's mean pass
         // combines: x - mean exact to its rounding), then a warp butterfly, then the warps in
         // order: a fixed order.
+        constexpr int kM = sizeof(T) < 8 ? 4 : 2;
+        if (g.inner * static_cast<int64_t>(sizeof(T)) <= kWarpRowBytes) {
+          // short rows: a warp per row (no barrier; kRowWarps rows in flight per block). A lane sums its
+          // units (lane, lane + 32, ...) in order, then a butterfly: a fixed order.
+          __shared__ __align__(16) unsigned char rowbuf[kRowWarps * kWarpRowBytes];  // a row per warp
+          const int lane = static_cast<int>(threadIdx.x) & 31;
+          const int64_t units = (g.inner + U - 1) / U;
+          const bool contiguous = g.vec_x && g.vec_dx && in_x == 1 && in_dx == 1 && g.inner % U == 0;
+          for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5); row < g.rows;
+               row += static_cast<int64_t>(gridDim.x) * kRowWarps) {
+            Loaded base = {};
+            base.o = row_offsets(g, row);
+            load_views(U, base);
+            if (contiguous) {
+              // unit-stride aligned rows of whole units, staged in the warp's buffer: every
+              // 16-byte piece of the row in flight at once (cp.async), x read from DRAM once. A
+              // lane sums the units it copied (in f64, a unit pairwise: the mean as exact as the
+              // block path's, since x - mean cancels where x is near it), a butterfly gives
+              // the mean, and the lane writes its units: dx = (x - mean) * k1 + k0 with the
+              // row's coefficients (var: dy * 2 / dof; std: dy / (dof * y), 0 where y = 0; k0
+              // the mean's gradient dy2 / n). Each lane reads back only what it copied.
+              // a unit's kP 16-byte pieces: piece h of unit u at ((u / 32) * kP + h) * 512 +
+              // (u % 32) * 16 in the buffer, so that a warp's 16-byte accesses are 512
+              // consecutive bytes (no bank conflict)
+              constexpr int kP = U * static_cast<int>(sizeof(T)) / 16, kV = 16 / static_cast<int>(sizeof(T));
+              const unsigned char* xr = reinterpret_cast<const unsigned char*>(xp + base.o.x);
+              unsigned char* buf = rowbuf + (threadIdx.x >> 5) * kWarpRowBytes;
+              auto piece = [&](int64_t u, int h) { return static_cast<unsigned>(((u >> 5) * kP + h) * 512 + (u & 31) * 16); };
+              const unsigned sb = smem_u32(buf);
+              for (int64_t u = lane; u < units; u += 32)
+#pragma unroll
+                for (int h = 0; h < kP; ++h) cp_async<16>(sb + piece(u, h), xr + (u * kP + h) * 16);
+              cp_async_commit();
+              cp_async_wait<0>();
+              auto read_unit = [&](int64_t u, Vals<C, U, false>& v) {
+#pragma unroll
+                for (int h = 0; h < kP; ++h) {
+                  C w[kV];
+                  load_acc_vec<T, kV>(reinterpret_cast<const T*>(buf + piece(u, h)), w);
+#pragma unroll
+                  for (int e = 0; e < kV; ++e) v.v[h * kV + e] = w[e];
+                }
+              };
+              double sum = 0;
+              for (int64_t u = lane; u < units; u += 32) {
+                Vals<C, U, false> v;
+                read_unit(u, v);
+                double w[U];
+#pragma unroll
+                for (int e = 0; e < U; ++e) w[e] = static_cast<double>(v[e]);
+                sum += unit_sum<double, U>(w);
+              }
+#pragma unroll
+              for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+              const C m = static_cast<C>(sum / static_cast<double>(g.inner)), d = base.d[0];
+              C k1;
+              if constexpr (F == kVar) k1 = d * (C(2) / static_cast<C>(g.dof));
+              else k1 = base.y[0] == C(0) ? C(0) : d / (static_cast<C>(g.dof) * base.y[0]);
+              const C k0 = g.dy2 ? base.d2[0] * static_cast<C>(g.inv_n) : C(0);
+              T* dr = dx + base.o.dx;
+              for (int64_t u = lane; u < units; u += 32) {
+                Vals<C, U, false> v;
+                read_unit(u, v);
+                C out[U];
+#pragma unroll
+                for (int e = 0; e < U; ++e) out[e] = fma(v[e] - m, k1, k0);
+                store_global16<T, U>(dr + u * U, out);
+              }
+              continue;
+            }
+            double sum = 0;
+            for (int64_t u0 = lane; u0 < units; u0 += 32 * kM) {
+              Vals<C, U, false> v[kM] = {};
+#pragma unroll
+              for (int k = 0; k < kM; ++k) {
+                const int64_t col = (u0 + 32 * k) * U;
+                if (col < g.inner) load_unit(xp, base.o.x + col * in_x, in_x, unit_n(col), g.vec_x, v[k]);
+              }
+#pragma unroll
+              for (int k = 0; k < kM; ++k)
+#pragma unroll
+                for (int e = 0; e < U; ++e) sum += static_cast<double>(v[k][e]);
+            }
+#pragma unroll
+            for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+            base.m.v[0] = static_cast<C>(sum / static_cast<double>(g.inner));
+            for (int64_t u0 = lane; u0 < units; u0 += 32 * kM) {
+              Loaded L[kM];
+              int64_t cols[kM];
+#pragma unroll
+              for (int k = 0; k < kM; ++k) {
+                cols[k] = (u0 + 32 * k) * U;
+                L[k] = base;
+                L[k].o.x += cols[k] * in_x, L[k].o.dx += cols[k] * in_dx, L[k].o.r += cols[k] * in_r;
+                if (cols[k] < g.inner) load_unit(xp, L[k].o.x, in_x, unit_n(cols[k]), g.vec_x, L[k].x);
+              }
+#pragma unroll
+              for (int k = 0; k < kM; ++k)
+                if (cols[k] < g.inner) store(L[k], unit_n(cols[k]));
+            }
+          }
+          return;
+        }
         __shared__ double warp_sums[8];
         for (int64_t row = rg; row < g.rows; row += rstep) {  // rows_per_tile = 1, sub = 0
           Loaded base = {};
           base.o = row_offsets(g, row);
           load_views(U, base);
-          constexpr int kM = sizeof(T) < 8 ? 4 : 2;
           double sum = 0;
           for (int64_t ct0 = 0; ct0 < g.ctiles; ct0 += kM) {
             Vals<C, U, false> v[kM] = {};
@@ -299,9 +420,14 @@ cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
   if constexpr (Row) g.cgroups = std::min<int64_t>(g.ctiles, std::max<int64_t>(1, (target + row_tiles - 1) / row_tiles));
   else g.cgroups = g.ctiles < target ? g.ctiles : target;
   if constexpr (Row && (F == kVar || F == kStd)) {
-    if (!g.mean) {  // the fused mean: a block per whole row, every thread on it
+    if (!g.mean) {  // the fused mean: a block (or, short rows, a warp) per whole row
       if (g.tile_units != 256 || g.rows_per_tile != 1) return cudaErrorInvalidValue;
       g.cgroups = 1;
+      if (g.inner * static_cast<int64_t>(sizeof(T)) <= kWarpRowBytes) {
+        const int64_t blocks = std::min<int64_t>(target * (256 / (32 * kRowWarps)), (g.rows + kRowWarps - 1) / kRowWarps);
+        return launch_kernel(reduce_backward_kernel<T, F, Row>, dim3(static_cast<unsigned>(blocks > 0 ? blocks : 1)), dim3(32 * kRowWarps), 0,
+                             stream, g);
+      }
     }
   }
   int64_t rgroups = target / g.cgroups;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cp_async.cuh"
 #include "core/cuda_types.cuh"
 #include "core/launch.cuh"
 #include "ops/reduce/reduce_geometry.hpp"
@@ -114,11 +115,16 @@ __device__ __forceinline__ typename P::Acc step4(const ReduceGeom& g, typename P
   if constexpr (requires { P::step4(g, a, v0, v1, v2, v3, r); }) return P::step4(g, a, v0, v1, v2, v3, r);
   else return step<P>(g, step<P>(g, step<P>(g, step<P>(g, a, v0, r), v1, r + 1), v2, r + 2), v3, r + 3);
 }
-// A whole 16-byte vector of storage folded in: the policy's step_raw (bit tricks on 1-byte
-// types) where it has one, else converted and step_vec.
+// Whether the policy folds a whole 16-byte vector as raw words (bit tricks on 1-byte types):
+// the row kernel then loads the vector as a uint4 (loaded as Vec<bool, 16>, nvcc rebuilt the
+// words byte by byte: PRMT / LOP3 per byte, 2x the instructions of the fold itself).
 template <class P, int V>
-__device__ __forceinline__ typename P::Acc step_raw(const ReduceGeom& g, typename P::Acc a, const Vec<typename P::T, V>& e, int64_t r0) {
-  if constexpr (requires { P::template step_raw<V>(a, e); }) {
+inline constexpr bool kRawFold = requires(typename P::Acc a, uint4 w) { P::template step_raw<V>(a, w); };
+// A whole 16-byte vector of storage folded in: the policy's step_raw on its words, else
+// converted and step_vec.
+template <class P, int V, class E>
+__device__ __forceinline__ typename P::Acc step_raw(const ReduceGeom& g, typename P::Acc a, const E& e, int64_t r0) {
+  if constexpr (kRawFold<P, V>) {
     return P::template step_raw<V>(a, e);
   } else {
     typename P::C c[V];
@@ -152,26 +158,30 @@ __global__ void __launch_bounds__(256) engine_row_kernel(const ReduceGeom g) {
     head = min(head, r1 - r0);
     for (int64_t r = r0 + lane; r < r0 + head; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
     const int64_t nvec = (r1 - r0 - head) / V;
-    const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x + r0 + head);
+    using Ld = std::conditional_t<kRawFold<P, V>, uint4, Vec<T, V>>;  // what a 16-byte load gives the fold
+    const Ld* xv = reinterpret_cast<const Ld*>(x + r0 + head);
     const int64_t rv = r0 + head;
     int64_t v = lane;
     // the slots are of the tree type: an f32 sum's vector is summed in f32, then added in f64
     using Tr = tree_t<P>;
     Tr slot[4] = {acc, P::identity(g), P::identity(g), P::identity(g)};
-    auto fold = [&](Tr s, const Vec<T, V>& e, int64_t r0) -> Tr {
+    auto fold = [&](Tr s, const Ld& e, int64_t r0) -> Tr {
       if constexpr (std::is_same_v<Tr, Acc>) return step_raw<P, V>(g, s, e, r0);
       else return P::combine(s, static_cast<Tr>(step_raw<P, V>(g, P::identity(g), e, r0)));
     };
-    for (; v + 96 < nvec; v += 128) {  // four 16-byte loads in flight
-      Vec<T, V> e[4];
+    // kL 16-byte loads in flight: four, eight for the raw 1-byte folds (a uint4 each, and exact
+    // in any order: all / any / count_nonzero; 74 -> ? % of copy for all over [16384, 16384])
+    constexpr int kL = kRawFold<P, V> ? 8 : 4;
+    for (; v + 32 * (kL - 1) < nvec; v += 32 * kL) {
+      Ld e[kL];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) e[u] = xv[v + 32 * u];
+      for (int u = 0; u < kL; ++u) e[u] = xv[v + 32 * u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) slot[u] = fold(slot[u], e[u], rv + (v + 32 * u) * V);
+      for (int u = 0; u < kL; ++u) slot[u % 4] = fold(slot[u % 4], e[u], rv + (v + 32 * u) * V);
     }
 #pragma unroll
-    for (int u = 0; u < 3; ++u, v += 32)  // at most three vectors left
-      if (v < nvec) slot[u] = fold(slot[u], xv[v], rv + v * V);
+    for (int u = 0; u < kL - 1; ++u, v += 32)  // at most kL - 1 vectors left
+      if (v < nvec) slot[u % 4] = fold(slot[u % 4], xv[v], rv + v * V);
     tree = P::combine(P::combine(slot[0], slot[1]), P::combine(slot[2], slot[3]));
     acc = P::identity(g);  // the tail, in order after the vectors
     for (int64_t r = rv + nvec * V + lane; r < r1; r += 32) acc = step<P>(g, acc, to_c<C>(x[r]), r);
@@ -329,6 +339,66 @@ __global__ void __launch_bounds__(256) engine_combine_block_kernel(const ReduceG
   P::store(g, k, acc);
 }
 
+// var / std / var_mean / std_mean over short contiguous rows (P::kTwoPassRows; at most
+// kStagedRowBytes, whole aligned 16-byte pieces): a warp per row, the row staged in the warp's
+// shared-memory buffer with every piece in flight at once (cp.async), then two passes over the
+// buffer: the mean (pieces summed in C pairwise, lanes' runs in f64, a butterfly), then
+// sum (x - mean)^2 the same way. Exact to the f64 combination of f32 pieces, and a fixed order.
+// (The Welford row kernel walks an 8 KB row in four dependent steps of loads: 58 % of copy.)
+inline constexpr int64_t kStagedRowBytes = 8192;
+inline constexpr int kStagedWarps = 4;
+// Whether staged_variance_rows_kernel takes the geometry: row mode without splits, one reduced
+// unit-stride axis of whole 16-byte pieces, at most max_bytes, every row 16-byte aligned.
+inline bool staged_rows(const ReduceGeom& g, size_t elem, int64_t max_bytes) {
+  const int64_t bytes = g.R * static_cast<int64_t>(elem);
+  if (!g.row_mode || g.splits != 1 || g.kr != 1 || g.rxs[0] != 1 || g.R < 1 || bytes % 16 != 0 || bytes > max_bytes) return false;
+  if (reinterpret_cast<uintptr_t>(g.x) % 16 != 0) return false;
+  for (int a = 0; a < g.kk; ++a)
+    if (g.ksize[a] > 1 && (g.kxs[a] * static_cast<int64_t>(elem)) % 16 != 0) return false;
+  return true;
+}
+template <class P>
+__global__ void __launch_bounds__(32 * kStagedWarps) staged_variance_rows_kernel(const ReduceGeom g) {
+  using T = typename P::T;
+  using C = typename P::C;
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  __shared__ __align__(16) unsigned char rowbuf[kStagedWarps * kStagedRowBytes];
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  unsigned char* buf = rowbuf + warp * kStagedRowBytes;
+  const unsigned sb = smem_u32(buf);
+  const int64_t pieces = g.R / V;
+  auto piece_sum = [&](int64_t i, C m, bool squares) {
+    acc_t<T> w[V];
+    load_acc_vec<T, V>(reinterpret_cast<const T*>(buf + i * 16), w);
+    C v[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = squares ? (static_cast<C>(w[e]) - m) * (static_cast<C>(w[e]) - m) : static_cast<C>(w[e]);
+#pragma unroll
+    for (int w = 1; w < V; w <<= 1)
+#pragma unroll
+      for (int e = 0; e + w < V; e += 2 * w) v[e] += v[e + w];
+    return static_cast<double>(v[0]);
+  };
+  auto row_sum = [&](C m, bool squares) {
+    double s = 0;
+    for (int64_t i = lane; i < pieces; i += 32) s += piece_sum(i, m, squares);
+#pragma unroll
+    for (int d = 16; d >= 1; d >>= 1) s += __shfl_xor_sync(0xffffffffu, s, d);
+    return s;
+  };
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * kStagedWarps + warp; k < g.K; k += static_cast<int64_t>(gridDim.x) * kStagedWarps) {
+    const unsigned char* x = reinterpret_cast<const unsigned char*>(static_cast<const T*>(g.x) + kept_offset_of(g.ksize, g.kxs, g.kk, k));
+    for (int64_t i = lane; i < pieces; i += 32) cp_async<16>(sb + static_cast<unsigned>(i * 16), x + i * 16);
+    cp_async_commit();
+    cp_async_wait<0>();  // each lane reads back only the pieces it copied until the butterflies
+    __syncwarp();
+    const double mean = row_sum(C(0), false) / static_cast<double>(g.R);
+    const double m2 = row_sum(static_cast<C>(mean), true);
+    if (lane == 0) P::store(g, k, typename P::Acc{static_cast<C>(g.R), static_cast<C>(mean), static_cast<C>(m2)});
+    __syncwarp();  // the buffer is rewritten by the next row
+  }
+}
+
 // Pass 1, and the partials' pass when the reduction is split.
 template <class P>
 cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
@@ -336,6 +406,13 @@ cudaError_t engine_launch(const ReduceGeom& g, cudaStream_t stream) {
   if (g.K == 0) return cudaSuccess;
   cudaError_t e = cudaSuccess;
   if (g.row_mode) {
+    if constexpr (requires { P::kTwoPassRows; }) {
+      if (staged_rows(g, sizeof(T), kStagedRowBytes)) {
+        const int64_t blocks = (g.K + kStagedWarps - 1) / kStagedWarps;
+        return launch_kernel(staged_variance_rows_kernel<P>, dim3(static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20))),
+                             dim3(32 * kStagedWarps), 0, stream, g);
+      }
+    }
     const int64_t warps = g.K * g.splits;
     e = launch_kernel(engine_row_kernel<P>, dim3(static_cast<unsigned>((warps + 7) / 8)), dim3(256), 0, stream, g);
   } else {

@@ -108,9 +108,8 @@ struct Plain {
   // nonzero)
   template <int V>
     requires(kCount && sizeof(T) == 1 && V == 16)
-  __device__ static Acc step_raw(Acc a, const Vec<T, V>& e) {
-    uint32_t w[4];
-    memcpy(w, &e, 16);
+  __device__ static Acc step_raw(Acc a, const uint4& e) {
+    const uint32_t w[4] = {e.x, e.y, e.z, e.w};
     int nz = 0;  // nonzero bytes
 #pragma unroll
     for (int i = 0; i < 4; ++i) nz += __popc((((w[i] & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w[i]) & 0x80808080u);
@@ -199,6 +198,7 @@ template <class T_, class C_, bool Std, bool WithMean = false>
 struct Variance {
   using T = T_;
   using C = C_;
+  static constexpr bool kTwoPassRows = true;  // short contiguous rows: staged_variance_rows_kernel
   struct Acc {
     C n, mean, m2;
   };
