@@ -12,10 +12,17 @@ namespace {
 
 constexpr int kUnit = 8;  // consecutive elements of a row per thread
 // The fused-mean var / std backward: rows of at most this many bytes take a warp each, in
-// blocks of kRowWarps warps (a contiguous row staged in the warp's buffer: 32 KB of static shared
-// memory), longer ones a block of 256 threads.
+// blocks of kRowWarps warps (a staged row in the warp's 8 KB of the block's 32 KB of dynamic
+// shared memory), longer ones a block of 256 threads.
 constexpr int64_t kWarpRowBytes = 8192;
 constexpr int kRowWarps = 4;
+constexpr int64_t kStagedRowBytes = 65536;  // a row staged in a block's dynamic shared memory
+// Whether the fused-mean rows are staged in shared memory (both sides decide by it): x and dx
+// unit-stride with 16-byte aligned rows, whole 16-byte pieces, at most kStagedRowBytes.
+__host__ __device__ inline bool staged_rows(const ReduceBwdGeom& g, size_t elem) {
+  const int64_t bytes = g.inner * static_cast<int64_t>(elem);
+  return g.vec_x && g.vec_dx && bytes % 16 == 0 && bytes <= kStagedRowBytes;
+}
 
 // The formulas (red::Kind values) and the operands each reads. One kernel serves kinds that read
 // the same operands, g.kind telling them apart: kSum (sum, mean: scaled by inv_n), kMax (max,
@@ -229,79 +236,90 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
     };
     if constexpr (F == kVar || F == kStd) {
       if (!mp) {
-        // var / std with g.mean null (the inner axis alone reduced, a block per whole row:
-        // fused_mean): the row's mean first, its x read once more (mostly from L2 for the pass
-        // that follows). A thread sums its units in order (f64, as the engine's mean pass
-        // combines: x - mean exact to its rounding), then a warp butterfly, then the warps in
-        // order: a fixed order.
+        // var / std with g.mean null (the inner axis alone reduced: fused_mean): each row's mean
+        // taken in the pass, in f64 (x - mean cancels where x is near it) and a fixed order.
+        // Rows of at most kWarpRowBytes: a warp each; staged rows of more: a block each, the row
+        // in dynamic shared memory (the launch gives either its buffers); other rows: a block
+        // each, x read twice (the second time mostly from L2).
+        extern __shared__ __align__(16) unsigned char row_stage[];
         constexpr int kM = sizeof(T) < 8 ? 4 : 2;
+        // A staged row (staged_rows): the nt threads of its group (this one: tid) copy its
+        // 16-byte pieces tid, tid + nt, ... into buf by cp.async, all in flight at once (x read
+        // once), sum them in f64 (a piece pairwise, then in order; group_sum: the group's total
+        // in a fixed order), then write their pieces from buf: dx = (x - mean) * k1 + k0 with the
+        // row's coefficients (var: dy * 2 / dof; std: dy / (dof * y), 0 where y = 0; k0 the
+        // mean's gradient dy2 / n). A thread reads back only the pieces it copied; a warp's
+        // 16-byte accesses are consecutive (no bank conflict).
+        auto staged_row = [&](const Loaded& base, unsigned char* buf, int tid, int nt, auto&& group_sum) {
+          constexpr int V = 16 / static_cast<int>(sizeof(T));
+          const int64_t pieces = g.inner / V;
+          const unsigned char* xr = reinterpret_cast<const unsigned char*>(xp + base.o.x);
+          const unsigned sb = smem_u32(buf);
+          for (int64_t i = tid; i < pieces; i += nt) cp_async<16>(sb + static_cast<unsigned>(i * 16), xr + i * 16);
+          cp_async_commit();
+          cp_async_wait<0>();
+          auto piece = [&](int64_t i, C (&w)[V]) { load_acc_vec<T, V>(reinterpret_cast<const T*>(buf + i * 16), w); };
+          double sum = 0;
+          for (int64_t i = tid; i < pieces; i += nt) {
+            C w[V];
+            piece(i, w);
+            double d[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) d[e] = static_cast<double>(w[e]);
+            sum += unit_sum<double, V>(d);
+          }
+          const C m = static_cast<C>(group_sum(sum) / static_cast<double>(g.inner)), d = base.d[0];
+          C k1;
+          if constexpr (F == kVar) k1 = d * (C(2) / static_cast<C>(g.dof));
+          else k1 = base.y[0] == C(0) ? C(0) : d / (static_cast<C>(g.dof) * base.y[0]);
+          const C k0 = g.dy2 ? base.d2[0] * static_cast<C>(g.inv_n) : C(0);
+          T* dr = dx + base.o.dx;
+          for (int64_t i = tid; i < pieces; i += nt) {
+            C w[V];
+            piece(i, w);
+            C out[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) out[e] = fma(w[e] - m, k1, k0);
+            store_global16<T, V>(dr + i * V, out);
+          }
+        };
+        if (g.inner * static_cast<int64_t>(sizeof(T)) > kWarpRowBytes && staged_rows(g, sizeof(T))) {
+          __shared__ double block_sums[8];
+          for (int64_t row = rg; row < g.rows; row += rstep) {
+            Loaded base = {};
+            base.o = row_offsets(g, row);
+            load_views(U, base);
+            staged_row(base, row_stage, static_cast<int>(threadIdx.x), 256, [&](double v) {
+#pragma unroll
+              for (int d = 16; d >= 1; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+              if ((threadIdx.x & 31) == 0) block_sums[threadIdx.x >> 5] = v;
+              __syncthreads();
+              double t = block_sums[0];
+#pragma unroll
+              for (int w = 1; w < 8; ++w) t += block_sums[w];
+              __syncthreads();  // block_sums is rewritten by the next row
+              return t;
+            });
+          }
+          return;
+        }
         if (g.inner * static_cast<int64_t>(sizeof(T)) <= kWarpRowBytes) {
           // short rows: a warp per row (no barrier; kRowWarps rows in flight per block). A lane sums its
           // units (lane, lane + 32, ...) in order, then a butterfly: a fixed order.
-          __shared__ __align__(16) unsigned char rowbuf[kRowWarps * kWarpRowBytes];  // a row per warp
           const int lane = static_cast<int>(threadIdx.x) & 31;
           const int64_t units = (g.inner + U - 1) / U;
-          const bool contiguous = g.vec_x && g.vec_dx && in_x == 1 && in_dx == 1 && g.inner % U == 0;
+          const bool staged = staged_rows(g, sizeof(T));
           for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5); row < g.rows;
                row += static_cast<int64_t>(gridDim.x) * kRowWarps) {
             Loaded base = {};
             base.o = row_offsets(g, row);
             load_views(U, base);
-            if (contiguous) {
-              // unit-stride aligned rows of whole units, staged in the warp's buffer: every
-              // 16-byte piece of the row in flight at once (cp.async), x read from DRAM once. A
-              // lane sums the units it copied (in f64, a unit pairwise: the mean as exact as the
-              // block path's, since x - mean cancels where x is near it), a butterfly gives
-              // the mean, and the lane writes its units: dx = (x - mean) * k1 + k0 with the
-              // row's coefficients (var: dy * 2 / dof; std: dy / (dof * y), 0 where y = 0; k0
-              // the mean's gradient dy2 / n). Each lane reads back only what it copied.
-              // a unit's kP 16-byte pieces: piece h of unit u at ((u / 32) * kP + h) * 512 +
-              // (u % 32) * 16 in the buffer, so that a warp's 16-byte accesses are 512
-              // consecutive bytes (no bank conflict)
-              constexpr int kP = U * static_cast<int>(sizeof(T)) / 16, kV = 16 / static_cast<int>(sizeof(T));
-              const unsigned char* xr = reinterpret_cast<const unsigned char*>(xp + base.o.x);
-              unsigned char* buf = rowbuf + (threadIdx.x >> 5) * kWarpRowBytes;
-              auto piece = [&](int64_t u, int h) { return static_cast<unsigned>(((u >> 5) * kP + h) * 512 + (u & 31) * 16); };
-              const unsigned sb = smem_u32(buf);
-              for (int64_t u = lane; u < units; u += 32)
+            if (staged) {
+              staged_row(base, row_stage + (threadIdx.x >> 5) * kWarpRowBytes, lane, 32, [](double v) {
 #pragma unroll
-                for (int h = 0; h < kP; ++h) cp_async<16>(sb + piece(u, h), xr + (u * kP + h) * 16);
-              cp_async_commit();
-              cp_async_wait<0>();
-              auto read_unit = [&](int64_t u, Vals<C, U, false>& v) {
-#pragma unroll
-                for (int h = 0; h < kP; ++h) {
-                  C w[kV];
-                  load_acc_vec<T, kV>(reinterpret_cast<const T*>(buf + piece(u, h)), w);
-#pragma unroll
-                  for (int e = 0; e < kV; ++e) v.v[h * kV + e] = w[e];
-                }
-              };
-              double sum = 0;
-              for (int64_t u = lane; u < units; u += 32) {
-                Vals<C, U, false> v;
-                read_unit(u, v);
-                double w[U];
-#pragma unroll
-                for (int e = 0; e < U; ++e) w[e] = static_cast<double>(v[e]);
-                sum += unit_sum<double, U>(w);
-              }
-#pragma unroll
-              for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-              const C m = static_cast<C>(sum / static_cast<double>(g.inner)), d = base.d[0];
-              C k1;
-              if constexpr (F == kVar) k1 = d * (C(2) / static_cast<C>(g.dof));
-              else k1 = base.y[0] == C(0) ? C(0) : d / (static_cast<C>(g.dof) * base.y[0]);
-              const C k0 = g.dy2 ? base.d2[0] * static_cast<C>(g.inv_n) : C(0);
-              T* dr = dx + base.o.dx;
-              for (int64_t u = lane; u < units; u += 32) {
-                Vals<C, U, false> v;
-                read_unit(u, v);
-                C out[U];
-#pragma unroll
-                for (int e = 0; e < U; ++e) out[e] = fma(v[e] - m, k1, k0);
-                store_global16<T, U>(dr + u * U, out);
-              }
+                for (int d = 16; d >= 1; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+                return v;
+              });
               continue;
             }
             double sum = 0;
@@ -423,10 +441,19 @@ cudaError_t launch_rows(ReduceBwdGeom g, cudaStream_t stream) {
     if (!g.mean) {  // the fused mean: a block (or, short rows, a warp) per whole row
       if (g.tile_units != 256 || g.rows_per_tile != 1) return cudaErrorInvalidValue;
       g.cgroups = 1;
-      if (g.inner * static_cast<int64_t>(sizeof(T)) <= kWarpRowBytes) {
+      const int64_t row_bytes = g.inner * static_cast<int64_t>(sizeof(T));
+      if (row_bytes > kWarpRowBytes && staged_rows(g, sizeof(T))) {  // a block per row, staged
+        const int smem = static_cast<int>(row_bytes);
+        BARACUDA_CUDA_TRY(cudaFuncSetAttribute(reduce_backward_kernel<T, F, Row>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        int n = 0;
+        BARACUDA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reduce_backward_kernel<T, F, Row>, 256, smem));
+        const int64_t blocks = std::min<int64_t>(static_cast<int64_t>(sms > 0 ? sms : 132) * std::max(n, 1), g.rows);
+        return launch_kernel(reduce_backward_kernel<T, F, Row>, dim3(static_cast<unsigned>(blocks)), dim3(256), static_cast<size_t>(smem), stream, g);
+      }
+      if (row_bytes <= kWarpRowBytes) {
         const int64_t blocks = std::min<int64_t>(target * (256 / (32 * kRowWarps)), (g.rows + kRowWarps - 1) / kRowWarps);
-        return launch_kernel(reduce_backward_kernel<T, F, Row>, dim3(static_cast<unsigned>(blocks > 0 ? blocks : 1)), dim3(32 * kRowWarps), 0,
-                             stream, g);
+        return launch_kernel(reduce_backward_kernel<T, F, Row>, dim3(static_cast<unsigned>(blocks > 0 ? blocks : 1)), dim3(32 * kRowWarps),
+                             static_cast<size_t>(kRowWarps * kWarpRowBytes), stream, g);
       }
     }
   }
