@@ -238,9 +238,10 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
       if (!mp) {
         // var / std with g.mean null (the inner axis alone reduced: fused_mean): each row's mean
         // taken in the pass, in f64 (x - mean cancels where x is near it) and a fixed order.
-        // Rows of at most kWarpRowBytes: a warp each; staged rows of more: a block each, the row
-        // in dynamic shared memory (the launch gives either its buffers); other rows: a block
-        // each, x read twice (the second time mostly from L2).
+        // Rows of at most kWarpRowBytes: a warp each (staged_rows: staged in the warp's 8 KB;
+        // else x read twice). Longer staged rows: a block each, the row in dynamic shared memory
+        // (the launch gives either layout its buffers). Longer others: a block each, x read
+        // twice (the second time mostly from L2).
         extern __shared__ __align__(16) unsigned char row_stage[];
         constexpr int kM = sizeof(T) < 8 ? 4 : 2;
         // A staged row (staged_rows): the nt threads of its group (this one: tid) copy its
