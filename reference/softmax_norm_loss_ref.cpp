@@ -1,0 +1,161 @@
+// Float64 host reference of the softmax / normalization / loss rows (softmax_norm_loss_ref.hpp).
+#include "softmax_norm_loss_ref.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace baracuda::ref {
+
+namespace {
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double e : v) s += e;
+  return v.empty() ? std::numeric_limits<double>::quiet_NaN() : s / static_cast<double>(v.size());
+}
+
+double weight_at(const std::vector<double>& w, size_t i) { return w.empty() ? 1.0 : w[i]; }
+
+}  // namespace
+
+std::vector<double> softmax_row(const std::vector<double>& x, bool log) {
+  double mx = -std::numeric_limits<double>::infinity();
+  bool nan = false;
+  for (double e : x) {
+    if (std::isnan(e)) nan = true;
+    else if (e > mx) mx = e;
+  }
+  std::vector<double> y(x.size(), std::numeric_limits<double>::quiet_NaN());
+  if (nan) return y;  // a NaN anywhere in the row: every output NaN (as PyTorch's max-shifted sum)
+  // a maximum of -inf (every element -inf): x - max is NaN, so is every output (PyTorch)
+  double sum = 0;
+  for (double e : x) sum += std::exp(e - mx);
+  const double lse = std::log(sum);
+  for (size_t i = 0; i < x.size(); ++i) y[i] = log ? x[i] - mx - lse : std::exp(x[i] - mx) / sum;
+  return y;
+}
+
+std::vector<double> softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, bool log) {
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += log ? dy[i] : dy[i] * y[i];
+  std::vector<double> dx(y.size());
+  for (size_t i = 0; i < y.size(); ++i) dx[i] = log ? dy[i] - std::exp(y[i]) * s : y[i] * (dy[i] - s);
+  return dx;
+}
+
+NormRow layer_norm_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, double eps) {
+  NormRow r;
+  r.mean = mean_of(x);
+  double var = 0;
+  for (double e : x) var += (e - r.mean) * (e - r.mean);
+  var /= static_cast<double>(x.size());
+  r.rstd = 1.0 / std::sqrt(var + eps);
+  r.y.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r.y[i] = (x[i] - r.mean) * r.rstd * weight_at(w, i) + (b.empty() ? 0.0 : b[i]);
+  return r;
+}
+
+std::vector<double> layer_norm_backward_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& dy,
+                                            double mean, double rstd, std::vector<double>* dw, std::vector<double>* db) {
+  const size_t n = x.size();
+  std::vector<double> xhat(n), g(n), dx(n);
+  double mg = 0, mgx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    xhat[i] = (x[i] - mean) * rstd;
+    g[i] = dy[i] * weight_at(w, i);
+    mg += g[i];
+    mgx += g[i] * xhat[i];
+  }
+  mg /= static_cast<double>(n);
+  mgx /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    dx[i] = rstd * (g[i] - mg - xhat[i] * mgx);
+    if (dw && !dw->empty()) (*dw)[i] += dy[i] * xhat[i];
+    if (db && !db->empty()) (*db)[i] += dy[i];
+  }
+  return dx;
+}
+
+NormRow rms_norm_row(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+  NormRow r;
+  double ms = 0;
+  for (double e : x) ms += e * e;
+  ms /= static_cast<double>(x.size());
+  r.rstd = 1.0 / std::sqrt(ms + eps);
+  r.y.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r.y[i] = x[i] * r.rstd * weight_at(w, i);
+  return r;
+}
+
+std::vector<double> rms_norm_backward_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& dy,
+                                          double rstd, std::vector<double>* dw) {
+  const size_t n = x.size();
+  std::vector<double> g(n), dx(n);
+  double mgx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    g[i] = dy[i] * weight_at(w, i);
+    mgx += g[i] * x[i];
+  }
+  mgx /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    dx[i] = rstd * (g[i] - x[i] * rstd * rstd * mgx);
+    if (dw && !dw->empty()) (*dw)[i] += dy[i] * x[i] * rstd;
+  }
+  return dx;
+}
+
+CrossEntropy cross_entropy(const std::vector<std::vector<double>>& logits, const std::vector<int64_t>& target,
+                           const std::vector<double>& weight, std::optional<int64_t> ignore_index, double label_smoothing,
+                           int reduction) {
+  CrossEntropy r;
+  double total = 0, wsum = 0;
+  for (size_t row = 0; row < logits.size(); ++row) {
+    const std::vector<double>& x = logits[row];
+    const int64_t t = target[row];
+    if (ignore_index && t == *ignore_index) {
+      r.row_weight.push_back(0);
+      if (reduction == 0) r.loss.push_back(0);
+      continue;
+    }
+    const std::vector<double> lp = softmax_row(x, true);
+    const double wt = weight_at(weight, static_cast<size_t>(t));
+    double smooth = 0;
+    for (size_t c = 0; c < x.size(); ++c) smooth -= weight_at(weight, c) * lp[c];
+    const double l = (1 - label_smoothing) * (-wt * lp[static_cast<size_t>(t)]) + label_smoothing / static_cast<double>(x.size()) * smooth;
+    r.row_weight.push_back(wt);
+    if (reduction == 0) r.loss.push_back(l);
+    total += l;
+    wsum += wt;
+  }
+  if (reduction == 1) r.loss.push_back(total / wsum);  // 0 / 0 = NaN when every row is ignored
+  if (reduction == 2) r.loss.push_back(total);
+  return r;
+}
+
+std::vector<std::vector<double>> cross_entropy_backward(const std::vector<std::vector<double>>& logits, const std::vector<int64_t>& target,
+                                                        const std::vector<double>& weight, std::optional<int64_t> ignore_index,
+                                                        double label_smoothing, int reduction, const std::vector<double>& dloss) {
+  double wsum = 0;
+  for (size_t row = 0; row < logits.size(); ++row)
+    if (!(ignore_index && target[row] == *ignore_index)) wsum += weight_at(weight, static_cast<size_t>(target[row]));
+  std::vector<std::vector<double>> dx(logits.size());
+  for (size_t row = 0; row < logits.size(); ++row) {
+    const std::vector<double>& x = logits[row];
+    dx[row].assign(x.size(), 0.0);
+    const int64_t t = target[row];
+    if (ignore_index && t == *ignore_index) continue;
+    const double g = reduction == 0 ? dloss[row] : (reduction == 1 ? dloss[0] / wsum : dloss[0]);
+    const std::vector<double> p = softmax_row(x, false);
+    const double wt = weight_at(weight, static_cast<size_t>(t));
+    double W = 0;
+    for (size_t c = 0; c < x.size(); ++c) W += weight_at(weight, c);
+    const double s = label_smoothing / static_cast<double>(x.size());
+    for (size_t c = 0; c < x.size(); ++c) {
+      const double hard = wt * (p[c] - (static_cast<int64_t>(c) == t ? 1.0 : 0.0));
+      dx[row][c] = g * ((1 - label_smoothing) * hard + s * (W * p[c] - weight_at(weight, c)));
+    }
+  }
+  return dx;
+}
+
+}  // namespace baracuda::ref

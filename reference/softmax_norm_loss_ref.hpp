@@ -1,0 +1,60 @@
+// Float64 host reference of the softmax / normalization / loss rows (issue 44's family), written
+// from PyTorch's definitions, independently of any kernel: one row (the normalized axis, or one
+// sample's class scores) at a time, forward and backward. No CUDA; no descriptor yet — the
+// family's plans will adapt their operands onto these rows. Special values as PyTorch: a row
+// whose maximum is -inf (fully masked) gives NaN softmax; NaN propagates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace baracuda::ref {
+
+// softmax (log = false) or log_softmax (log = true) of one row: exp(x - max) / sum, or
+// x - max - log(sum exp(x - max)). softmin is softmax of -x.
+std::vector<double> softmax_row(const std::vector<double>& x, bool log);
+// PyTorch's _softmax_backward_data / _log_softmax_backward_data from the forward's output y:
+// softmax dx = y * (dy - sum(dy * y)); log_softmax dx = dy - exp(y) * sum(dy).
+std::vector<double> softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, bool log);
+
+// layer_norm over one row of N: mean, biased variance, rstd = 1 / sqrt(var + eps),
+// y = (x - mean) * rstd * w + b (w, b optional: empty = absent).
+struct NormRow {
+  std::vector<double> y;
+  double mean = 0, rstd = 0;  // rms_norm: mean unused, rstd = 1 / sqrt(mean(x^2) + eps)
+};
+NormRow layer_norm_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, double eps);
+// dx of one row, and its contribution to dw / db (added into dw / db when they are non-empty):
+// xhat = (x - mean) * rstd, g = dy * w, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+// dw += dy * xhat, db += dy.
+std::vector<double> layer_norm_backward_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& dy,
+                                            double mean, double rstd, std::vector<double>* dw, std::vector<double>* db);
+
+// rms_norm (F.rms_norm) over one row: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps).
+NormRow rms_norm_row(const std::vector<double>& x, const std::vector<double>& w, double eps);
+// g = dy * w, dx = rstd * (g - x * rstd^2 * mean(g * x)); dw += dy * x * rstd.
+std::vector<double> rms_norm_backward_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& dy,
+                                          double rstd, std::vector<double>* dw);
+
+// cross_entropy over rows of class scores with class-index targets (F.cross_entropy; the label
+// smoothing as aten's cross_entropy_loss_label_smoothing, both terms over the same divisor): per row
+// loss = (1 - s) * (-w[t] * logp[t]) + s / C * sum_c (-w[c] * logp[c]) (s: label_smoothing;
+// w: class weights, empty = all 1); a row whose target is ignore_index gives 0 and no weight.
+// reduction: 0 none, 1 mean (divided by the sum of w[t] over the rows kept: NaN when none is),
+// 2 sum.
+struct CrossEntropy {
+  std::vector<double> loss;        // reduction none: per row; else one value
+  std::vector<double> row_weight;  // w[t] per row (0 for an ignored row): the mean's divisor terms
+};
+CrossEntropy cross_entropy(const std::vector<std::vector<double>>& logits, const std::vector<int64_t>& target,
+                           const std::vector<double>& weight, std::optional<int64_t> ignore_index, double label_smoothing,
+                           int reduction);
+// dlogits of every row for the loss's gradient dloss (reduction none: one per row; else one):
+// (1 - s) * w[t] * (p - onehot(t)) + s / C * (W * p - w), W = sum(w), scaled by dloss (and by
+// 1 / sum of the kept rows' w[t] for the mean); 0 for an ignored row.
+std::vector<std::vector<double>> cross_entropy_backward(const std::vector<std::vector<double>>& logits, const std::vector<int64_t>& target,
+                                                        const std::vector<double>& weight, std::optional<int64_t> ignore_index,
+                                                        double label_smoothing, int reduction, const std::vector<double>& dloss);
+
+}  // namespace baracuda::ref

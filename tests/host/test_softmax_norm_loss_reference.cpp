@@ -1,0 +1,156 @@
+// Host tier: the float64 softmax / norm / loss row references (reference/softmax_norm_loss_ref)
+// against hand-computed cases, PyTorch's special values, and every backward against central
+// finite differences of its forward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "softmax_norm_loss_ref.hpp"
+
+using namespace baracuda;
+
+namespace {
+
+std::vector<double> random_row(std::mt19937_64& rng, size_t n, double lo = -3, double hi = 3) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (double& e : v) e = u(rng);
+  return v;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// d/dx_i of f(x) by central differences, for every i.
+std::vector<double> numeric_grad(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, double h = 1e-6) {
+  std::vector<double> g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double x0 = x[i];
+    x[i] = x0 + h;
+    const double fp = f(x);
+    x[i] = x0 - h;
+    const double fm = f(x);
+    x[i] = x0;
+    g[i] = (fp - fm) / (2 * h);
+  }
+  return g;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+}  // namespace
+
+TEST(SoftmaxNormLossReference, SoftmaxHandComputedAndSpecials) {
+  const auto y = ref::softmax_row({0.0, std::log(3.0)}, false);  // e^0 : e^log3 = 1 : 3
+  EXPECT_NEAR(y[0], 0.25, 1e-15);
+  EXPECT_NEAR(y[1], 0.75, 1e-15);
+  const auto ly = ref::softmax_row({0.0, std::log(3.0)}, true);
+  EXPECT_NEAR(ly[0], std::log(0.25), 1e-15);
+  // shift invariance: large inputs do not overflow
+  const auto big = ref::softmax_row({1000.0, 1000.0 + std::log(3.0)}, false);
+  EXPECT_NEAR(big[1], 0.75, 1e-12);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // a masked element (-inf) gets 0; a fully masked row is NaN everywhere (PyTorch); NaN spreads
+  EXPECT_EQ(ref::softmax_row({-inf, 0.0}, false)[0], 0.0);
+  for (double v : ref::softmax_row({-inf, -inf}, false)) EXPECT_TRUE(std::isnan(v));
+  for (double v : ref::softmax_row({1.0, nan, 2.0}, true)) EXPECT_TRUE(std::isnan(v));
+  for (double v : ref::softmax_row({1.0, inf}, false)) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(SoftmaxNormLossReference, SoftmaxBackwardMatchesFiniteDifferences) {
+  std::mt19937_64 rng(7);
+  for (bool log : {false, true}) {
+    const auto x = random_row(rng, 9), dy = random_row(rng, 9);
+    const auto y = ref::softmax_row(x, log);
+    const auto dx = ref::softmax_backward_row(y, dy, log);
+    const auto num = numeric_grad([&](const std::vector<double>& v) { return dot(ref::softmax_row(v, log), dy); }, x);
+    expect_near_all(dx, num, 1e-8);
+  }
+}
+
+TEST(SoftmaxNormLossReference, LayerNormForwardAndBackward) {
+  // a constant row normalizes to 0: y = b
+  const auto c = ref::layer_norm_row({2.0, 2.0, 2.0}, {}, {0.5, -1.0, 3.0}, 1e-5);
+  expect_near_all(c.y, {0.5, -1.0, 3.0}, 1e-12);
+  EXPECT_NEAR(c.rstd, 1 / std::sqrt(1e-5), 1e-6);
+  // [1, 3]: mean 2, biased variance 1
+  const auto h = ref::layer_norm_row({1.0, 3.0}, {}, {}, 0.0);
+  expect_near_all(h.y, {-1.0, 1.0}, 1e-15);
+  std::mt19937_64 rng(11);
+  const size_t n = 12;
+  const auto x = random_row(rng, n), w = random_row(rng, n, 0.5, 2), b = random_row(rng, n), dy = random_row(rng, n);
+  const double eps = 1e-3;
+  const auto f = ref::layer_norm_row(x, w, b, eps);
+  std::vector<double> dw(n, 0.0), db(n, 0.0);
+  const auto dx = ref::layer_norm_backward_row(x, w, dy, f.mean, f.rstd, &dw, &db);
+  expect_near_all(dx, numeric_grad([&](const std::vector<double>& v) { return dot(ref::layer_norm_row(v, w, b, eps).y, dy); }, x), 1e-7);
+  expect_near_all(dw, numeric_grad([&](const std::vector<double>& v) { return dot(ref::layer_norm_row(x, v, b, eps).y, dy); }, w), 1e-7);
+  expect_near_all(db, numeric_grad([&](const std::vector<double>& v) { return dot(ref::layer_norm_row(x, w, v, eps).y, dy); }, b), 1e-7);
+}
+
+TEST(SoftmaxNormLossReference, RmsNormForwardAndBackward) {
+  const auto r = ref::rms_norm_row({3.0, 4.0}, {}, 0.0);  // rms = sqrt(12.5)
+  expect_near_all(r.y, {3 / std::sqrt(12.5), 4 / std::sqrt(12.5)}, 1e-15);
+  std::mt19937_64 rng(13);
+  const size_t n = 10;
+  const auto x = random_row(rng, n), w = random_row(rng, n, 0.5, 2), dy = random_row(rng, n);
+  const double eps = 1e-4;
+  const auto f = ref::rms_norm_row(x, w, eps);
+  std::vector<double> dw(n, 0.0);
+  const auto dx = ref::rms_norm_backward_row(x, w, dy, f.rstd, &dw);
+  expect_near_all(dx, numeric_grad([&](const std::vector<double>& v) { return dot(ref::rms_norm_row(v, w, eps).y, dy); }, x), 1e-7);
+  expect_near_all(dw, numeric_grad([&](const std::vector<double>& v) { return dot(ref::rms_norm_row(x, v, eps).y, dy); }, w), 1e-7);
+}
+
+TEST(SoftmaxNormLossReference, CrossEntropyDefinitionsAndSpecials) {
+  const std::vector<std::vector<double>> logits = {{1.0, 2.0, 0.5}, {0.0, -1.0, 3.0}, {2.0, 2.0, 2.0}};
+  const std::vector<int64_t> target = {1, 2, 0};
+  // no weight, no smoothing: the mean of -log_softmax[t]
+  double want = 0;
+  for (size_t r = 0; r < 3; ++r) want -= ref::softmax_row(logits[r], true)[static_cast<size_t>(target[r])];
+  EXPECT_NEAR(ref::cross_entropy(logits, target, {}, std::nullopt, 0.0, 1).loss[0], want / 3, 1e-15);
+  EXPECT_NEAR(ref::cross_entropy(logits, target, {}, std::nullopt, 0.0, 2).loss[0], want, 1e-15);
+  // a uniform row has loss log(C) whatever the smoothing
+  EXPECT_NEAR(ref::cross_entropy({logits[2]}, {0}, {}, std::nullopt, 0.3, 0).loss[0], std::log(3.0), 1e-15);
+  // an ignored row: 0 under none, left out of the mean's divisor; every row ignored: NaN mean
+  const auto none = ref::cross_entropy(logits, {1, -100, 0}, {}, -100, 0.0, 0);
+  EXPECT_EQ(none.loss[1], 0.0);
+  EXPECT_NEAR(ref::cross_entropy(logits, {1, -100, 0}, {}, -100, 0.0, 1).loss[0], (none.loss[0] + none.loss[2]) / 2, 1e-15);
+  EXPECT_TRUE(std::isnan(ref::cross_entropy(logits, {-100, -100, -100}, {}, -100, 0.0, 1).loss[0]));
+  // class weights: the mean divides by the kept rows' target weights
+  const std::vector<double> w = {0.5, 2.0, 1.5};
+  const auto wn = ref::cross_entropy(logits, target, w, std::nullopt, 0.0, 0);
+  EXPECT_NEAR(ref::cross_entropy(logits, target, w, std::nullopt, 0.0, 1).loss[0], (wn.loss[0] + wn.loss[1] + wn.loss[2]) / (2.0 + 1.5 + 0.5),
+              1e-15);
+}
+
+TEST(SoftmaxNormLossReference, CrossEntropyBackwardMatchesFiniteDifferences) {
+  std::mt19937_64 rng(17);
+  const size_t rows = 4, classes = 6;
+  std::vector<std::vector<double>> logits(rows);
+  for (auto& r : logits) r = random_row(rng, classes);
+  const std::vector<int64_t> target = {3, -1, 0, 5};
+  const std::vector<double> w = random_row(rng, classes, 0.2, 2);
+  for (int reduction : {0, 1, 2})
+    for (double s : {0.0, 0.2}) {
+      const std::vector<double> dloss = reduction == 0 ? random_row(rng, rows) : std::vector<double>{0.7};
+      const auto dx = ref::cross_entropy_backward(logits, target, w, -1, s, reduction, dloss);
+      for (size_t r = 0; r < rows; ++r) {
+        auto f = [&](const std::vector<double>& v) {
+          auto l = logits;
+          l[r] = v;
+          return dot(ref::cross_entropy(l, target, w, -1, s, reduction).loss, dloss);
+        };
+        expect_near_all(dx[r], numeric_grad(f, logits[r]), 1e-7);
+      }
+    }
+}
