@@ -117,6 +117,25 @@ __device__ __forceinline__ C unit_sum(const C (&v)[U]) {
   return t[0];
 }
 
+// v summed over the warp by a butterfly: every lane gets the total, in a fixed order.
+__device__ __forceinline__ double warp_total(double v) {
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+// v summed over a block of 256 threads: warp butterflies, then the 8 warps in order; every
+// thread gets the total. sums: 8 shared doubles, free for the next call on return.
+__device__ __forceinline__ double block_total(double v, double* sums) {
+  v = warp_total(v);
+  if ((threadIdx.x & 31) == 0) sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double t = sums[0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w) t += sums[w];
+  __syncthreads();  // sums is rewritten by the next call
+  return t;
+}
+
 struct Offsets {
   int64_t x, dx, y, dy, ix, m, r;
 };
@@ -243,6 +262,7 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
         // (the launch gives either layout its buffers). Longer others: a block each, x read
         // twice (the second time mostly from L2).
         extern __shared__ __align__(16) unsigned char row_stage[];
+        __shared__ double block_sums[8];  // block_total's
         constexpr int kM = sizeof(T) < 8 ? 4 : 2;
         // A staged row (staged_rows): the nt threads of its group (this one: tid) copy its
         // 16-byte pieces tid, tid + nt, ... into buf by cp.async, all in flight at once (x read
@@ -285,22 +305,11 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
           }
         };
         if (g.inner * static_cast<int64_t>(sizeof(T)) > kWarpRowBytes && staged_rows(g, sizeof(T))) {
-          __shared__ double block_sums[8];
           for (int64_t row = rg; row < g.rows; row += rstep) {
             Loaded base = {};
             base.o = row_offsets(g, row);
             load_views(U, base);
-            staged_row(base, row_stage, static_cast<int>(threadIdx.x), 256, [&](double v) {
-#pragma unroll
-              for (int d = 16; d >= 1; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-              if ((threadIdx.x & 31) == 0) block_sums[threadIdx.x >> 5] = v;
-              __syncthreads();
-              double t = block_sums[0];
-#pragma unroll
-              for (int w = 1; w < 8; ++w) t += block_sums[w];
-              __syncthreads();  // block_sums is rewritten by the next row
-              return t;
-            });
+            staged_row(base, row_stage, static_cast<int>(threadIdx.x), 256, [&](double v) { return block_total(v, block_sums); });
           }
           return;
         }
@@ -316,11 +325,7 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
             base.o = row_offsets(g, row);
             load_views(U, base);
             if (staged) {
-              staged_row(base, row_stage + (threadIdx.x >> 5) * kWarpRowBytes, lane, 32, [](double v) {
-#pragma unroll
-                for (int d = 16; d >= 1; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-                return v;
-              });
+              staged_row(base, row_stage + (threadIdx.x >> 5) * kWarpRowBytes, lane, 32, [](double v) { return warp_total(v); });
               continue;
             }
             double sum = 0;
@@ -336,9 +341,7 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
 #pragma unroll
                 for (int e = 0; e < U; ++e) sum += static_cast<double>(v[k][e]);
             }
-#pragma unroll
-            for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-            base.m.v[0] = static_cast<C>(sum / static_cast<double>(g.inner));
+            base.m.v[0] = static_cast<C>(warp_total(sum) / static_cast<double>(g.inner));
             for (int64_t u0 = lane; u0 < units; u0 += 32 * kM) {
               Loaded L[kM];
               int64_t cols[kM];
@@ -356,7 +359,6 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
           }
           return;
         }
-        __shared__ double warp_sums[8];
         for (int64_t row = rg; row < g.rows; row += rstep) {  // rows_per_tile = 1, sub = 0
           Loaded base = {};
           base.o = row_offsets(g, row);
@@ -374,15 +376,7 @@ __global__ void __launch_bounds__(256, 3) reduce_backward_kernel(const ReduceBwd
 #pragma unroll
               for (int e = 0; e < U; ++e) sum += static_cast<double>(v[k][e]);
           }
-#pragma unroll
-          for (int d = 16; d >= 1; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-          if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
-          __syncthreads();
-          double t = warp_sums[0];
-#pragma unroll
-          for (int w = 1; w < 8; ++w) t += warp_sums[w];
-          __syncthreads();  // warp_sums is rewritten by the next row
-          base.m.v[0] = static_cast<C>(t / static_cast<double>(g.inner));
+          base.m.v[0] = static_cast<C>(block_total(sum, block_sums) / static_cast<double>(g.inner));
           write_row(base);
         }
         return;
