@@ -286,6 +286,34 @@ def torch_scan(R, bwd, wrap=None):
     return lambda: f(x)
 
 
+def torch_softmax(R, bwd, wrap=lambda f: f):
+    """The softmax rows: torch.softmax / log_softmax / F.softmin (dtype= for the half-to-float forms);
+    backward = the aten kernel autograd runs (_softmax_backward_data / _log_softmax_backward_data; softmin:
+    it and the neg autograd adds), called directly so torch.compile can time it too."""
+    dim = int(R.f.get("dim", "-1"))
+    op = R.f["op"]
+    odt = DT[R.f["out_dtype"]] if R.f.get("out_dtype", "none") != "none" else None
+    if not bwd:
+        x = R.t("x")
+        fwd = {"softmax": lambda t: torch.softmax(t, dim, dtype=odt), "log_softmax": lambda t: torch.log_softmax(t, dim, dtype=odt),
+               "softmin": lambda t: F.softmin(t, dim, dtype=odt)}[op]
+        g = wrap(fwd)
+        return lambda: g(x)
+    y, dy = R.t("y", 0.0, 1.0), R.t("dy")
+    in_dt = DT[R.f["dtype"]]
+    if op == "log_softmax":
+        def f(y, dy):
+            return torch.ops.aten._log_softmax_backward_data(dy, y, dim, in_dt)
+    elif op == "softmax":
+        def f(y, dy):
+            return torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt)
+    else:
+        def f(y, dy):
+            return torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt).neg()
+    g = wrap(f)
+    return lambda: g(y, dy)
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -446,6 +474,7 @@ TORCH = {
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
+    "softmax": torch_softmax, "softmax_backward": torch_softmax,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -464,6 +493,9 @@ TORCH_SIDE = {
             "as HF does it) or Meta's complex multiply (interleaved), on q and k; backward = torch.autograd.grad of it.",
     "conv1d": "F.conv1d(groups=C, padding=W-1) + slice + SiLU (channel-last: transposed in and out); backward = "
               "torch.autograd.grad for x, w and bias; update: Mamba's reference step (cat, conv, state copy).",
+    "softmax": "torch.softmax / log_softmax / F.softmin over the same dim (dtype= for the half-to-float forms); backward = "
+               "aten._softmax_backward_data / _log_softmax_backward_data (softmin: and its neg), the kernels autograd runs; "
+               "torch.compile of the same calls.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -485,7 +517,11 @@ def median_us(fn, warm=3, reps=15):
     return statistics.median(times)
 
 
-COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update"}
+COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
+              "softmax_backward"}
+# backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
+# torch.compile too
+DIRECT_BACKWARD = {"softmax_backward"}
 
 
 def torch_times(r, compile_ops):
@@ -504,7 +540,7 @@ def torch_times(r, compile_ops):
     comp = None
     # forward rows only: timed through autograd.grad, the compiled composite's backward measured
     # the eager time (2026-11-27), so backward rows carry no compile figure until that is fixed
-    if r["op"] in COMPOSITES and r["op"] in compile_ops and not bwd:
+    if r["op"] in COMPOSITES and r["op"] in compile_ops and (not bwd or r["op"] in DIRECT_BACKWARD):
         try:
             comp = median_us(builder(Rec(r), bwd, wrap=lambda f: torch.compile(f, dynamic=False)), reps=reps)
         except Exception as e:  # noqa: BLE001 - report and keep the eager number

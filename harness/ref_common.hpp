@@ -42,4 +42,31 @@ inline int64_t broadcast_index(std::span<const int64_t> out, int64_t f, std::spa
   return idx;
 }
 
+// Row-major flat indices of each line along `axis` of `shape` (rank 0: one line of one), in
+// element order; lines in row-major order of the other axes.
+inline std::vector<std::vector<int64_t>> line_indices(std::span<const int64_t> shape, int axis) {
+  const int rank = static_cast<int>(shape.size());
+  const int64_t n = numel_of(shape);
+  const int64_t L = rank == 0 ? 1 : shape[static_cast<size_t>(axis)];
+  std::vector<std::vector<int64_t>> lines(static_cast<size_t>(L == 0 ? 0 : n / L));
+  for (int64_t f = 0; f < n; ++f) {
+    int64_t rem = f, line = 0, mul = 1;
+    for (int a = rank - 1; a >= 0; --a) {
+      const int64_t c = rem % shape[static_cast<size_t>(a)];
+      rem /= shape[static_cast<size_t>(a)];
+      if (a != axis) line += c * mul, mul *= shape[static_cast<size_t>(a)];
+    }
+    lines[static_cast<size_t>(line)].push_back(f);
+  }
+  return lines;
+}
+
+// The values of v at the indices `at`.
+inline std::vector<double> gather_at(const std::vector<double>& v, const std::vector<int64_t>& at) {
+  std::vector<double> r;
+  r.reserve(at.size());
+  for (int64_t f : at) r.push_back(v[static_cast<size_t>(f)]);
+  return r;
+}
+
 }  // namespace baracuda::harness

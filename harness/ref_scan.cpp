@@ -16,29 +16,11 @@ namespace baracuda::harness {
 
 namespace {
 
-// Row-major flat indices of each line's elements, in element order along the axis.
 std::vector<std::vector<int64_t>> lines_of(const ScanDescriptor& d) {
-  const int axis = d.rank == 0 ? 0 : (d.dim < 0 ? d.dim + d.rank : d.dim);
-  const int64_t n = numel_of(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
-  const int64_t L = d.rank == 0 ? 1 : d.shape[axis];
-  std::vector<std::vector<int64_t>> lines(static_cast<size_t>(L == 0 ? 0 : n / L));
-  for (int64_t f = 0; f < n; ++f) {
-    int64_t rem = f, line = 0, mul = 1;
-    for (int a = d.rank - 1; a >= 0; --a) {
-      const int64_t c = rem % d.shape[a];
-      rem /= d.shape[a];
-      if (a != axis) line += c * mul, mul *= d.shape[a];
-    }
-    lines[static_cast<size_t>(line)].push_back(f);
-  }
-  return lines;
+  return line_indices(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)), d.rank == 0 ? 0 : (d.dim < 0 ? d.dim + d.rank : d.dim));
 }
 
-std::vector<double> gather(const std::vector<double>& v, const std::vector<int64_t>& at) {
-  std::vector<double> r;
-  for (int64_t f : at) r.push_back(v[static_cast<size_t>(f)]);
-  return r;
-}
+std::vector<double> gather(const std::vector<double>& v, const std::vector<int64_t>& at) { return gather_at(v, at); }
 
 Status scan(RefCall& c) {
   const ScanDescriptor& d = c.desc<ScanDescriptor>();

@@ -1,0 +1,202 @@
+// The row-reduction base of the row families (softmax, the norms, the losses): a line of
+// elements is handled by a group of threads — one warp (WarpGroup) or a cluster of 1-8 blocks
+// (ClusterGroup) — that stages it in shared memory (read from global memory once), reduces
+// per-thread partials to one value every thread of the group holds, then writes from the stage.
+//   - reductions are fixed-order (a butterfly per warp, the warps in order, the cluster's blocks
+//     in rank order): bitwise run-to-run deterministic, and every thread holds the same bits;
+//   - MaxSum is the online (max, Σ exp(x - max)) pair of softmax and logsumexp, with NaN and
+//     ±inf as PyTorch (a NaN or an infinite max makes the line's sum NaN);
+//   - stage_line copies a thread's pieces (16-byte vectors by cp.async when `vec`, else single
+//     elements) into the stage; a thread reads back only what it copied, so no barrier is needed
+//     between the copy and the use, and the next line can be staged while this one is used.
+// Device code only (included by .cu files).
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/cp_async.cuh"
+#include "core/cuda_types.cuh"
+
+namespace baracuda::rows {
+
+// exp of the row kernels: f32 as exp2(x·log2 e) on the MUFU unit (2 ulp, plus the argument's
+// rounding: a relative error of about eps·|x|); f64 exact. row_exp keeps subnormal results;
+// row_exp_ftz flushes results below 2^-126 to 0 (for sums of at least 1, where they vanish anyway).
+__device__ __forceinline__ float row_exp(float v) { return exp2f(v * 1.4426950408889634f); }
+__device__ __forceinline__ double row_exp(double v) { return exp(v); }
+__device__ __forceinline__ float row_exp_ftz(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 1.4426950408889634f));
+  return r;
+}
+__device__ __forceinline__ double row_exp_ftz(double v) { return exp(v); }
+
+// (max, Σ exp(x - max)) over a set of elements; the empty set is (-inf, 0). The max ignores NaN
+// (fmax: one instruction) and the sum carries it instead: exp(NaN - m) is NaN, so a set holding a
+// NaN has s = NaN, as has a set whose max is +inf (inf - inf) or -inf (every element -inf): the
+// line's outputs are then NaN, as PyTorch's.
+template <class C>
+struct MaxSum {
+  C m, s;
+};
+template <class C>
+__device__ __forceinline__ MaxSum<C> max_sum_empty() {
+  return {-INFINITY, C(0)};
+}
+// The union of two sets: commutative bit for bit (every lane of a butterfly gets the same value).
+template <class C>
+__device__ __forceinline__ MaxSum<C> combine(const MaxSum<C>& a, const MaxSum<C>& b) {
+  const C m = fmax(a.m, b.m);
+  const C sa = a.s == C(0) ? C(0) : a.s * row_exp(a.m - m);  // an empty side adds nothing (-inf - -inf is NaN)
+  const C sb = b.s == C(0) ? C(0) : b.s * row_exp(b.m - m);
+  return {m, sa + sb};
+}
+// Adds n values v[0..n) (one piece) to the pair: the piece's max first, then its exponentials.
+template <class C, int N>
+__device__ __forceinline__ void add_piece(MaxSum<C>& a, const C (&v)[N], int n = N) {
+  C pm = v[0];
+#pragma unroll
+  for (int e = 1; e < N; ++e)
+    if (e < n) pm = fmax(pm, v[e]);
+  if (pm > a.m) {
+    a.s = a.s == C(0) ? C(0) : a.s * row_exp(a.m - pm);
+    a.m = pm;
+  }
+  C t = C(0);
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+    if (e < n) t += row_exp_ftz(v[e] - a.m);
+  a.s += t;
+}
+
+// v[0] + ... + v[N-1] pairwise (a fixed order).
+template <class C, int N>
+__device__ __forceinline__ C tree_sum(const C (&v)[N]) {
+  C t[N];
+#pragma unroll
+  for (int e = 0; e < N; ++e) t[e] = v[e];
+#pragma unroll
+  for (int w = 1; w < N; w <<= 1)
+#pragma unroll
+    for (int e = 0; e + w < N; e += 2 * w) t[e] += t[e + w];
+  return t[0];
+}
+
+struct SumOp {
+  template <class V>
+  __device__ __forceinline__ V operator()(const V& a, const V& b) const { return a + b; }
+};
+struct MaxOp {  // fmax: NaN ignored (see MaxSum)
+  template <class V>
+  __device__ __forceinline__ V operator()(const V& a, const V& b) const { return fmax(a, b); }
+};
+struct MaxSumOp {
+  template <class C>
+  __device__ __forceinline__ MaxSum<C> operator()(const MaxSum<C>& a, const MaxSum<C>& b) const { return combine(a, b); }
+};
+
+// A value's shuffle, member by member (float, double, MaxSum, or a struct of them: Shuffle<V>).
+template <class V>
+__device__ __forceinline__ V shfl_xor(const V& v, int d) {
+  if constexpr (sizeof(V) <= 8 && (std::is_arithmetic_v<V>)) {
+    return __shfl_xor_sync(0xffffffffu, v, d);
+  } else {
+    static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
+    V r;
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(&v);
+    uint32_t* o = reinterpret_cast<uint32_t*>(&r);
+#pragma unroll
+    for (int w = 0; w < static_cast<int>(sizeof(V) / 4); ++w) o[w] = __shfl_xor_sync(0xffffffffu, s[w], d);
+    return r;
+  }
+}
+
+// v over the warp by a butterfly; every lane gets the same bits (op commutative bit for bit).
+template <class V, class Op>
+__device__ __forceinline__ V warp_all(V v, Op op) {
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) v = op(v, shfl_xor(v, d));
+  return v;
+}
+
+// The group of a line: one warp. tid / size index the line's pieces; reduce() gives every
+// lane the warp's total.
+struct WarpGroup {
+  int tid;
+  static constexpr int size = 32;
+  static constexpr int rank = 0, ranks = 1;  // one slice: the whole line
+  template <class V, class Op>
+  __device__ __forceinline__ V reduce(V v, Op op) const { return warp_all(v, op); }
+};
+
+// The group of a line: a cluster of `ranks` blocks of kThreads threads, block `rank` holding
+// slice `rank` of the line. reduce(): warp butterflies, the warps in order (slots: kThreads / 32
+// values of shared memory), then the blocks' totals in rank order through distributed shared
+// memory (mine: two values of shared memory per block, used in turn). Every thread of the cluster
+// calls it, the same number of times.
+template <int kThreads>
+struct ClusterGroup {
+  static constexpr int kMaxRanks = 8;  // the portable cluster size
+  int tid;
+  static constexpr int size = kThreads;
+  int rank, ranks;
+  mutable unsigned parity = 0;
+  template <class V, class Op>
+  __device__ __forceinline__ V reduce(V v, Op op, V* slots, V* mine) const {
+    namespace cg = cooperative_groups;
+    constexpr int kWarps = kThreads / 32;
+    v = warp_all(v, op);
+    if ((tid & 31) == 0) slots[tid >> 5] = v;
+    __syncthreads();
+    V t = slots[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) t = op(t, slots[w]);
+    if (ranks == 1) {
+      __syncthreads();  // slots are rewritten by the next call
+      return t;
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    // mine[0] and mine[1] alternate between calls: a block rewrites one only after the next
+    // call's barrier, which every block passes after reading this call's values, so one cluster
+    // barrier per call suffices
+    V* slot = mine + (parity & 1);
+    ++parity;
+    if (tid == 0) *slot = t;
+    cl.sync();
+    V all[kMaxRanks];  // every block's value read at once (remote reads in flight together)
+#pragma unroll
+    for (int r = 0; r < kMaxRanks; ++r)
+      if (r < ranks) all[r] = *cl.map_shared_rank(slot, r);
+    V c = all[0];
+#pragma unroll
+    for (int r = 1; r < kMaxRanks; ++r)
+      if (r < ranks) c = op(c, all[r]);
+    return c;
+  }
+};
+
+// Starts copying elements [0, n) of a line at src (unit stride) into stage: thread tid of nt
+// takes the pieces tid, tid + nt, ... — pieces of V elements (V·sizeof(T) a multiple of 16:
+// whole 16-byte vectors by cp.async) when vec (src 16-byte aligned, n a multiple of V), else
+// single elements (copied at once). The caller commits the cp.async group and waits for it
+// (cp_async_wait); the thread then reads back the same pieces, so no barrier is needed, and may
+// stage the next line into another buffer meanwhile.
+template <class T, int V>
+__device__ __forceinline__ void stage_line(T* stage, const T* src, int64_t n, int tid, int nt, bool vec) {
+  if (vec) {
+    constexpr int kChunks = V * static_cast<int>(sizeof(T)) / 16;
+    static_assert(kChunks >= 1 && V * sizeof(T) % 16 == 0, "a staged piece is whole 16-byte vectors");
+    const unsigned sb = smem_u32(stage);
+    const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
+    for (int64_t i = tid; i < n / V; i += nt)
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) cp_async<16>(sb + static_cast<unsigned>((i * kChunks + c) * 16), s + (i * kChunks + c) * 16);
+  } else {
+    for (int64_t i = tid; i < n; i += nt) stage[i] = src[i];
+  }
+}
+
+}  // namespace baracuda::rows
