@@ -136,7 +136,8 @@ struct WarpGroup {
 // slice `rank` of the line. reduce(): warp butterflies, the warps in order (slots: kThreads / 32
 // values of shared memory), then the blocks' totals in rank order through distributed shared
 // memory (mine: two values of shared memory per block, used in turn). Every thread of the cluster
-// calls it, the same number of times.
+// calls it, the same number of times, and the kernel ends with one more cluster barrier (a block
+// must not exit while another may still read its `mine`).
 template <int kThreads>
 struct ClusterGroup {
   static constexpr int kMaxRanks = 8;  // the portable cluster size

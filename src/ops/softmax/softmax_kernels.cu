@@ -236,6 +236,9 @@ __global__ void __launch_bounds__(kRowThreads) softmax_cluster_kernel(const Soft
                              using V = decltype(v);
                              return grp.reduce(v, op, reinterpret_cast<V*>(slots), reinterpret_cast<V*>(mine));
                            });
+  // a block exits only once no other block can still read its `mine` (the last reduction's
+  // remote reads): compute-sanitizer reported reads of an exited block's shared memory without it
+  if (cs > 1) cooperative_groups::this_cluster().sync();
 }
 
 // A thread per line, adjacent lines on adjacent threads; the line read twice at its strides.
