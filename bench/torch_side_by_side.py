@@ -314,6 +314,43 @@ def torch_softmax(R, bwd, wrap=lambda f: f):
     return lambda: g(y, dy)
 
 
+def torch_norm(R, bwd, wrap=None):
+    """The norm rows: F.layer_norm / F.rms_norm over the trailing norm_dims axes (the residual: x + residual
+    first, as the unfused pre-norm block); backward = aten.native_layer_norm_backward (dx, dweight, dbias), for
+    rms_norm torch.autograd.grad of F.rms_norm (no compile figure for it)."""
+    rank, k = R.i("rank"), R.i("norm_dims", 1)
+    shape = [int(v) for v in R.f["shape"].split(",")]
+    ns = shape[rank - k:]
+    layer = R.f["op"] == "layer_norm"
+    eps = float(R.f["eps"]) if R.f.get("eps", "none") != "none" else (1e-5 if layer else None)
+    w = R.t("weight") if R.has("weight") else None
+    b = R.t("bias") if R.has("bias") else None
+    if not bwd:
+        x = R.t("x")
+        r = R.t("residual") if R.has("residual") else None
+        def f(x, r):
+            h = x + r if r is not None else x
+            y = F.layer_norm(h, ns, w, b, eps) if layer else F.rms_norm(h, ns, w, eps)
+            return (y, h) if r is not None else y
+        g = wrap(f) if wrap else f
+        return lambda: g(x, r)
+    x, dy = R.t("x"), R.t("dy")
+    if layer:
+        mean, rstd = R.t("mean"), R.t("rstd", 0.5, 1.5)
+        mask = [True, w is not None, b is not None]
+        def fb(dy, x, mean, rstd):
+            return torch.ops.aten.native_layer_norm_backward(dy, x, ns, mean, rstd, w, b, mask)
+        g = wrap(fb) if wrap else fb
+        return lambda: g(dy, x, mean, rstd)
+    if wrap:  # rms_norm's backward is timed through autograd: no compiled form
+        return None
+    xl = leaf(x)
+    wl = leaf(w) if w is not None else None
+    y = F.rms_norm(xl, ns, wl, eps)
+    need = [t for t in (xl, wl) if t is not None]
+    return lambda: torch.autograd.grad(y, need, dy, retain_graph=True)
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -474,7 +511,7 @@ TORCH = {
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
-    "softmax": torch_softmax, "softmax_backward": torch_softmax,
+    "softmax": torch_softmax, "softmax_backward": torch_softmax, "norm": torch_norm, "norm_backward": torch_norm,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -496,6 +533,10 @@ TORCH_SIDE = {
     "softmax": "torch.softmax / log_softmax / F.softmin over the same dim (dtype= for the half-to-float forms); backward = "
                "aten._softmax_backward_data / _log_softmax_backward_data (softmin: and its neg), the kernels autograd runs; "
                "torch.compile of the same calls.",
+    "norm": "F.layer_norm / F.rms_norm over the same trailing axes (the fused residual: x + residual first, returning "
+            "both, as the unfused pre-norm block); backward = aten.native_layer_norm_backward (dx, dweight, dbias) for "
+            "layer_norm, torch.autograd.grad of F.rms_norm for rms_norm (no torch.compile figure); torch.compile of the "
+            "forward and of the layer_norm backward call.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -518,10 +559,10 @@ def median_us(fn, warm=3, reps=15):
 
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
-              "softmax_backward"}
+              "softmax_backward", "norm", "norm_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
-DIRECT_BACKWARD = {"softmax_backward"}
+DIRECT_BACKWARD = {"softmax_backward", "norm_backward"}
 
 
 def torch_times(r, compile_ops):
@@ -542,7 +583,8 @@ def torch_times(r, compile_ops):
     # the eager time (2026-11-27), so backward rows carry no compile figure until that is fixed
     if r["op"] in COMPOSITES and r["op"] in compile_ops and (not bwd or r["op"] in DIRECT_BACKWARD):
         try:
-            comp = median_us(builder(Rec(r), bwd, wrap=lambda f: torch.compile(f, dynamic=False)), reps=reps)
+            compiled = builder(Rec(r), bwd, wrap=lambda f: torch.compile(f, dynamic=False))
+            comp = median_us(compiled, reps=reps) if compiled is not None else None
         except Exception as e:  # noqa: BLE001 - report and keep the eager number
             print("torch.compile failed:", r["op"], str(e)[:200])
     return eager, comp

@@ -187,16 +187,74 @@ struct ClusterGroup {
 // stage the next line into another buffer meanwhile.
 template <class T, int V>
 __device__ __forceinline__ void stage_line(T* stage, const T* src, int64_t n, int tid, int nt, bool vec) {
-  if (vec) {
-    constexpr int kChunks = V * static_cast<int>(sizeof(T)) / 16;
-    static_assert(kChunks >= 1 && V * sizeof(T) % 16 == 0, "a staged piece is whole 16-byte vectors");
-    const unsigned sb = smem_u32(stage);
-    const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
-    for (int64_t i = tid; i < n / V; i += nt)
+  constexpr int kChunks = V * static_cast<int>(sizeof(T)) / 16;
+  if constexpr (kChunks >= 1 && V * sizeof(T) % 16 == 0) {
+    if (vec) {
+      const unsigned sb = smem_u32(stage);
+      const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
+      for (int64_t i = tid; i < n / V; i += nt)
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) cp_async<16>(sb + static_cast<unsigned>((i * kChunks + c) * 16), s + (i * kChunks + c) * 16);
-  } else {
-    for (int64_t i = tid; i < n; i += nt) stage[i] = src[i];
+        for (int c = 0; c < kChunks; ++c) cp_async<16>(sb + static_cast<unsigned>((i * kChunks + c) * 16), s + (i * kChunks + c) * 16);
+      return;
+    }
+  }
+  for (int64_t i = tid; i < n; i += nt) stage[i] = src[i];
+}
+
+// Walks a group's lines first, first + step, ... below `lines`. offsets(line, o) fills a line's
+// offsets (O: an array type); src(o, r) is read view r's global start of the line (unit stride
+// when staged). Staged: the R read views' elements [0, n) are copied into buffer b of the stage
+// (view r at stage + (b·R + r)·buf_elems, V-element pieces by stage_line), the next line's copies
+// issued before this line is used when buffers == 2, and body.operator()<true>(o, p) gets the
+// stage pointers p[r]; unstaged, body.operator()<false>(o, p) gets the global ones (body: a
+// lambda [&]<bool Staged>(const O& o, const T* const* p)).
+template <int R, int V, class T, class O, class Offsets, class Src, class Body>
+__device__ __forceinline__ void for_each_line(int64_t first, int64_t step, int64_t lines, T* stage, int64_t buf_elems, int64_t n, int tid,
+                                              int nt, bool vec, bool staged, int buffers, Offsets&& offsets, Src&& src, Body&& body) {
+  const T* p[R];
+  if (!staged) {
+    for (int64_t line = first; line < lines; line += step) {
+      O o;
+      offsets(line, o);
+#pragma unroll
+      for (int r = 0; r < R; ++r) p[r] = src(o, r);
+      body.template operator()<false>(o, static_cast<const T* const*>(p));
+    }
+    return;
+  }
+  auto issue = [&](const O& o, int b) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) stage_line<T, V>(stage + (b * R + r) * buf_elems, src(o, r), n, tid, nt, vec);
+    cp_async_commit();
+  };
+  O o, on;
+  int64_t line = first;
+  if (line < lines) {
+    offsets(line, o);
+    issue(o, 0);
+  }
+  for (int k = 0; line < lines; ++k) {
+    const int64_t next = line + step;
+    const int b = buffers == 2 ? (k & 1) : 0;
+    const bool ahead = buffers == 2 && next < lines;
+    if (ahead) {
+      offsets(next, on);
+      issue(on, b ^ 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) p[r] = stage + (b * R + r) * buf_elems;
+    body.template operator()<true>(o, static_cast<const T* const*>(p));
+    line = next;
+    if (line >= lines) break;
+    if (ahead) {
+      o = on;
+    } else {
+      offsets(line, o);
+      issue(o, 0);
+    }
   }
 }
 

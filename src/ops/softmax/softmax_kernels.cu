@@ -147,65 +147,33 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
   }
 }
 
+// The line offsets of the three views, as an array type rows::for_each_line can copy.
+struct Offsets3 {
+  int64_t v[3];
+};
+
 // A group's lines first, first + step, ...: elements [lo, lo + n) of each (a block's slice, or
-// the whole line). Staged: line k in buffer k % g.buffers (a buffer: the read views' slices,
-// buf_elems each), the next line's copies issued before this one is used when there are two.
+// the whole line), staged by rows::for_each_line.
 template <class TI, class TO, bool Bwd, class Red>
 __device__ __forceinline__ void group_lines(const SoftmaxGeom& g, int64_t first, int64_t step, int64_t lo, int64_t n, TI* stage,
                                             int64_t buf_elems, int tid, int nt, Red&& red) {
   constexpr int VW = kPiece<TI, TO>;
   constexpr int R = Bwd ? 2 : 1;
-  auto src = [&](const int64_t (&o)[3], int r) { return static_cast<const TI*>(r == 0 ? g.in0 : g.in1) + o[r] + lo; };
-  auto body = [&]<bool Staged>(const int64_t (&o)[3], const TI* x0, const TI* x1) {
-    TO* out = static_cast<TO*>(g.out) + o[2] + lo * g.s[2];
-    if (g.kind == kLog) {
-      if (g.vec) line_body<TI, TO, Bwd, Staged, VW, true>(g, x0, x1, out, g.s[2], n, tid, nt, red);
-      else line_body<TI, TO, Bwd, Staged, 1, true>(g, x0, x1, out, g.s[2], n, tid, nt, red);
-    } else {
-      if (g.vec) line_body<TI, TO, Bwd, Staged, VW, false>(g, x0, x1, out, g.s[2], n, tid, nt, red);
-      else line_body<TI, TO, Bwd, Staged, 1, false>(g, x0, x1, out, g.s[2], n, tid, nt, red);
-    }
-  };
-  if (!g.staged) {
-    for (int64_t line = first; line < g.lines; line += step) {
-      int64_t o[3];
-      line_offsets(g, line, o);
-      body.template operator()<false>(o, src(o, 0), Bwd ? src(o, 1) : nullptr);
-    }
-    return;
-  }
-  auto issue = [&](const int64_t (&o)[3], int b) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) rows::stage_line<TI, VW>(stage + (b * R + r) * buf_elems, src(o, r), n, tid, nt, g.vec);
-    cp_async_commit();
-  };
-  int64_t o[3], on[3];
-  int64_t line = first;
-  if (line < g.lines) {
-    line_offsets(g, line, o);
-    issue(o, 0);
-  }
-  for (int k = 0; line < g.lines; ++k) {
-    const int64_t next = line + step;
-    const int b = g.buffers == 2 ? (k & 1) : 0;
-    const bool ahead = g.buffers == 2 && next < g.lines;
-    if (ahead) {
-      line_offsets(g, next, on);
-      issue(on, b ^ 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    body.template operator()<true>(o, stage + b * R * buf_elems, stage + (b * R + 1) * buf_elems);
-    line = next;
-    if (line >= g.lines) break;
-    if (ahead) {
-      o[0] = on[0], o[1] = on[1], o[2] = on[2];
-    } else {
-      line_offsets(g, line, o);
-      issue(o, 0);
-    }
-  }
+  rows::for_each_line<R, VW, TI, Offsets3>(
+      first, step, g.lines, stage, buf_elems, n, tid, nt, g.vec, g.staged, g.buffers,
+      [&](int64_t line, Offsets3& o) { line_offsets(g, line, o.v); },
+      [&](const Offsets3& o, int r) { return static_cast<const TI*>(r == 0 ? g.in0 : g.in1) + o.v[r] + lo; },
+      [&]<bool Staged>(const Offsets3& o, const TI* const* p) {
+        TO* out = static_cast<TO*>(g.out) + o.v[2] + lo * g.s[2];
+        const TI* x1 = Bwd ? p[R - 1] : nullptr;
+        if (g.kind == kLog) {
+          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, true>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+          else line_body<TI, TO, Bwd, Staged, 1, true>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+        } else {
+          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, false>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+          else line_body<TI, TO, Bwd, Staged, 1, false>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+        }
+      });
 }
 
 template <class TI, class TO, bool Bwd>

@@ -1,0 +1,318 @@
+// NormPlan's and NormBackwardPlan's kernels on the row base (core/row_reduce.cuh): a block per
+// row (rows::ClusterGroup of one block), rows staged by rows::for_each_line; the backward's
+// dweight / dbias partials per row group, then a fixed-order column pass over the groups.
+#include <algorithm>
+#include <type_traits>
+
+#include "core/launch.cuh"
+#include "core/row_reduce.cuh"
+#include "ops/norm/norm_geometry.hpp"
+
+namespace baracuda::nrm {
+
+namespace {
+
+struct Off {
+  int64_t v[kViews];
+};
+
+__device__ __forceinline__ void row_offsets(const NormGeom& g, int64_t line, Off& o) {
+#pragma unroll
+  for (int v = 0; v < kViews; ++v) o.v[v] = 0;
+  for (int a = g.ko - 1; a >= 0; --a) {
+    const int64_t q = line / g.osize[a], c = line - q * g.osize[a];
+#pragma unroll
+    for (int v = 0; v < kViews; ++v) o.v[v] += c * g.os[v][a];
+    line = q;
+  }
+}
+
+// N elements of T at p (V > 1: whole 16-byte vectors, aligned; else stride s) into the
+// accumulator type C.
+template <class T, int V, class C>
+__device__ __forceinline__ void load_n(const T* p, int64_t s, C (&v)[V]) {
+  if constexpr (V == 1) {
+    v[0] = static_cast<C>(to_acc(p[0]));
+  } else {
+    constexpr int W = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int q = 0; q < V / W; ++q) {
+      acc_t<T> w[W];
+      load_acc_vec<T, W>(p + q * W, w);
+#pragma unroll
+      for (int e = 0; e < W; ++e) v[q * W + e] = static_cast<C>(w[e]);
+    }
+  }
+}
+// V values stored as T at p (V > 1: 16-byte vector stores to global memory; else stride s).
+template <class T, int V, class C>
+__device__ __forceinline__ void store_n(T* p, int64_t s, const C (&v)[V]) {
+  if constexpr (V == 1) {
+    p[0] = from_c<T>(static_cast<acc_t<T>>(v[0]), false);
+  } else {
+    acc_t<T> w[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) w[e] = static_cast<acc_t<T>>(v[e]);
+    store_global16<T, V>(p, w);
+  }
+}
+// The same into shared memory (the staged h of the fused residual).
+template <class T, int V, class C>
+__device__ __forceinline__ void store_stage(T* p, const C (&v)[V]) {
+  if constexpr (V == 1) {
+    p[0] = from_c<T>(static_cast<acc_t<T>>(v[0]), false);
+  } else {
+    constexpr int W = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int q = 0; q < V / W; ++q) {
+      acc_t<T> w[W];
+#pragma unroll
+      for (int e = 0; e < W; ++e) w[e] = static_cast<acc_t<T>>(v[q * W + e]);
+      store_acc_vec<T, W>(p + q * W, w);
+    }
+  }
+}
+
+// A row's (or its pieces') weight / bias: 1 / 0 when absent.
+template <class P, int V, class C>
+__device__ __forceinline__ void load_param(const void* base, int64_t stride, int64_t col, C one, C (&v)[V]) {
+  if (!base) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = one;
+    return;
+  }
+  const P* p = static_cast<const P*>(base);
+  if constexpr (V == 1) v[0] = static_cast<C>(to_acc(p[col * stride]));
+  else load_n<P, V, C>(p + col, 1, v);
+}
+
+template <class C>
+struct Pair {
+  C a, b;
+  __device__ __forceinline__ Pair operator+(const Pair& o) const { return {a + o.a, b + o.b}; }
+  __device__ __forceinline__ Pair& operator+=(const Pair& o) {
+    a += o.a, b += o.b;
+    return *this;
+  }
+};
+
+// Forward of one row: x (and residual) at src[0] (src[1]), the piece width V (16-byte vectors
+// of T, or 1 at the views' strides), Staged: src in shared memory (h written back there).
+template <class T, class P, bool Res, bool Staged, int V, class Red>
+__device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, const T* const* src, Red&& red) {
+  using C = acc_t<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t pieces = g.N / V;
+  const int64_t sx = Staged || V > 1 ? 1 : g.s[kX], sr = Staged || V > 1 ? 1 : g.s[kR];
+  T* hout = Res ? static_cast<T*>(g.p[kH]) + o.v[kH] : nullptr;
+  // the row's h over piece i (rounded to T: the unfused sum's result); pass 0 writes it
+  auto load_h = [&](int64_t i, C (&h)[V], bool write) {
+    load_n<T, V, C>(src[0] + i * V * sx, sx, h);
+    if constexpr (Res) {
+      if (Staged && !write) return;  // pass 0 left h in the stage
+      C r[V];
+      load_n<T, V, C>(src[1] + i * V * sr, sr, r);
+#pragma unroll
+      for (int e = 0; e < V; ++e) h[e] = static_cast<C>(to_acc(from_c<T>(static_cast<acc_t<T>>(h[e] + r[e]), false)));
+      if (write) {
+        store_n<T, V, C>(hout + i * V * (V > 1 ? 1 : g.s[kH]), g.s[kH], h);
+        if constexpr (Staged) store_stage<T, V, C>(const_cast<T*>(src[0]) + i * V, h);
+      }
+    }
+  };
+  C t[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) t[e] = C(0);
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    C h[V];
+    load_h(i, h, true);
+#pragma unroll
+    for (int e = 0; e < V; ++e) t[e] += g.layer ? h[e] : h[e] * h[e];
+  }
+  const C n = static_cast<C>(g.N);
+  const C s1 = red(rows::tree_sum<C, V>(t), rows::SumOp{});
+  C mean = C(0), var;
+  if (g.layer) {
+    mean = s1 / n;
+#pragma unroll
+    for (int e = 0; e < V; ++e) t[e] = C(0);
+    for (int64_t i = tid; i < pieces; i += kThreads) {
+      C h[V];
+      load_h(i, h, false);
+#pragma unroll
+      for (int e = 0; e < V; ++e) t[e] += (h[e] - mean) * (h[e] - mean);
+    }
+    var = red(rows::tree_sum<C, V>(t), rows::SumOp{}) / n;
+  } else {
+    var = s1 / n;
+  }
+  const C rstd = C(1) / sqrt(var + static_cast<C>(g.eps));
+  if (tid == 0) {
+    if (g.layer) static_cast<C*>(g.p[kMean])[o.v[kMean]] = mean;
+    static_cast<C*>(g.p[kRstd])[o.v[kRstd]] = rstd;
+  }
+  T* y = static_cast<T*>(g.p[kY]) + o.v[kY];
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    C h[V], w[V], b[V], out[V];
+    load_h(i, h, false);
+    load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
+    load_param<P, V, C>(g.b, g.bs, i * V, C(0), b);
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = (h[e] - mean) * rstd * w[e] + b[e];
+    store_n<T, V, C>(y + i * V * (V > 1 ? 1 : g.s[kY]), g.s[kY], out);
+  }
+}
+
+// Backward of one row: x at src[0], dy at src[1]; the group's dweight / dbias partials at acc
+// (this block's row of the workspace: 2 x N), each column updated only by the thread owning it.
+template <class T, class P, bool Staged, int V, class Red>
+__device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, const T* const* src, acc_t<T>* acc, Red&& red) {
+  using C = acc_t<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t pieces = g.N / V;
+  const int64_t sx = Staged || V > 1 ? 1 : g.s[kX], sd = Staged || V > 1 ? 1 : g.s[kDy];
+  const C mean = g.layer ? static_cast<const C*>(g.p[kMean])[o.v[kMean]] : C(0);
+  const C rstd = static_cast<const C*>(g.p[kRstd])[o.v[kRstd]];
+  Pair<C> t[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) t[e] = {C(0), C(0)};
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    C x[V], d[V], w[V];
+    load_n<T, V, C>(src[0] + i * V * sx, sx, x);
+    load_n<T, V, C>(src[1] + i * V * sd, sd, d);
+    load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const C gg = d[e] * w[e], xh = (x[e] - mean) * rstd;
+      t[e].a += gg;
+      t[e].b += gg * xh;
+    }
+  }
+  const Pair<C> s = red(rows::tree_sum<Pair<C>, V>(t), rows::SumOp{});
+  const C n = static_cast<C>(g.N), ma = g.layer ? s.a / n : C(0), mb = s.b / n;
+  T* dx = static_cast<T*>(g.p[kDx]) + o.v[kDx];
+  const T* dh = g.p[kDh] ? static_cast<const T*>(g.p[kDh]) + o.v[kDh] : nullptr;
+  const int64_t sdx = V > 1 ? 1 : g.s[kDx], sdh = V > 1 ? 1 : g.s[kDh];
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    C x[V], d[V], w[V], out[V];
+    load_n<T, V, C>(src[0] + i * V * sx, sx, x);
+    load_n<T, V, C>(src[1] + i * V * sd, sd, d);
+    load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
+    C hg[V];
+    if (dh) load_n<T, V, C>(dh + i * V * sdh, sdh, hg);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const C xh = (x[e] - mean) * rstd;
+      out[e] = rstd * (d[e] * w[e] - ma - xh * mb) + (dh ? hg[e] : C(0));
+    }
+    store_n<T, V, C>(dx + i * V * sdx, sdx, out);
+    if (acc) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int64_t col = i * V + e;
+        acc[col] += d[e] * (x[e] - mean) * rstd;
+        acc[g.N + col] += d[e];
+      }
+    }
+  }
+}
+
+// A block's rows blockIdx.x, + gridDim.x, ... (V: the piece width).
+template <class T, class P, bool Bwd, bool Res, int V, class Red>
+__device__ __forceinline__ void block_rows(const NormGeom& g, T* stage, acc_t<T>* acc, Red& red) {
+  constexpr int R = Bwd ? 2 : (Res ? 2 : 1);
+  constexpr int kSecond = Bwd ? kDy : kR;
+  rows::for_each_line<R, V, T, Off>(
+      blockIdx.x, gridDim.x, g.lines, stage, g.N, g.N, static_cast<int>(threadIdx.x), kThreads, V > 1, g.staged, g.buffers,
+      [&](int64_t line, Off& o) { row_offsets(g, line, o); },
+      [&](const Off& o, int r) {
+        const int v = r == 0 ? static_cast<int>(kX) : kSecond;
+        return static_cast<const T*>(g.p[v]) + o.v[v];
+      },
+      [&]<bool Staged>(const Off& o, const T* const* p) {
+        if constexpr (Bwd) backward_row<T, P, Staged, V>(g, o, p, acc, red);
+        else forward_row<T, P, Res, Staged, V>(g, o, p, red);
+      });
+}
+
+template <class T, class P, bool Bwd, bool Res>
+__global__ void __launch_bounds__(kThreads) norm_kernel(const NormGeom g) {
+  extern __shared__ __align__(16) unsigned char stage[];
+  using C = acc_t<T>;
+  __shared__ __align__(16) unsigned char slots[kThreads / 32 * 16];
+  __shared__ __align__(16) unsigned char mine[32];
+  const rows::ClusterGroup<kThreads> grp{static_cast<int>(threadIdx.x), 0, 1};
+  auto red = [&](auto v, auto op) {
+    using VT = decltype(v);
+    return grp.reduce(v, op, reinterpret_cast<VT*>(slots), reinterpret_cast<VT*>(mine));
+  };
+  C* acc = Bwd && g.partials ? static_cast<C*>(g.partials) + static_cast<int64_t>(blockIdx.x) * 2 * g.N : nullptr;
+  constexpr int VW = 16 / static_cast<int>(sizeof(T));  // (an f32 weight's piece: two vectors)
+  if (g.vec) block_rows<T, P, Bwd, Res, VW>(g, reinterpret_cast<T*>(stage), acc, red);
+  else block_rows<T, P, Bwd, Res, 1>(g, reinterpret_cast<T*>(stage), acc, red);
+}
+
+// dweight / dbias: column j's partials of the groups added in group order.
+template <class T, class P>
+__global__ void __launch_bounds__(256) norm_param_grad_kernel(const NormGeom g) {
+  using C = acc_t<T>;
+  const C* part = static_cast<const C*>(g.partials);
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < g.N; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    C w = C(0), b = C(0);
+    for (int64_t k = 0; k < g.groups; ++k) {
+      w += part[k * 2 * g.N + j];
+      b += part[k * 2 * g.N + g.N + j];
+    }
+    if (g.dw) static_cast<P*>(g.dw)[j * g.dws] = from_c<P>(static_cast<acc_t<P>>(w), false);
+    if (g.db) static_cast<P*>(g.db)[j * g.dbs] = from_c<P>(static_cast<acc_t<P>>(b), false);
+  }
+}
+
+template <class T, class P, bool Bwd>
+cudaError_t launch(const NormGeom& g, cudaStream_t stream) {
+  if (g.N == 0 || (g.lines == 0 && (!Bwd || (!g.dw && !g.db)))) return cudaSuccess;
+  const size_t reads = Bwd || g.p[kR] ? 2 : 1;
+  const size_t smem = g.staged ? static_cast<size_t>(g.N) * sizeof(T) * reads * g.buffers : 0;
+  auto go = [&](auto* k, int64_t blocks) -> cudaError_t {
+    BARACUDA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if (blocks > 0) BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem, stream, g));
+    return cudaSuccess;
+  };
+  if constexpr (Bwd) {
+    if (g.partials && g.lines > 0) BARACUDA_CUDA_TRY(cudaMemsetAsync(g.partials, 0, static_cast<size_t>(g.groups) * 2 * g.N * sizeof(acc_t<T>), stream));
+    BARACUDA_CUDA_TRY(go(norm_kernel<T, P, true, false>, g.lines > 0 ? g.groups : 0));
+    if (g.dw || g.db) {
+      if (g.lines == 0) {  // no rows: dweight = dbias = 0
+        if (g.dw) BARACUDA_CUDA_TRY(cudaMemset2DAsync(g.dw, g.dws * sizeof(P), 0, sizeof(P), static_cast<size_t>(g.N), stream));
+        if (g.db) BARACUDA_CUDA_TRY(cudaMemset2DAsync(g.db, g.dbs * sizeof(P), 0, sizeof(P), static_cast<size_t>(g.N), stream));
+        return cudaSuccess;
+      }
+      const int64_t blocks = std::min<int64_t>((g.N + 255) / 256, 1024);
+      return launch_kernel(norm_param_grad_kernel<T, P>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, g);
+    }
+    return cudaSuccess;
+  } else {
+    const int64_t blocks = std::min<int64_t>(g.lines, 132 * 8);
+    return g.p[kR] ? go(norm_kernel<T, P, false, true>, blocks) : go(norm_kernel<T, P, false, false>, blocks);
+  }
+}
+
+}  // namespace
+
+NormLaunchFn find_norm(DType x, DType param, bool backward) {
+  auto pick = [&]<class T, class P>() -> NormLaunchFn { return backward ? &launch<T, P, true> : &launch<T, P, false>; };
+  if (x == param) {
+    switch (x) {
+      case DType::f32: return pick.template operator()<float, float>();
+      case DType::f16: return pick.template operator()<__half, __half>();
+      case DType::bf16: return pick.template operator()<__nv_bfloat16, __nv_bfloat16>();
+      case DType::f64: return pick.template operator()<double, double>();
+      default: return nullptr;
+    }
+  }
+  if (param == DType::f32 && x == DType::f16) return pick.template operator()<__half, float>();
+  if (param == DType::f32 && x == DType::bf16) return pick.template operator()<__nv_bfloat16, float>();
+  return nullptr;
+}
+
+}  // namespace baracuda::nrm
