@@ -17,8 +17,8 @@
 // Dtypes: x / residual / y / h f32, f16, bf16, f64; weight / bias (param_dtype) x's dtype, or f32
 //   for an f16 / bf16 x; mean / rstd f32 (f64 for f64). Math and accumulation in f32 (f64).
 // Layout: a block of 256 threads per row, the row staged in shared memory (read once; the next
-//   row's copies in flight while this one is used, rows up to 48 KB staged), longer rows read
-//   from global memory again for each pass.
+//   row's copies in flight while this one is used for rows up to 48 KB, single-buffered up to
+//   96 KB), longer or strided rows read from global memory again for each pass.
 // Determinism: bitwise run-to-run (fixed-order reductions; no atomics).
 // Workspace: none. Aliasing: none.
 #pragma once
