@@ -56,6 +56,8 @@ Result<Shapes> check_norm(std::string_view op, const NormDescriptor& d) {
     else sh.n *= d.shape[a], sh.pshape.push_back(d.shape[a]);
     sh.sshape.push_back(a < lead ? d.shape[a] : 1);
   }
+  if (sh.n == 0 && sh.rows > 0)
+    return error(StatusCode::kInvalidProblem, op, ": the normalized axes hold no element (shape[", lead, "..] has a 0 extent): no mean or rstd is defined");
   sh.eps = norm_eps(d);
   return sh;
 }
