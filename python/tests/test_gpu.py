@@ -397,3 +397,33 @@ def test_gradcheck_scans():
     bt.cumprod(z, 1).sum().backward()
     torch.cumprod(zr, 1).sum().backward()
     torch.testing.assert_close(z.grad, zr.grad)  # zeros: no division
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_softmax_and_norms_against_torch(dtype):
+    x = torch.randn(64, 1000, device="cuda", dtype=dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-3)
+    for dim in (1, 0):
+        torch.testing.assert_close(bt.softmax(x, dim), torch.softmax(x, dim), **tol)
+        torch.testing.assert_close(bt.log_softmax(x, dim), torch.log_softmax(x, dim), **tol)
+        torch.testing.assert_close(bt.softmin(x, dim), F.softmin(x, dim), **tol)
+    if dtype == torch.bfloat16:
+        torch.testing.assert_close(bt.softmax(x, 1, dtype=torch.float32), torch.softmax(x, 1, dtype=torch.float32))
+    w = torch.randn(1000, device="cuda", dtype=dtype)
+    b = torch.randn(1000, device="cuda", dtype=dtype)
+    torch.testing.assert_close(bt.layer_norm(x, (1000,), w, b), F.layer_norm(x, (1000,), w, b), **tol)
+    torch.testing.assert_close(bt.layer_norm(x, (1000,)), F.layer_norm(x, (1000,)), **tol)
+    torch.testing.assert_close(bt.rms_norm(x, (1000,), w), F.rms_norm(x, (1000,), w), **tol)
+    ln = bt.LayerNorm(1000, device="cuda", dtype=dtype)
+    torch.testing.assert_close(ln(x), torch.nn.LayerNorm(1000, device="cuda", dtype=dtype)(x), **tol)
+
+
+def test_gradcheck_softmax_and_norms():
+    x = torch.randn(6, 9, device="cuda", dtype=torch.float64, requires_grad=True)
+    w = torch.randn(9, device="cuda", dtype=torch.float64, requires_grad=True)
+    b = torch.randn(9, device="cuda", dtype=torch.float64, requires_grad=True)
+    for f in (lambda a: bt.softmax(a, 1), lambda a: bt.log_softmax(a, 0), lambda a: bt.softmin(a, 1)):
+        assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradcheck(lambda a, ww, bb: bt.layer_norm(a, (9,), ww, bb), (x, w, b))
+    assert torch.autograd.gradcheck(lambda a, ww: bt.rms_norm(a, (9,), ww, 1e-6), (x, w))
+
