@@ -123,6 +123,10 @@ void choose_layout(nrm::NormGeom* g, DType x, int read0, int read1, size_t param
     if (params[k] && (pstrides[k] != 1 || reinterpret_cast<uintptr_t>(params[k]) % 16 != 0)) vec = false;
   (void)param_bytes;
   g->vec = vec;
+  if (g->lines == 0 || g->N == 0) {  // no row: nothing is staged (N may be any size)
+    g->staged = false;
+    return;
+  }
   const int reads = read1 >= 0 && g->p[read1] ? 2 : 1;
   const int64_t bytes = g->N * xb * reads;
   const bool unit = g->s[read0] == 1 && (reads == 1 || g->s[read1] == 1);

@@ -90,7 +90,7 @@ void smx::choose_path(SoftmaxGeom* g, int reads, size_t in_bytes, size_t out_byt
   g->staged = true;
   g->buffers = 1;
   g->cluster = 1;
-  if (!rowable) {
+  if (!rowable || g->lines == 0 || g->L == 0) {  // (no element: nothing runs, and L may be any size)
     g->path = kColumns;
     return;
   }
