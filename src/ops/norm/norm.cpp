@@ -109,7 +109,7 @@ Status build(std::string_view op, const NormDescriptor& d, const Shapes& sh, con
 }
 
 // Whether every row view present and the parameters take 16-byte pieces; the staging.
-void choose_layout(nrm::NormGeom* g, DType x, int read0, int read1, size_t param_bytes, const void* const* params, const int64_t* pstrides,
+void choose_layout(nrm::NormGeom* g, DType x, int read0, int read1, const void* const* params, const int64_t* pstrides,
                    int nparams) {
   const int64_t xb = static_cast<int64_t>(dtype_size(x)), v = 16 / xb;
   bool vec = g->N % v == 0;
@@ -121,7 +121,6 @@ void choose_layout(nrm::NormGeom* g, DType x, int read0, int read1, size_t param
   }
   for (int k = 0; k < nparams && vec; ++k)
     if (params[k] && (pstrides[k] != 1 || reinterpret_cast<uintptr_t>(params[k]) % 16 != 0)) vec = false;
-  (void)param_bytes;
   g->vec = vec;
   if (g->lines == 0 || g->N == 0) {  // no row: nothing is staged (N may be any size)
     g->staged = false;
@@ -193,15 +192,13 @@ Status NormPlan::run(cudaStream_t stream, Workspace, const NormArgs& a) const {
                              a.mean.data, a.rstd.data};
   const char* names[nrm::kViews] = {"x", "residual", "y", "h", "", "", "", "mean", "rstd"};
   if (Status s = build(kOp, d, *sh, views, data, names, &g); !s.ok()) return s;
-  const int lead = d.rank - d.norm_dims;
   if (a.weight.data && !merged_stride(a.weight, 0, &g.ws)) return merge_view(kOp, "weight", a.weight, 0, &g.ws);
   if (a.bias.data && !merged_stride(a.bias, 0, &g.bs)) return merge_view(kOp, "bias", a.bias, 0, &g.bs);
-  (void)lead;
   g.w = a.weight.data;
   g.b = a.bias.data;
   const void* params[2] = {g.w, g.b};
   const int64_t pst[2] = {g.ws, g.bs};
-  choose_layout(&g, d.dtype, nrm::kX, nrm::kR, dtype_size(param_), params, pst, 2);
+  choose_layout(&g, d.dtype, nrm::kX, nrm::kR, params, pst, 2);
   return cuda_status(nrm::find_norm(d.dtype, param_, false)(g, stream), kOp);
 }
 
@@ -272,7 +269,7 @@ Status NormBackwardPlan::run(cudaStream_t stream, Workspace ws, const NormBackwa
   g.partials = workspace_ > 0 ? ws.ptr : nullptr;
   const void* params[1] = {g.w};
   const int64_t pst[1] = {g.ws};
-  choose_layout(&g, d.dtype, nrm::kX, nrm::kDy, dtype_size(param_), params, pst, 1);
+  choose_layout(&g, d.dtype, nrm::kX, nrm::kDy, params, pst, 1);
   return cuda_status(nrm::find_norm(d.dtype, param_, true)(g, stream), kOpBwd);
 }
 
