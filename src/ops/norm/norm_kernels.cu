@@ -163,10 +163,20 @@ __device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, con
   }
 }
 
-// Backward of one row: x at src[0], dy at src[1]; the group's dweight / dbias partials at acc
-// (this block's row of the workspace: 2 x N), each column updated only by the thread owning it.
+// A thread's dweight / dbias partials in registers: its pieces tid + k·kThreads, k < kRegPieces
+// (rows of at most kRegPieces·kThreads pieces).
+constexpr int kRegPieces = 4;
+template <class C, int V>
+struct RegAcc {
+  C w[kRegPieces][V], b[kRegPieces][V];
+};
+
+// Backward of one row: x at src[0], dy at src[1]; the group's dweight / dbias partials in ra
+// (registers), or else at acc (this block's row of the workspace: 2 x N), each column updated only
+// by the thread owning it, rows in order.
 template <class T, class P, bool Staged, int V, class Red>
-__device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, const T* const* src, acc_t<T>* acc, Red&& red) {
+__device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, const T* const* src, acc_t<T>* acc,
+                                             RegAcc<acc_t<T>, V>* ra, Red&& red) {
   using C = acc_t<T>;
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t pieces = g.N / V;
@@ -193,7 +203,7 @@ __device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, co
   T* dx = static_cast<T*>(g.p[kDx]) + o.v[kDx];
   const T* dh = g.p[kDh] ? static_cast<const T*>(g.p[kDh]) + o.v[kDh] : nullptr;
   const int64_t sdx = V > 1 ? 1 : g.s[kDx], sdh = V > 1 ? 1 : g.s[kDh];
-  for (int64_t i = tid; i < pieces; i += kThreads) {
+  auto piece = [&](int64_t i, C* aw, C* ab) {
     C x[V], d[V], w[V], out[V];
     load_n<T, V, C>(src[0] + i * V * sx, sx, x);
     load_n<T, V, C>(src[1] + i * V * sd, sd, d);
@@ -206,14 +216,22 @@ __device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, co
       out[e] = rstd * (d[e] * w[e] - ma - xh * mb) + (dh ? hg[e] : C(0));
     }
     store_n<T, V, C>(dx + i * V * sdx, sdx, out);
-    if (acc) {
+    if (aw) {
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const int64_t col = i * V + e;
-        acc[col] += d[e] * (x[e] - mean) * rstd;
-        acc[g.N + col] += d[e];
+        aw[e] += d[e] * (x[e] - mean) * rstd;
+        ab[e] += d[e];
       }
     }
+  };
+  if (ra) {
+#pragma unroll
+    for (int k = 0; k < kRegPieces; ++k) {
+      const int64_t i = tid + static_cast<int64_t>(k) * kThreads;
+      if (i < pieces) piece(i, ra->w[k], ra->b[k]);
+    }
+  } else {
+    for (int64_t i = tid; i < pieces; i += kThreads) piece(i, acc ? acc + i * V : nullptr, acc ? acc + g.N + i * V : nullptr);
   }
 }
 
@@ -222,6 +240,17 @@ template <class T, class P, bool Bwd, bool Res, int V, class Red>
 __device__ __forceinline__ void block_rows(const NormGeom& g, T* stage, acc_t<T>* acc, Red& red) {
   constexpr int R = Bwd ? 2 : (Res ? 2 : 1);
   constexpr int kSecond = Bwd ? kDy : kR;
+  using C = acc_t<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t pieces = g.N / V;
+  RegAcc<C, V> regs;
+  const bool in_regs = Bwd && acc && pieces <= int64_t{kRegPieces} * kThreads;
+  if (in_regs) {
+#pragma unroll
+    for (int k = 0; k < kRegPieces; ++k)
+#pragma unroll
+      for (int e = 0; e < V; ++e) regs.w[k][e] = regs.b[k][e] = C(0);
+  }
   rows::for_each_line<R, V, T, Off>(
       blockIdx.x, gridDim.x, g.lines, stage, g.N, g.N, static_cast<int>(threadIdx.x), kThreads, V > 1, g.staged, g.buffers,
       [&](int64_t line, Off& o) { row_offsets(g, line, o); },
@@ -230,9 +259,18 @@ __device__ __forceinline__ void block_rows(const NormGeom& g, T* stage, acc_t<T>
         return static_cast<const T*>(g.p[v]) + o.v[v];
       },
       [&]<bool Staged>(const Off& o, const T* const* p) {
-        if constexpr (Bwd) backward_row<T, P, Staged, V>(g, o, p, acc, red);
+        if constexpr (Bwd) backward_row<T, P, Staged, V>(g, o, p, acc, in_regs ? &regs : nullptr, red);
         else forward_row<T, P, Res, Staged, V>(g, o, p, red);
       });
+  if (in_regs) {  // the block's partials: every owned column, zeros where it had no row
+#pragma unroll
+    for (int k = 0; k < kRegPieces; ++k) {
+      const int64_t i = tid + static_cast<int64_t>(k) * kThreads;
+      if (i >= pieces) continue;
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[i * V + e] = regs.w[k][e], acc[g.N + i * V + e] = regs.b[k][e];
+    }
+  }
 }
 
 template <class T, class P, bool Bwd, bool Res>
