@@ -131,6 +131,7 @@ void choose_layout(nrm::NormGeom* g, DType x, int read0, int read1, const void* 
   const bool unit = g->s[read0] == 1 && (reads == 1 || g->s[read1] == 1);
   g->staged = unit && bytes <= 96 * 1024;
   g->buffers = bytes <= nrm::kStageBytes ? 2 : 1;
+  g->warp = false;
 }
 
 }  // namespace
@@ -173,7 +174,9 @@ Result<NormPlan> NormPlan::select(const NormDescriptor& d, const PlanPreference&
   p.sku_.op = cat("norm.", enum_name(d.op));
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.dtype;
-  p.sku_.variant = d.residual ? "block_rows_residual" : "block_rows";
+  // (run() takes the warp path for staged rows of at most kWarpRowBytes: unit-stride rows)
+  const bool warp = sh->n * static_cast<int64_t>(dtype_size(d.dtype)) * (d.residual ? 2 : 1) <= nrm::kWarpRowBytes;
+  p.sku_.variant = cat(warp ? "warp_rows" : "block_rows", d.residual ? "_residual" : "");
   p.guarantee_ = float_guarantee(d.dtype);
   return p;
 }
@@ -199,6 +202,7 @@ Status NormPlan::run(cudaStream_t stream, Workspace, const NormArgs& a) const {
   const void* params[2] = {g.w, g.b};
   const int64_t pst[2] = {g.ws, g.bs};
   choose_layout(&g, d.dtype, nrm::kX, nrm::kR, params, pst, 2);
+  g.warp = g.staged && g.N * static_cast<int64_t>(dtype_size(d.dtype)) * (g.p[nrm::kR] ? 2 : 1) <= nrm::kWarpRowBytes;
   return cuda_status(nrm::find_norm(d.dtype, param_, false)(g, stream), kOp);
 }
 

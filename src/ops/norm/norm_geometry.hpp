@@ -3,7 +3,8 @@
 // x is viewed as `lines` rows of N elements (the normalized axes merged into one, stride s[v]
 // per view); the leading axes (outer-first, unmerged) give a row's offset in every view. A block
 // of kThreads threads per row (rows::ClusterGroup of one block), rows g, g + groups, ... for
-// block g; the row staged (x and residual; backward x and dy) when `staged`.
+// block g; the row staged (x and residual; backward x and dy) when `staged`. The forward's short
+// staged rows (warp): a warp per row instead, kRowWarps per block.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,8 @@
 namespace baracuda::nrm {
 
 inline constexpr int kThreads = 256;
+inline constexpr int kRowWarps = 4;                // the forward's warp path: rows (warps) per block
+inline constexpr int64_t kWarpRowBytes = 8192;     // ... for rows of at most this many staged bytes
 inline constexpr int64_t kStageBytes = 48 * 1024;  // a row's staged bytes (double-buffered) at most
 inline constexpr int64_t kMaxGroups = 264;         // row groups (blocks) of the backward: dweight / dbias partials
 
@@ -42,6 +45,7 @@ struct NormGeom {
   bool vec = false;   // every row view unit-stride, 16-byte aligned rows, N a multiple of the vector
   bool staged = true;
   int buffers = 2;
+  bool warp = false;  // forward: a warp per row (staged rows of at most kWarpRowBytes)
 };
 using NormLaunchFn = LaunchFn<NormGeom>;
 

@@ -99,9 +99,8 @@ struct Pair {
 // Forward of one row: x (and residual) at src[0] (src[1]), the piece width V (16-byte vectors
 // of T, or 1 at the views' strides), Staged: src in shared memory (h written back there).
 template <class T, class P, bool Res, bool Staged, int V, class Red>
-__device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, const T* const* src, Red&& red) {
+__device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, const T* const* src, int tid, int nt, Red&& red) {
   using C = acc_t<T>;
-  const int tid = static_cast<int>(threadIdx.x);
   const int64_t pieces = g.N / V;
   const int64_t sx = Staged || V > 1 ? 1 : g.s[kX], sr = Staged || V > 1 ? 1 : g.s[kR];
   T* hout = Res ? static_cast<T*>(g.p[kH]) + o.v[kH] : nullptr;
@@ -123,7 +122,7 @@ __device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, con
   C t[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) t[e] = C(0);
-  for (int64_t i = tid; i < pieces; i += kThreads) {
+  for (int64_t i = tid; i < pieces; i += nt) {
     C h[V];
     load_h(i, h, true);
 #pragma unroll
@@ -136,7 +135,7 @@ __device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, con
     mean = s1 / n;
 #pragma unroll
     for (int e = 0; e < V; ++e) t[e] = C(0);
-    for (int64_t i = tid; i < pieces; i += kThreads) {
+    for (int64_t i = tid; i < pieces; i += nt) {
       C h[V];
       load_h(i, h, false);
 #pragma unroll
@@ -152,7 +151,7 @@ __device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, con
     static_cast<C*>(g.p[kRstd])[o.v[kRstd]] = rstd;
   }
   T* y = static_cast<T*>(g.p[kY]) + o.v[kY];
-  for (int64_t i = tid; i < pieces; i += kThreads) {
+  for (int64_t i = tid; i < pieces; i += nt) {
     C h[V], w[V], b[V], out[V];
     load_h(i, h, false);
     load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
@@ -260,7 +259,7 @@ __device__ __forceinline__ void block_rows(const NormGeom& g, T* stage, acc_t<T>
       },
       [&]<bool Staged>(const Off& o, const T* const* p) {
         if constexpr (Bwd) backward_row<T, P, Staged, V>(g, o, p, acc, in_regs ? &regs : nullptr, red);
-        else forward_row<T, P, Res, Staged, V>(g, o, p, red);
+        else forward_row<T, P, Res, Staged, V>(g, o, p, tid, kThreads, red);
       });
   if (in_regs) {  // the block's partials: every owned column, zeros where it had no row
 #pragma unroll
@@ -288,6 +287,31 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(const NormGeom g) {
   constexpr int VW = 16 / static_cast<int>(sizeof(T));  // (an f32 weight's piece: two vectors)
   if (g.vec) block_rows<T, P, Bwd, Res, VW>(g, reinterpret_cast<T*>(stage), acc, red);
   else block_rows<T, P, Bwd, Res, 1>(g, reinterpret_cast<T*>(stage), acc, red);
+}
+
+// The forward's short rows (g.warp: staged bytes of at most kWarpRowBytes): a warp per row,
+// kRowWarps rows per block, each warp's rows double-buffered in its share of the stage.
+template <class T, class P, bool Res>
+__global__ void __launch_bounds__(32 * kRowWarps) norm_warp_kernel(const NormGeom g) {
+  extern __shared__ __align__(16) unsigned char stage[];
+  constexpr int R = Res ? 2 : 1;
+  constexpr int VW = 16 / static_cast<int>(sizeof(T));
+  const int w = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  T* st = reinterpret_cast<T*>(stage) + static_cast<int64_t>(w) * g.N * R * g.buffers;
+  const rows::WarpGroup grp{lane};
+  auto red = [&](auto v, auto op) { return grp.reduce(v, op); };
+  auto run_rows = [&]<int V>() {
+    rows::for_each_line<R, V, T, Off>(
+        static_cast<int64_t>(blockIdx.x) * kRowWarps + w, static_cast<int64_t>(gridDim.x) * kRowWarps, g.lines, st, g.N, g.N, lane, 32,
+        V > 1, g.staged, g.buffers, [&](int64_t line, Off& o) { row_offsets(g, line, o); },
+        [&](const Off& o, int r) {
+          const int v = r == 0 ? static_cast<int>(kX) : static_cast<int>(kR);
+          return static_cast<const T*>(g.p[v]) + o.v[v];
+        },
+        [&]<bool Staged>(const Off& o, const T* const* p) { forward_row<T, P, Res, Staged, V>(g, o, p, lane, 32, red); });
+  };
+  if (g.vec) run_rows.template operator()<VW>();
+  else run_rows.template operator()<1>();
 }
 
 // dweight / dbias: column j's partials of the groups added in group order.
@@ -330,6 +354,17 @@ cudaError_t launch(const NormGeom& g, cudaStream_t stream) {
     }
     return cudaSuccess;
   } else {
+    if (g.warp) {
+      const size_t wsmem = smem * kRowWarps;
+      auto wgo = [&](auto* k) -> cudaError_t {
+        BARACUDA_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(wsmem)));
+        int per_sm = 0;
+        BARACUDA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 32 * kRowWarps, wsmem));
+        const int64_t blocks = std::min<int64_t>((g.lines + kRowWarps - 1) / kRowWarps, int64_t{132} * std::max(per_sm, 1));
+        return launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(32 * kRowWarps), wsmem, stream, g);
+      };
+      return g.p[kR] ? wgo(norm_warp_kernel<T, P, true>) : wgo(norm_warp_kernel<T, P, false>);
+    }
     const int64_t blocks = std::min<int64_t>(g.lines, 132 * 8);
     return g.p[kR] ? go(norm_kernel<T, P, false, true>, blocks) : go(norm_kernel<T, P, false, false>, blocks);
   }
