@@ -65,10 +65,13 @@ __device__ __forceinline__ void add_piece(MaxSum<C>& a, const C (&v)[N], int n =
     a.s = a.s == C(0) ? C(0) : a.s * row_exp(a.m - pm);
     a.m = pm;
   }
+  // While the max is still -inf every value here is -inf or NaN: exp(v - 0) gives their 0 or NaN
+  // (exp(-inf - -inf) would be NaN for a masked entry; SoftmaxDevice.SpecialRowsOnEveryPath).
+  const C base = a.m == C(-INFINITY) ? C(0) : a.m;
   C t = C(0);
 #pragma unroll
   for (int e = 0; e < N; ++e)
-    if (e < n) t += row_exp_ftz(v[e] - a.m);
+    if (e < n) t += row_exp_ftz(v[e] - base);
   a.s += t;
 }
 

@@ -84,6 +84,7 @@ TEST(SoftmaxDevice, SpecialRowsOnEveryPath) {
   check_special_rows(1000, false);   // a warp per line
   check_special_rows(6000, false);   // a block per line
   check_special_rows(40000, false);  // a cluster of blocks per line
+  check_special_rows(300000, false); // a cluster, unstaged (online max and sum)
   check_special_rows(300, true);     // a thread per line (dim 0)
 }
 
