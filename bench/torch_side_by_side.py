@@ -351,6 +351,44 @@ def torch_norm(R, bwd, wrap=None):
     return lambda: torch.autograd.grad(y, need, dy, retain_graph=True)
 
 
+def torch_cross_entropy(R, bwd, wrap=None):
+    """The loss rows: F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and
+    label_smoothing on class indices drawn in [0, C) (z_loss: + z * logsumexp(x, 1)^2 per sample);
+    backward = torch.autograd.grad of it (nll_loss_backward + log_softmax's backward), no compile figure."""
+    shape = [int(v) for v in R.f["shape"].split(",")]
+    cax = 0 if len(shape) == 1 else 1
+    C = shape[cax]
+    nll = R.f.get("op", "cross_entropy") == "nll_loss"
+    red = R.f.get("reduction", "mean")
+    ls = float(R.f.get("label_smoothing", 0))
+    z = float(R.f.get("z_loss", 0))
+    ign = R.i("ignore_index", -100)
+    x = R.t("input") if R.has("input") else R.t("dinput")
+    w = R.t("weight", 0.25, 2.0) if R.has("weight") else None
+    if R.f.get("target", "index") == "probability":
+        tgt = torch.rand(shape, device=x.device, dtype=x.dtype)
+    else:
+        tshape = shape[:cax] + shape[cax + 1:]
+        tgt = torch.randint(0, C, tshape, device=x.device, dtype=torch.int64)
+    def f(x):
+        if nll:
+            return F.nll_loss(x, tgt, weight=w, ignore_index=ign, reduction=red)
+        l = F.cross_entropy(x, tgt, weight=w, ignore_index=ign, reduction=red, label_smoothing=ls)
+        if z > 0:
+            zz = z * torch.logsumexp(x.float(), cax) ** 2
+            l = l + (zz if red == "none" else zz.sum() if red == "sum" else zz.mean())
+        return l
+    if not bwd:
+        g = wrap(f) if wrap else f
+        return lambda: g(x)
+    if wrap:
+        return None
+    xl = leaf(x)
+    y = f(xl)
+    dl = torch.empty_like(y).uniform_(-1, 1)
+    return lambda: torch.autograd.grad(y, [xl], dl, retain_graph=True)
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -512,6 +550,7 @@ TORCH = {
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
     "softmax": torch_softmax, "softmax_backward": torch_softmax, "norm": torch_norm, "norm_backward": torch_norm,
+    "cross_entropy": torch_cross_entropy, "cross_entropy_backward": torch_cross_entropy,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -537,6 +576,9 @@ TORCH_SIDE = {
             "both, as the unfused pre-norm block); backward = aten.native_layer_norm_backward (dx, dweight, dbias) for "
             "layer_norm, torch.autograd.grad of F.rms_norm for rms_norm (no torch.compile figure); torch.compile of the "
             "forward and of the layer_norm backward call.",
+    "loss": "F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and label_smoothing (z_loss: plus "
+            "z * logsumexp(x)^2 per sample); backward = torch.autograd.grad of it (nll_loss_backward and "
+            "_log_softmax_backward_data); torch.compile of the forward.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -559,7 +601,7 @@ def median_us(fn, warm=3, reps=15):
 
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
-              "softmax_backward", "norm", "norm_backward"}
+              "softmax_backward", "norm", "norm_backward", "cross_entropy", "cross_entropy_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
 DIRECT_BACKWARD = {"softmax_backward", "norm_backward"}

@@ -1,6 +1,7 @@
 // Float64 host reference of the softmax / normalization / loss rows (softmax_norm_loss_ref.hpp).
 #include "softmax_norm_loss_ref.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -15,6 +16,20 @@ double mean_of(const std::vector<double>& v) {
 }
 
 double weight_at(const std::vector<double>& w, size_t i) { return w.empty() ? 1.0 : w[i]; }
+
+// log Σ exp(x): max + log Σ exp(x - max); -inf for a row of -inf; NaN with a NaN or a +inf (as
+// log_softmax's whole row: x - max is NaN there).
+double lse_of(const std::vector<double>& x) {
+  double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (double e : x) {
+    if (std::isnan(e)) return e;
+    mx = std::max(mx, e);
+  }
+  if (mx == std::numeric_limits<double>::infinity()) return std::numeric_limits<double>::quiet_NaN();
+  if (mx == -std::numeric_limits<double>::infinity()) return mx;
+  for (double e : x) sum += std::exp(e - mx);
+  return mx + std::log(sum);
+}
 
 }  // namespace
 
@@ -104,28 +119,74 @@ std::vector<double> rms_norm_backward_row(const std::vector<double>& x, const st
   return dx;
 }
 
+ClassLossRow class_loss_row(const std::vector<double>& x, int64_t t, const std::vector<double>& prob, const std::vector<double>& w,
+                            std::optional<int64_t> ignore_index, double s, double z, bool nll) {
+  ClassLossRow r;
+  const size_t C = x.size();
+  const std::vector<double> lp = nll ? x : softmax_row(x, true);
+  if (!nll) r.lse = lse_of(x);
+  if (!prob.empty()) {
+    for (size_t c = 0; c < C; ++c) r.loss -= weight_at(w, c) * (prob[c] * (1 - s) + s / static_cast<double>(C)) * lp[c];
+    r.weight = 1;
+  } else {
+    if (ignore_index && t == *ignore_index) return r;
+    if (t < 0 || static_cast<size_t>(t) >= C) {
+      r.loss = std::numeric_limits<double>::quiet_NaN();
+      return r;
+    }
+    r.weight = weight_at(w, static_cast<size_t>(t));
+    r.loss = (1 - s) * (-r.weight * lp[static_cast<size_t>(t)]);
+    if (s > 0) {
+      double smooth = 0;
+      for (size_t c = 0; c < C; ++c) smooth -= weight_at(w, c) * lp[c];
+      r.loss += s / static_cast<double>(C) * smooth;
+    }
+  }
+  if (z > 0) r.loss += z * r.lse * r.lse;
+  return r;
+}
+
+std::vector<double> class_loss_backward_row(const std::vector<double>& x, int64_t t, const std::vector<double>& prob,
+                                            const std::vector<double>& w, std::optional<int64_t> ignore_index, double s, double z,
+                                            bool nll, double g) {
+  const size_t C = x.size();
+  std::vector<double> dx(C, 0.0);
+  if (prob.empty() && ignore_index && t == *ignore_index) return dx;
+  if (prob.empty() && (t < 0 || static_cast<size_t>(t) >= C)) return std::vector<double>(C, std::numeric_limits<double>::quiet_NaN());
+  if (nll) {
+    dx[static_cast<size_t>(t)] = -g * weight_at(w, static_cast<size_t>(t));
+    return dx;
+  }
+  const std::vector<double> p = softmax_row(x, false);
+  const double lse = lse_of(x);
+  const double spread = s / static_cast<double>(C);
+  if (!prob.empty()) {
+    double b = 0;
+    std::vector<double> q(C);
+    for (size_t c = 0; c < C; ++c) b += q[c] = weight_at(w, c) * (prob[c] * (1 - s) + spread);
+    for (size_t c = 0; c < C; ++c) dx[c] = g * (p[c] * b - q[c] + 2 * z * lse * p[c]);
+    return dx;
+  }
+  double W = 0;
+  for (size_t c = 0; c < C; ++c) W += weight_at(w, c);
+  const double wt = weight_at(w, static_cast<size_t>(t));
+  for (size_t c = 0; c < C; ++c)
+    dx[c] = g * ((1 - s) * wt * (p[c] - (static_cast<int64_t>(c) == t ? 1.0 : 0.0)) + spread * (W * p[c] - weight_at(w, c)) +
+                 2 * z * lse * p[c]);
+  return dx;
+}
+
 CrossEntropy cross_entropy(const std::vector<std::vector<double>>& logits, const std::vector<int64_t>& target,
                            const std::vector<double>& weight, std::optional<int64_t> ignore_index, double label_smoothing,
                            int reduction) {
   CrossEntropy r;
   double total = 0, wsum = 0;
   for (size_t row = 0; row < logits.size(); ++row) {
-    const std::vector<double>& x = logits[row];
-    const int64_t t = target[row];
-    if (ignore_index && t == *ignore_index) {
-      r.row_weight.push_back(0);
-      if (reduction == 0) r.loss.push_back(0);
-      continue;
-    }
-    const std::vector<double> lp = softmax_row(x, true);
-    const double wt = weight_at(weight, static_cast<size_t>(t));
-    double smooth = 0;
-    for (size_t c = 0; c < x.size(); ++c) smooth -= weight_at(weight, c) * lp[c];
-    const double l = (1 - label_smoothing) * (-wt * lp[static_cast<size_t>(t)]) + label_smoothing / static_cast<double>(x.size()) * smooth;
-    r.row_weight.push_back(wt);
-    if (reduction == 0) r.loss.push_back(l);
-    total += l;
-    wsum += wt;
+    const ClassLossRow l = class_loss_row(logits[row], target[row], {}, weight, ignore_index, label_smoothing, 0, false);
+    r.row_weight.push_back(l.weight);
+    if (reduction == 0) r.loss.push_back(l.loss);
+    total += l.loss;
+    wsum += l.weight;
   }
   if (reduction == 1) r.loss.push_back(total / wsum);  // 0 / 0 = NaN when every row is ignored
   if (reduction == 2) r.loss.push_back(total);
@@ -137,23 +198,11 @@ std::vector<std::vector<double>> cross_entropy_backward(const std::vector<std::v
                                                         double label_smoothing, int reduction, const std::vector<double>& dloss) {
   double wsum = 0;
   for (size_t row = 0; row < logits.size(); ++row)
-    if (!(ignore_index && target[row] == *ignore_index)) wsum += weight_at(weight, static_cast<size_t>(target[row]));
+    wsum += class_loss_row(logits[row], target[row], {}, weight, ignore_index, label_smoothing, 0, false).weight;
   std::vector<std::vector<double>> dx(logits.size());
   for (size_t row = 0; row < logits.size(); ++row) {
-    const std::vector<double>& x = logits[row];
-    dx[row].assign(x.size(), 0.0);
-    const int64_t t = target[row];
-    if (ignore_index && t == *ignore_index) continue;
     const double g = reduction == 0 ? dloss[row] : (reduction == 1 ? dloss[0] / wsum : dloss[0]);
-    const std::vector<double> p = softmax_row(x, false);
-    const double wt = weight_at(weight, static_cast<size_t>(t));
-    double W = 0;
-    for (size_t c = 0; c < x.size(); ++c) W += weight_at(weight, c);
-    const double s = label_smoothing / static_cast<double>(x.size());
-    for (size_t c = 0; c < x.size(); ++c) {
-      const double hard = wt * (p[c] - (static_cast<int64_t>(c) == t ? 1.0 : 0.0));
-      dx[row][c] = g * ((1 - label_smoothing) * hard + s * (W * p[c] - weight_at(weight, c)));
-    }
+    dx[row] = class_loss_backward_row(logits[row], target[row], {}, weight, ignore_index, label_smoothing, 0, false, g);
   }
   return dx;
 }

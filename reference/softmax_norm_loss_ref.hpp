@@ -37,6 +37,20 @@ NormRow rms_norm_row(const std::vector<double>& x, const std::vector<double>& w,
 std::vector<double> rms_norm_backward_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& dy,
                                           double rstd, std::vector<double>* dw);
 
+// One sample of F.cross_entropy / F.nll_loss as CrossEntropyPlan defines it (baracuda/ops/loss.hpp):
+// x the class scores (nll: log-probabilities), a class index t (prob empty) or probabilities
+// prob; w the class weights (empty: all 1); s label_smoothing, z the z-loss coefficient. A t that
+// is ignore_index gives loss 0 and weight 0; a t outside [0, C) otherwise gives loss NaN, weight 0.
+struct ClassLossRow {
+  double loss = 0, weight = 0, lse = 0;  // weight: w[t] (1 for a probability target)
+};
+ClassLossRow class_loss_row(const std::vector<double>& x, int64_t t, const std::vector<double>& prob, const std::vector<double>& w,
+                            std::optional<int64_t> ignore_index, double s, double z, bool nll);
+// d loss / d x of one sample times g (its share of dloss): the loss.hpp formulas.
+std::vector<double> class_loss_backward_row(const std::vector<double>& x, int64_t t, const std::vector<double>& prob,
+                                            const std::vector<double>& w, std::optional<int64_t> ignore_index, double s, double z,
+                                            bool nll, double g);
+
 // cross_entropy over rows of class scores with class-index targets (F.cross_entropy; the label
 // smoothing as aten's cross_entropy_loss_label_smoothing, both terms over the same divisor): per row
 // loss = (1 - s) * (-w[t] * logp[t]) + s / C * sum_c (-w[c] * logp[c]) (s: label_smoothing;

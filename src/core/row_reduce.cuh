@@ -36,8 +36,8 @@ __device__ __forceinline__ double row_exp_ftz(double v) { return exp(v); }
 
 // (max, Σ exp(x - max)) over a set of elements; the empty set is (-inf, 0). The max ignores NaN
 // (fmax: one instruction) and the sum carries it instead: exp(NaN - m) is NaN, so a set holding a
-// NaN has s = NaN, as has a set whose max is +inf (inf - inf) or -inf (every element -inf): the
-// line's outputs are then NaN, as PyTorch's.
+// NaN has s = NaN, as has a set whose max is +inf (inf - inf); every element -inf gives (-inf, 0),
+// and x - max is NaN: the line's outputs are then NaN, as PyTorch's.
 template <class C>
 struct MaxSum {
   C m, s;

@@ -154,3 +154,39 @@ TEST(SoftmaxNormLossReference, CrossEntropyBackwardMatchesFiniteDifferences) {
       }
     }
 }
+
+// The per-sample rows beyond cross_entropy's: the probability target, nll_loss and the z-loss,
+// each backward against finite differences of its forward; out-of-range targets give NaN.
+TEST(SoftmaxNormLossReference, ClassLossRowsProbabilityNllZLoss) {
+  std::mt19937_64 rng(23);
+  const size_t C = 7;
+  const auto x = random_row(rng, C), w = random_row(rng, C, 0.3, 2), prob = random_row(rng, C, 0.0, 1.0);
+  const double g = 0.8;
+  struct Form {
+    int64_t t;
+    std::vector<double> prob;
+    double s, z;
+    bool nll;
+  };
+  for (const Form& f : {Form{2, {}, 0.0, 0.0, false}, Form{4, {}, 0.15, 0.01, false}, Form{0, prob, 0.0, 0.0, false},
+                        Form{0, prob, 0.25, 0.02, false}, Form{5, {}, 0.0, 0.0, true}}) {
+    for (const std::vector<double>& wv : {std::vector<double>{}, w}) {
+      const auto dx = ref::class_loss_backward_row(x, f.t, f.prob, wv, -100, f.s, f.z, f.nll, g);
+      auto loss = [&](const std::vector<double>& v) { return g * ref::class_loss_row(v, f.t, f.prob, wv, -100, f.s, f.z, f.nll).loss; };
+      expect_near_all(dx, numeric_grad(loss, x), 1e-7);
+    }
+  }
+  // nll_loss is -w[t] · x[t]; the probability target with one-hot probabilities is the index form
+  EXPECT_NEAR(ref::class_loss_row(x, 3, {}, w, std::nullopt, 0, 0, true).loss, -w[3] * x[3], 1e-15);
+  std::vector<double> onehot(C, 0.0);
+  onehot[3] = 1;
+  EXPECT_NEAR(ref::class_loss_row(x, 0, onehot, {}, std::nullopt, 0.1, 0, false).loss, ref::class_loss_row(x, 3, {}, {}, std::nullopt, 0.1, 0, false).loss,
+              1e-14);
+  // the z-loss adds z · lse²
+  const auto r = ref::class_loss_row(x, 3, {}, {}, std::nullopt, 0, 0.5, false);
+  EXPECT_NEAR(r.loss - ref::class_loss_row(x, 3, {}, {}, std::nullopt, 0, 0, false).loss, 0.5 * r.lse * r.lse, 1e-14);
+  // a target outside [0, C) that is not ignore_index: NaN, weight 0; ignore_index: 0, weight 0
+  EXPECT_TRUE(std::isnan(ref::class_loss_row(x, static_cast<int64_t>(C), {}, {}, -100, 0, 0, false).loss));
+  EXPECT_EQ(ref::class_loss_row(x, -100, {}, w, -100, 0.2, 0.1, false).loss, 0.0);
+  EXPECT_EQ(ref::class_loss_row(x, -100, {}, w, -100, 0.2, 0.1, false).weight, 0.0);
+}

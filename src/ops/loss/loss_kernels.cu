@@ -1,0 +1,343 @@
+// CrossEntropyPlan's and CrossEntropyBackwardPlan's kernels on the row base (core/row_reduce.cuh):
+// one sample body for a warp, a block or a lone thread per sample (the group's reduce), and the
+// fixed-order sum of the per-sample losses for reduction mean / sum.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "baracuda/ops/loss.hpp"
+#include "core/launch.cuh"
+#include "core/row_reduce.cuh"
+#include "ops/loss/loss_geometry.hpp"
+
+namespace baracuda::loss {
+
+namespace {
+
+constexpr int kNll = static_cast<int>(ClassLossKind::kNllLoss);
+constexpr int kNone = static_cast<int>(LossReduction::kNone);
+constexpr int kMean = static_cast<int>(LossReduction::kMean);
+
+struct Off {
+  int64_t v[kViews];
+};
+
+__device__ __forceinline__ void sample_offsets(const LossGeom& g, int64_t s, Off& o) {
+#pragma unroll
+  for (int v = 0; v < kViews; ++v) o.v[v] = 0;
+  for (int a = g.ko - 1; a >= 0; --a) {
+    const int64_t q = s / g.osize[a], c = s - q * g.osize[a];
+#pragma unroll
+    for (int v = 0; v < kViews; ++v) o.v[v] += c * g.os[v][a];
+    s = q;
+  }
+}
+
+// V elements of T at p (V > 1: whole aligned 16-byte vectors; else one at p) into C.
+template <class T, int V, class C>
+__device__ __forceinline__ void load_v(const T* p, C (&v)[V]) {
+  constexpr int W = 16 / static_cast<int>(sizeof(T));
+  if constexpr (V == 1) {
+    v[0] = static_cast<C>(to_acc(p[0]));
+  } else {
+#pragma unroll
+    for (int q = 0; q < V / W; ++q) {
+      acc_t<T> w[W];
+      load_acc_vec<T, W>(p + q * W, w);
+#pragma unroll
+      for (int e = 0; e < W; ++e) v[q * W + e] = static_cast<C>(w[e]);
+    }
+  }
+}
+
+template <class C>
+__device__ __forceinline__ C log_c(C v) {
+  if constexpr (std::is_same_v<C, double>) return log(v);
+  else return logf(v);
+}
+
+// A lone thread per sample (kColumns): nothing to combine.
+struct ThreadGroup {
+  static constexpr int tid = 0, size = 1;
+};
+
+// A sample's (max, Σ exp) and the two weighted sums of label smoothing / a probability target:
+// a = Σ q_c · x_c, b = Σ q_c (q_c = w_c, or w_c · t'_c).
+template <class C>
+struct FwdAcc {
+  rows::MaxSum<C> ms;
+  C a, b;
+};
+struct FwdOp {
+  template <class C>
+  __device__ __forceinline__ FwdAcc<C> operator()(const FwdAcc<C>& x, const FwdAcc<C>& y) const {
+    return {rows::combine(x.ms, y.ms), x.a + y.a, x.b + y.b};
+  }
+};
+
+template <class T, class C>
+__device__ __forceinline__ C weight_at(const LossGeom& g, int64_t c) {
+  return g.w ? static_cast<C>(to_acc(static_cast<const T*>(g.w)[c * g.ws])) : C(1);
+}
+
+// q_c of the smoothing / probability sums for V classes from c: w_c, or w_c · t'_c.
+template <class T, int V, class C>
+__device__ __forceinline__ void q_piece(const LossGeom& g, const T* tp, int64_t st, int64_t c, C (&q)[V]) {
+  C t[V];
+  if (g.prob) {
+    if constexpr (V > 1) load_v<T, V, C>(tp + c, t);
+    else t[0] = static_cast<C>(to_acc(tp[c * st]));
+  }
+  const C keep = C(1) - static_cast<C>(g.smoothing), spread = static_cast<C>(g.smoothing) / static_cast<C>(g.C);
+#pragma unroll
+  for (int e = 0; e < V; ++e) q[e] = weight_at<T, C>(g, c + e) * (g.prob ? t[e] * keep + spread : C(1));
+}
+
+// The class index of a sample (i64 or i32).
+__device__ __forceinline__ int64_t target_at(const LossGeom& g, const Off& o) {
+  return g.index64 ? static_cast<const int64_t*>(g.in[kT])[o.v[kT]] : static_cast<int64_t>(static_cast<const int32_t*>(g.in[kT])[o.v[kT]]);
+}
+
+// One sample's forward: every thread of the group calls it (red: the group's reduce).
+template <class T, int V, int U, class Grp, class Red>
+__device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, const Grp& grp, Red&& red) {
+  using C = acc_t<T>;
+  Off o;
+  sample_offsets(g, s, o);
+  const T* x = static_cast<const T*>(g.in[kX]) + o.v[kX];
+  const T* tp = g.prob ? static_cast<const T*>(g.in[kT]) + o.v[kT] : nullptr;
+  const int64_t sx = V > 1 ? 1 : g.cs[kX], st = V > 1 ? 1 : g.cs[kT];
+  const bool nll = g.kind == kNll, sums = g.prob || g.smoothing > 0;
+  FwdAcc<C> acc{rows::max_sum_empty<C>(), C(0), C(0)};
+  if (!nll) {
+    constexpr int64_t kStep = static_cast<int64_t>(Grp::size) * V;
+    for (int64_t c0 = static_cast<int64_t>(grp.tid) * V; c0 < g.C; c0 += kStep * U) {
+      C v[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u)  // the U pieces' loads in flight together
+        if (c0 + u * kStep < g.C) load_v<T, V, C>(x + (c0 + u * kStep) * sx, v[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t c = c0 + u * kStep;
+        if (c >= g.C) break;
+        rows::add_piece<C, V>(acc.ms, v[u]);
+        if (sums) {
+          C q[V];
+          q_piece<T, V, C>(g, tp, st, c, q);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc.a += q[e] * v[u][e], acc.b += q[e];
+        }
+      }
+    }
+    acc = red(acc, FwdOp{});
+  }
+  if (grp.tid != 0) return;
+  // (a +inf score: s = NaN, so lse and the loss are NaN, as log_softmax's row)
+  const C lse = nll ? C(0) : acc.ms.m + log_c(acc.ms.s);
+  const C eps = static_cast<C>(g.smoothing);
+  C l = C(0), wt = C(0);
+  bool kept = true;
+  if (g.prob) {
+    l = acc.b * lse - acc.a;
+    wt = C(1);
+  } else {
+    const int64_t t = target_at(g, o);
+    if (t == g.ignore_index) {
+      kept = false;
+    } else if (t < 0 || t >= g.C) {
+      l = C(NAN);  // never dereferenced (PyTorch: a device-side assert)
+    } else {
+      const C xt = static_cast<C>(to_acc(x[t * g.cs[kX]]));
+      wt = weight_at<T, C>(g, t);
+      l = nll ? -wt * xt : (C(1) - eps) * wt * (lse - xt);
+      if (!nll && g.smoothing > 0) l += eps / static_cast<C>(g.C) * (acc.b * lse - acc.a);
+    }
+  }
+  if (kept && g.z > 0) l += static_cast<C>(g.z) * lse * lse;
+  if (g.out[kLse]) static_cast<C*>(g.out[kLse])[o.v[kLse]] = lse;
+  if (g.reduction == kNone) {
+    static_cast<T*>(g.out[kLoss])[o.v[kLoss]] = from_c<T>(static_cast<acc_t<T>>(l), false);
+  } else {
+    C* part = static_cast<C*>(g.partials);
+    part[s] = l;
+    part[g.samples + s] = wt;
+  }
+}
+
+// One sample's backward.
+template <class T, int V, class Grp, class Red>
+__device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, const Grp& grp, Red&& red) {
+  using C = acc_t<T>;
+  Off o;
+  sample_offsets(g, s, o);
+  const T* x = static_cast<const T*>(g.in[kX]) + o.v[kX];
+  const T* tp = g.prob ? static_cast<const T*>(g.in[kT]) + o.v[kT] : nullptr;
+  T* dx = static_cast<T*>(g.out[kDx]) + o.v[kDx];
+  const int64_t sx = V > 1 ? 1 : g.cs[kX], st = V > 1 ? 1 : g.cs[kT], sdx = V > 1 ? 1 : g.cs[kDx];
+  const bool nll = g.kind == kNll;
+  constexpr int64_t kStep = static_cast<int64_t>(Grp::size) * V;
+  C gr = g.reduction == kNone ? static_cast<C>(to_acc(static_cast<const T*>(g.in[kDloss])[o.v[kDloss]]))
+                              : static_cast<C>(to_acc(static_cast<const T*>(g.in[kDloss])[0]));
+  if (g.reduction == kMean) gr /= static_cast<const C*>(g.tw_in)[0];
+  int64_t t = -1;
+  C wt = C(0);
+  if (!g.prob) {
+    t = target_at(g, o);
+    if (t == g.ignore_index) gr = C(0), t = -1;
+    else if (t < 0 || t >= g.C) gr = C(NAN), t = -1;
+    else wt = weight_at<T, C>(g, t);
+  }
+  auto write = [&](int64_t c, const C (&v)[V]) {
+    if constexpr (V > 1) {
+      acc_t<T> w[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) w[e] = static_cast<acc_t<T>>(v[e]);
+      store_global16<T, V>(dx + c, w);
+    } else {
+      dx[c * sdx] = from_c<T>(static_cast<acc_t<T>>(v[0]), false);
+    }
+  };
+  if (nll) {
+    for (int64_t c = static_cast<int64_t>(grp.tid) * V; c < g.C; c += kStep) {
+      C v[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[e] = c + e == t ? -gr * wt : C(0) * gr;  // (0 · NaN: an out-of-range row is NaN)
+      write(c, v);
+    }
+    return;
+  }
+  // b = Σ q_c (W, or Σ w_c · t'_c) when label smoothing or a probability target needs it
+  const C eps = static_cast<C>(g.smoothing), lse = static_cast<const C*>(g.in[kLse])[o.v[kLse]];
+  C b = C(0);
+  if (g.prob || g.smoothing > 0) {
+    for (int64_t c = static_cast<int64_t>(grp.tid) * V; c < g.C; c += kStep) {
+      C q[V];
+      q_piece<T, V, C>(g, tp, st, c, q);
+#pragma unroll
+      for (int e = 0; e < V; ++e) b += q[e];
+    }
+    b = red(b, rows::SumOp{});
+  }
+  const C zt = C(2) * static_cast<C>(g.z) * lse, keep = C(1) - eps, spread = eps / static_cast<C>(g.C);
+  for (int64_t c = static_cast<int64_t>(grp.tid) * V; c < g.C; c += kStep) {
+    C v[V], q[V];
+    load_v<T, V, C>(x + c * sx, v);
+    if (g.prob) q_piece<T, V, C>(g, tp, st, c, q);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const C p = rows::row_exp(v[e] - lse);
+      C d;
+      if (g.prob) {
+        d = p * b - q[e];
+      } else {
+        d = keep * wt * (p - (c + e == t ? C(1) : C(0)));
+        if (g.smoothing > 0) d += spread * (b * p - weight_at<T, C>(g, c + e));
+      }
+      v[e] = gr * (d + zt * p);
+    }
+    write(c, v);
+  }
+}
+
+template <class T, bool Bwd, int V>
+__device__ __forceinline__ void run_sample(const LossGeom& g, int64_t s, const auto& grp, auto&& red) {
+  if constexpr (Bwd) backward_sample<T, V>(g, s, grp, red);
+  else forward_sample<T, V, (V > 1 ? 2 : 1)>(g, s, grp, red);
+}
+
+template <class T, bool Bwd, int V>
+__global__ void __launch_bounds__(32 * kRowWarps) warp_rows_kernel(const LossGeom g) {
+  const int w = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const rows::WarpGroup grp{lane};
+  auto red = [&](auto v, auto op) { return grp.reduce(v, op); };
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kRowWarps + w; s < g.samples; s += static_cast<int64_t>(gridDim.x) * kRowWarps)
+    run_sample<T, Bwd, V>(g, s, grp, red);
+}
+
+template <class T, bool Bwd, int V>
+__global__ void __launch_bounds__(kThreads) block_rows_kernel(const LossGeom g) {
+  __shared__ __align__(16) unsigned char slots[kThreads / 32 * sizeof(FwdAcc<double>)];
+  __shared__ __align__(16) unsigned char mine[2 * sizeof(FwdAcc<double>)];
+  const rows::ClusterGroup<kThreads> grp{static_cast<int>(threadIdx.x), 0, 1};
+  auto red = [&](auto v, auto op) {
+    using VT = decltype(v);
+    return grp.reduce(v, op, reinterpret_cast<VT*>(slots), reinterpret_cast<VT*>(mine));
+  };
+  for (int64_t s = blockIdx.x; s < g.samples; s += gridDim.x) run_sample<T, Bwd, V>(g, s, grp, red);
+}
+
+template <class T, bool Bwd>
+__global__ void __launch_bounds__(kThreads) columns_kernel(const LossGeom g) {
+  const ThreadGroup grp;
+  auto red = [](auto v, auto) { return v; };
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; s < g.samples; s += static_cast<int64_t>(gridDim.x) * kThreads)
+    run_sample<T, Bwd, 1>(g, s, grp, red);
+}
+
+template <class C>
+struct Pair {
+  C l, w;
+};
+struct PairSum {
+  template <class C>
+  __device__ __forceinline__ Pair<C> operator()(const Pair<C>& a, const Pair<C>& b) const {
+    return {a.l + b.l, a.w + b.w};
+  }
+};
+
+// reduction mean / sum: thread k adds samples k, k + kFinishThreads, ... in order, then a fixed
+// tree; loss = Σ l (sum) or Σ l / Σ w (mean), total_weight = Σ w.
+template <class T>
+__global__ void __launch_bounds__(kFinishThreads) finish_kernel(const LossGeom g) {
+  using C = acc_t<T>;
+  __shared__ Pair<C> slots[kFinishThreads / 32];
+  __shared__ Pair<C> mine[2];
+  const int tid = static_cast<int>(threadIdx.x);
+  const C* part = static_cast<const C*>(g.partials);
+  Pair<C> a{C(0), C(0)};
+  for (int64_t s = tid; s < g.samples; s += kFinishThreads) a.l += part[s], a.w += part[g.samples + s];
+  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
+  a = grp.reduce(a, PairSum{}, slots, mine);
+  if (tid != 0) return;
+  const C loss = g.reduction == kMean ? a.l / a.w : a.l;
+  static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(loss), false);
+  if (g.total_weight) static_cast<C*>(g.total_weight)[0] = a.w;
+}
+
+template <class T, bool Bwd>
+cudaError_t launch(const LossGeom& g, cudaStream_t stream) {
+  constexpr int VW = 16 / static_cast<int>(sizeof(T));
+  if (g.samples > 0 && g.C > 0) {
+    const int64_t cap = int64_t{132} * 16;
+    if (g.path == kColumns) {
+      const int64_t blocks = std::min<int64_t>((g.samples + kThreads - 1) / kThreads, cap);
+      BARACUDA_CUDA_TRY(launch_kernel(columns_kernel<T, Bwd>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
+    } else if (g.path == kWarpRows) {
+      const int64_t blocks = std::min<int64_t>((g.samples + kRowWarps - 1) / kRowWarps, cap);
+      auto k = g.vec ? warp_rows_kernel<T, Bwd, VW> : warp_rows_kernel<T, Bwd, 1>;
+      BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(32 * kRowWarps), 0, stream, g));
+    } else {
+      const int64_t blocks = std::min<int64_t>(g.samples, cap);
+      auto k = g.vec ? block_rows_kernel<T, Bwd, VW> : block_rows_kernel<T, Bwd, 1>;
+      BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
+    }
+  }
+  if (!Bwd && g.reduction != kNone)
+    BARACUDA_CUDA_TRY(launch_kernel(finish_kernel<T>, dim3(1), dim3(kFinishThreads), 0, stream, g));
+  return cudaSuccess;
+}
+
+}  // namespace
+
+LossLaunchFn find_cross_entropy(DType x, bool backward) {
+  auto pick = [&]<class T>() -> LossLaunchFn { return backward ? &launch<T, true> : &launch<T, false>; };
+  switch (x) {
+    case DType::f32: return pick.template operator()<float>();
+    case DType::f16: return pick.template operator()<__half>();
+    case DType::bf16: return pick.template operator()<__nv_bfloat16>();
+    case DType::f64: return pick.template operator()<double>();
+    default: return nullptr;
+  }
+}
+
+}  // namespace baracuda::loss
