@@ -389,6 +389,52 @@ def torch_cross_entropy(R, bwd, wrap=None):
     return lambda: torch.autograd.grad(y, [xl], dl, retain_graph=True)
 
 
+def torch_pointwise_loss(R, bwd, wrap=None):
+    """The element-wise losses: the F.*_loss of the same op, options and reduction on inputs of the op's
+    domain; backward = torch.autograd.grad of it for every operand we differentiate."""
+    op = R.f["op"]
+    red = R.f.get("reduction", "mean")
+    x = R.t("input", 0.02, 0.98) if op == "binary_cross_entropy" else R.t("input")
+    y = R.t("target", 0.0, 1.0)
+    if op in ("soft_margin", "hinge_embedding", "margin_ranking"):
+        y = torch.where(y > 0.5, 1.0, -1.0).to(y.dtype)
+    x2 = R.t("input2") if R.has("input2") else None
+    var = R.t("var", 0.1, 2.0) if R.has("var") else None
+    w = R.t("weight", 0.25, 2.0) if R.has("weight") else None
+    pw = R.t("pos_weight", 0.5, 3.0) if R.has("pos_weight") else None
+    fl = lambda k, d: float(R.f.get(k, d))
+    def f(x, y, x2, var):
+        if op == "mse": return F.mse_loss(x, y, reduction=red)
+        if op == "l1": return F.l1_loss(x, y, reduction=red)
+        if op == "smooth_l1": return F.smooth_l1_loss(x, y, reduction=red, beta=fl("beta", 1.0))
+        if op == "huber": return F.huber_loss(x, y, reduction=red, delta=fl("delta", 1.0))
+        if op == "binary_cross_entropy": return F.binary_cross_entropy(x, y, weight=w, reduction=red)
+        if op == "binary_cross_entropy_with_logits":
+            return F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=pw, reduction=red)
+        if op == "kl_div": return F.kl_div(x, y, reduction=red, log_target=R.b("log_target"))
+        if op == "poisson_nll":
+            return F.poisson_nll_loss(x, y, log_input=R.f.get("log_input", "true") == "true", full=R.b("full"),
+                                      eps=fl("eps", 1e-8), reduction=red)
+        if op == "gaussian_nll": return F.gaussian_nll_loss(x, y, var, full=R.b("full"), eps=fl("eps", 1e-6), reduction=red)
+        if op == "soft_margin": return F.soft_margin_loss(x, y, reduction=red)
+        if op == "hinge_embedding": return F.hinge_embedding_loss(x, y, margin=fl("margin", 1.0), reduction=red)
+        if op == "margin_ranking": return F.margin_ranking_loss(x, x2, y, margin=fl("margin", 0.0), reduction=red)
+        raise KeyError(op)
+    if not bwd:
+        g = wrap(f) if wrap else f
+        return lambda: g(x, y, x2, var)
+    if wrap:
+        return None
+    xl = leaf(x)
+    yl = leaf(y, R.has("dtarget"))
+    x2l = leaf(x2) if x2 is not None else None
+    vl = leaf(var) if var is not None else None
+    out = f(xl, yl, x2l, vl)
+    need = [t for t in (xl, yl, x2l, vl) if t is not None and t.requires_grad]
+    dl = torch.empty_like(out).uniform_(-1, 1)
+    return lambda: torch.autograd.grad(out, need, dl, retain_graph=True)
+
+
 def torch_gemm(R, bwd, wrap=None):
     a, b = R.t("a", -1, 1), R.t("b", -1, 1)
     bias = R.t("bias", -1, 1) if R.has("bias") and R.b("has_bias") else None
@@ -551,6 +597,7 @@ TORCH = {
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
     "softmax": torch_softmax, "softmax_backward": torch_softmax, "norm": torch_norm, "norm_backward": torch_norm,
     "cross_entropy": torch_cross_entropy, "cross_entropy_backward": torch_cross_entropy,
+    "pointwise_loss": torch_pointwise_loss, "pointwise_loss_backward": torch_pointwise_loss,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -578,7 +625,8 @@ TORCH_SIDE = {
             "forward and of the layer_norm backward call.",
     "loss": "F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and label_smoothing (z_loss: plus "
             "z * logsumexp(x)^2 per sample); backward = torch.autograd.grad of it (nll_loss_backward and "
-            "_log_softmax_backward_data); torch.compile of the forward.",
+            "_log_softmax_backward_data); the element-wise losses: the F.*_loss of the same op, options and reduction, "
+            "backward = torch.autograd.grad of it for every operand we differentiate; torch.compile of the forwards.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -601,7 +649,8 @@ def median_us(fn, warm=3, reps=15):
 
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
-              "softmax_backward", "norm", "norm_backward", "cross_entropy", "cross_entropy_backward"}
+              "softmax_backward", "norm", "norm_backward", "cross_entropy", "cross_entropy_backward",
+              "pointwise_loss", "pointwise_loss_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
 DIRECT_BACKWARD = {"softmax_backward", "norm_backward"}

@@ -1,4 +1,4 @@
-// Reference adapters of the loss rows: each sample (the class axis of the input) through
+// Reference adapters of the loss rows (cross_entropy: each sample (the class axis of the input) through
 // reference/softmax_norm_loss_ref.cpp's class_loss_row / class_loss_backward_row. Inputs: class
 // indices in [0, C) with some ignore_index and (data unset) a few out of range, class weights in
 // [0.25, 2]; the backward's lse and total_weight computed from its input and targets. Error
@@ -214,9 +214,150 @@ Status backward(RefCall& c) {
   return {};
 }
 
+
+// ---------------------------------------------------------------- pointwise losses
+
+ref::PwOptions pw_options(const PointwiseLossDescriptor& d) {
+  ref::PwOptions o;
+  o.op = static_cast<ref::PwLoss>(static_cast<int>(d.op));
+  o.beta = d.beta.value_or(1.0);
+  o.delta = d.delta.value_or(1.0);
+  o.margin = d.margin.value_or(d.op == PointwiseLossKind::kHingeEmbedding ? 1.0 : 0.0);
+  o.eps = d.eps.value_or(d.op == PointwiseLossKind::kPoissonNll ? 1e-8 : 1e-6);
+  o.log_input = d.log_input;
+  o.full = d.full;
+  o.log_target = d.log_target;
+  return o;
+}
+
+// Each op's domain: probabilities for binary_cross_entropy, ±1 targets for the margin losses,
+// positive var / rates, non-negative kl_div targets (with exact zeros).
+void pw_fill(RefCall& c) {
+  const PointwiseLossDescriptor& d = c.desc<PointwiseLossDescriptor>();
+  using K = PointwiseLossKind;
+  RefOperand& x = c["input"];
+  RefOperand& y = c["target"];
+  auto& rng = c.rng();
+  auto signs = [&](RefOperand& o) {
+    o.in.resize(static_cast<size_t>(o.spec->numel()));
+    for (double& v : o.in) v = rng() % 2 ? 1.0 : -1.0;
+    o.given = true;
+  };
+  switch (d.op) {
+    case K::kBce: x.lo = 0.02, x.hi = 0.98, y.lo = 0, y.hi = 1; break;
+    case K::kBceWithLogits: x.lo = -4, x.hi = 4, y.lo = 0, y.hi = 1; break;
+    case K::kKlDiv:
+      x.lo = -3, x.hi = 0;
+      if (d.log_target) {
+        y.lo = -3, y.hi = 0.5;
+      } else {
+        y.in.resize(static_cast<size_t>(y.spec->numel()));
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        for (double& v : y.in) v = rng() % 8 == 0 ? 0.0 : ref::store_as(d.dtype, u(rng));
+        y.given = true;
+      }
+      break;
+    case K::kPoissonNll:
+      if (d.log_input) x.lo = -2, x.hi = 2;
+      else x.lo = 0.1, x.hi = 3;
+      y.lo = 0, y.hi = 4;
+      break;
+    case K::kGaussianNll: c["var"].lo = 0.1, c["var"].hi = 2; break;
+    case K::kSoftMargin:
+    case K::kHingeEmbedding:
+    case K::kMarginRanking: signs(y); break;
+    default: break;
+  }
+  if (RefOperand* w = c.find("weight")) w->lo = 0.25, w->hi = 2;
+  if (RefOperand* pw = c.find("pos_weight")) pw->lo = 0.5, pw->hi = 3;
+}
+
+ref::PwElem pw_elem(RefCall& c, size_t i) {
+  ref::PwElem e;
+  auto at = [&](const char* name, double absent) {
+    RefOperand* o = c.find(name);
+    return o ? o->in[i] : absent;
+  };
+  e.x = at("input", 0), e.x2 = at("input2", 0), e.y = at("target", 0), e.v = at("var", 1), e.w = at("weight", 1), e.pw = at("pos_weight", 1);
+  return e;
+}
+
+// |f(u (1 + h)) - f(u)| / h summed over the element's operands: the error a relative rounding of
+// each operand (or of the intermediate built from it) moves f by.
+template <class F>
+double sensitivity(const ref::PwElem& e, F&& f) {
+  constexpr double h = 1e-4;
+  const double f0 = f(e);
+  double s = 0;
+  for (double ref::PwElem::*m : {&ref::PwElem::x, &ref::PwElem::x2, &ref::PwElem::y, &ref::PwElem::v, &ref::PwElem::w, &ref::PwElem::pw}) {
+    ref::PwElem p = e;
+    p.*m *= 1 + h;
+    const double d = std::fabs(f(p) - f0) / h;
+    if (std::isfinite(d)) s += d;
+  }
+  return s;
+}
+
+Status pw_forward(RefCall& c) {
+  const PointwiseLossDescriptor& d = c.desc<PointwiseLossDescriptor>();
+  const ref::PwOptions o = pw_options(d);
+  RefOperand& loss = c["loss"];
+  const size_t n = c["input"].in.size();
+  const bool none = d.reduction == LossReduction::kNone;
+  loss.want.assign(none ? n : 1, 0.0), loss.mag.assign(none ? n : 1, 0.0);
+  double total = 0, mags = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ref::PwElem e = pw_elem(c, i);
+    const double l = ref::pointwise_loss(o, e);
+    const double m = 4 * (std::fabs(l) + sensitivity(e, [&](const ref::PwElem& p) { return ref::pointwise_loss(o, p); }));
+    if (none) loss.want[i] = l, loss.mag[i] = m;
+    total += l, mags += m;
+  }
+  if (!none) {
+    double div = 1;
+    if (d.reduction == LossReduction::kMean) div = static_cast<double>(n);
+    if (d.reduction == LossReduction::kBatchMean) div = d.rank > 0 ? static_cast<double>(d.shape[0]) : 1.0;
+    loss.want[0] = total / div;
+    loss.mag[0] = mags * (2 + std::log2(static_cast<double>(n) + 1)) / std::fabs(div);
+  }
+  return {};
+}
+
+Status pw_backward(RefCall& c) {
+  const PointwiseLossDescriptor& d = c.desc<PointwiseLossDescriptor>();
+  const ref::PwOptions o = pw_options(d);
+  const size_t n = c["input"].in.size();
+  const std::vector<double>& dl = c["dloss"].in;
+  double div = 1;
+  if (d.reduction == LossReduction::kMean) div = static_cast<double>(n);
+  if (d.reduction == LossReduction::kBatchMean) div = d.rank > 0 ? static_cast<double>(d.shape[0]) : 1.0;
+  struct Out {
+    RefOperand* op;
+    double ref::PwGrad::*m;
+  };
+  const Out outs[] = {{c.find("dinput"), &ref::PwGrad::dx}, {c.find("dinput2"), &ref::PwGrad::dx2}, {c.find("dtarget"), &ref::PwGrad::dy},
+                      {c.find("dvar"), &ref::PwGrad::dv}};
+  for (const Out& out : outs)
+    if (out.op) out.op->want.assign(n, 0.0), out.op->mag.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const ref::PwElem e = pw_elem(c, i);
+    const double g = (d.reduction == LossReduction::kNone ? dl[i] : dl[0]) / div;
+    const ref::PwGrad r = ref::pointwise_loss_grad(o, e);
+    for (const Out& out : outs) {
+      if (!out.op) continue;
+      out.op->want[i] = g * (r.*(out.m));
+      const double sens = sensitivity(e, [&](const ref::PwElem& p) { return ref::pointwise_loss_grad(o, p).*(out.m); });
+      out.op->mag[i] = 4 * std::fabs(g) * (std::fabs(r.*(out.m)) + sens);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_cross_entropy() { return {&forward_fill, &forward, nullptr}; }
 OpRef ref_cross_entropy_backward() { return {&backward_fill, &backward, nullptr}; }
+OpRef ref_pointwise_loss() { return {&pw_fill, &pw_forward, nullptr}; }
+OpRef ref_pointwise_loss_backward() { return {&pw_fill, &pw_backward, nullptr}; }
 
 }  // namespace baracuda::harness

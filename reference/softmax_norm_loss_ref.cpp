@@ -207,4 +207,80 @@ std::vector<std::vector<double>> cross_entropy_backward(const std::vector<std::v
   return dx;
 }
 
+namespace {
+double sign_of(double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : v; }
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+double softplus(double v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); }  // log(1 + e^v)
+constexpr double kPi = 3.14159265358979323846;
+}  // namespace
+
+double pointwise_loss(const PwOptions& o, const PwElem& e) {
+  const double d = e.x - e.y, z = std::fabs(d);
+  switch (o.op) {
+    case PwLoss::mse: return d * d;
+    case PwLoss::l1: return z;
+    case PwLoss::smooth_l1: return o.beta == 0 ? z : (z < o.beta ? 0.5 * d * d / o.beta : z - 0.5 * o.beta);
+    case PwLoss::huber: return z < o.delta ? 0.5 * d * d : o.delta * (z - 0.5 * o.delta);
+    case PwLoss::bce: return -e.w * (e.y * std::max(std::log(e.x), -100.0) + (1 - e.y) * std::max(std::log(1 - e.x), -100.0));
+    case PwLoss::bce_with_logits: return e.w * ((1 - e.y) * e.x + (1 + (e.pw - 1) * e.y) * softplus(-e.x));
+    case PwLoss::kl_div:
+      if (o.log_target) return std::exp(e.y) * (e.y - e.x);
+      return (e.y == 0 ? 0.0 : e.y * std::log(e.y)) - e.y * e.x;
+    case PwLoss::poisson_nll: {
+      double l = o.log_input ? std::exp(e.x) - e.y * e.x : e.x - e.y * std::log(e.x + o.eps);
+      if (o.full && e.y > 1) l += e.y * std::log(e.y) - e.y + 0.5 * std::log(2 * kPi * e.y);
+      return l;
+    }
+    case PwLoss::gaussian_nll: {
+      const double v = std::max(e.v, o.eps);
+      return 0.5 * (std::log(v) + d * d / v) + (o.full ? 0.5 * std::log(2 * kPi) : 0.0);
+    }
+    case PwLoss::soft_margin: return softplus(-e.y * e.x);
+    case PwLoss::hinge_embedding: return (e.y != 1 ? std::max(o.margin - e.x, 0.0) : 0.0) + (e.y != -1 ? e.x : 0.0);
+    case PwLoss::margin_ranking: return std::max(-e.y * (e.x - e.x2) + o.margin, 0.0);
+  }
+  return 0;
+}
+
+PwGrad pointwise_loss_grad(const PwOptions& o, const PwElem& e) {
+  const double d = e.x - e.y;
+  PwGrad r;
+  switch (o.op) {
+    case PwLoss::mse: r.dx = 2 * d, r.dy = -2 * d; break;
+    case PwLoss::l1: r.dx = sign_of(d), r.dy = -r.dx; break;
+    case PwLoss::smooth_l1:
+      r.dx = o.beta == 0 ? sign_of(d) : (d < -o.beta ? -1.0 : d > o.beta ? 1.0 : d / o.beta);
+      r.dy = -r.dx;
+      break;
+    case PwLoss::huber: r.dx = std::clamp(d, -o.delta, o.delta), r.dy = -r.dx; break;
+    case PwLoss::bce: r.dx = e.w * (e.x - e.y) / std::max((1 - e.x) * e.x, 1e-12); break;
+    case PwLoss::bce_with_logits:
+      r.dx = e.w * ((1 + (e.pw - 1) * e.y) * sigmoid(e.x) - e.pw * e.y);
+      r.dy = e.w * ((e.pw - 1) * softplus(-e.x) - e.x);
+      break;
+    case PwLoss::kl_div:
+      if (o.log_target) r.dx = -std::exp(e.y), r.dy = std::exp(e.y) * (e.y - e.x + 1);
+      else r.dx = -e.y, r.dy = e.y > 0 ? std::log(e.y) + 1 - e.x : 0.0;
+      break;
+    case PwLoss::poisson_nll:
+      if (o.log_input) r.dx = std::exp(e.x) - e.y, r.dy = -e.x;
+      else r.dx = 1 - e.y / (e.x + o.eps), r.dy = -std::log(e.x + o.eps);
+      if (o.full && e.y > 1) r.dy += std::log(e.y) + 0.5 / e.y;
+      break;
+    case PwLoss::gaussian_nll: {
+      const double v = std::max(e.v, o.eps);
+      r.dx = d / v, r.dy = -d / v, r.dv = 0.5 * (1 / v - d * d / (v * v));
+      break;
+    }
+    case PwLoss::soft_margin: r.dx = -e.y * sigmoid(-e.y * e.x), r.dy = -e.x * sigmoid(-e.y * e.x); break;
+    case PwLoss::hinge_embedding: r.dx = (e.y != 1 && o.margin - e.x >= 0 ? -1.0 : 0.0) + (e.y != -1 ? 1.0 : 0.0); break;
+    case PwLoss::margin_ranking: {
+      const bool on = -e.y * (e.x - e.x2) + o.margin >= 0;
+      r.dx = on ? -e.y : 0.0, r.dx2 = on ? e.y : 0.0, r.dy = on ? -(e.x - e.x2) : 0.0;
+      break;
+    }
+  }
+  return r;
+}
+
 }  // namespace baracuda::ref

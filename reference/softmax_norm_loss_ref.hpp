@@ -71,4 +71,23 @@ std::vector<std::vector<double>> cross_entropy_backward(const std::vector<std::v
                                                         const std::vector<double>& weight, std::optional<int64_t> ignore_index,
                                                         double label_smoothing, int reduction, const std::vector<double>& dloss);
 
+// The element-wise losses of PointwiseLossPlan (baracuda/ops/loss.hpp), in its PointwiseLossKind
+// order, from PyTorch's definitions: the loss of one element and its derivatives (PyTorch's
+// conventions at the kinks: sign(0) = 0; the clamps pass the gradient at equality).
+enum class PwLoss { mse, l1, smooth_l1, huber, bce, bce_with_logits, kl_div, poisson_nll, gaussian_nll, soft_margin, hinge_embedding,
+                    margin_ranking };
+struct PwOptions {
+  PwLoss op = PwLoss::mse;
+  double beta = 1, delta = 1, margin = 0, eps = 0;
+  bool log_input = true, full = false, log_target = false;
+};
+struct PwElem {
+  double x = 0, x2 = 0, y = 0, v = 1, w = 1, pw = 1;  // input, input2, target, var, weight, pos_weight
+};
+struct PwGrad {
+  double dx = 0, dx2 = 0, dy = 0, dv = 0;
+};
+double pointwise_loss(const PwOptions& o, const PwElem& e);
+PwGrad pointwise_loss_grad(const PwOptions& o, const PwElem& e);
+
 }  // namespace baracuda::ref

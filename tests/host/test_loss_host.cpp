@@ -118,3 +118,66 @@ TEST(CrossEntropyPlan, RefusalsNameTheField) {
   EXPECT_TRUE(CrossEntropyPlan::select(desc(DType::f32, {0, 10}), hopper()));
   EXPECT_TRUE(CrossEntropyPlan::select(desc(DType::f32, {0, 0}), hopper()));
 }
+
+TEST(PointwiseLossPlan, OperandsPerOpAndRefusals) {
+  PointwiseLossDescriptor d;
+  d.op = PointwiseLossKind::kMarginRanking;
+  d.rank = 2;
+  d.shape[0] = 8, d.shape[1] = 3;
+  auto p = PointwiseLossPlan::select(d, hopper());
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_NE(p->expected_operands().find("input2"), nullptr);
+  EXPECT_TRUE(dims(p->expected_operands().find("loss")).empty());
+  EXPECT_GT(p->workspace_size(), 0u);
+  auto b = PointwiseLossBackwardPlan::select(d, hopper());
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->expected_operands().find("dinput2")->optional);
+  EXPECT_TRUE(b->expected_operands().find("dtarget")->optional);
+  EXPECT_EQ(b->expected_operands().find("dvar"), nullptr);
+  // gaussian_nll reads var and gives dvar; binary_cross_entropy has no dtarget
+  d.op = PointwiseLossKind::kGaussianNll;
+  d.reduction = LossReduction::kNone;
+  auto g = PointwiseLossBackwardPlan::select(d, hopper());
+  ASSERT_TRUE(g);
+  EXPECT_NE(g->expected_operands().find("var"), nullptr);
+  EXPECT_NE(g->expected_operands().find("dvar"), nullptr);
+  EXPECT_EQ(dims(g->expected_operands().find("dloss")), (std::vector<int64_t>{8, 3}));
+  d.op = PointwiseLossKind::kBce;
+  d.weight = true;
+  auto bce = PointwiseLossBackwardPlan::select(d, hopper());
+  ASSERT_TRUE(bce);
+  EXPECT_EQ(bce->expected_operands().find("dtarget"), nullptr);
+  EXPECT_NE(bce->expected_operands().find("weight"), nullptr);
+  // an option of another op is refused by name
+  auto refused = [](const PointwiseLossDescriptor& r, const std::string& needle) {
+    auto q = PointwiseLossPlan::select(r, hopper());
+    ASSERT_FALSE(q) << needle;
+    expect_error(q.status(), StatusCode::kInvalidProblem, needle);
+  };
+  PointwiseLossDescriptor m;
+  m.rank = 1, m.shape[0] = 4;
+  m.beta = 0.5;
+  refused(m, "beta");
+  m.beta.reset();
+  m.pos_weight = true;
+  refused(m, "pos_weight");
+  m.pos_weight = false;
+  m.reduction = LossReduction::kBatchMean;
+  refused(m, "batchmean");
+  m.op = PointwiseLossKind::kKlDiv;
+  EXPECT_TRUE(PointwiseLossPlan::select(m, hopper()));
+  m.op = PointwiseLossKind::kHuber;
+  m.reduction = LossReduction::kMean;
+  m.delta = 0;
+  refused(m, "delta");
+  m.op = PointwiseLossKind::kSmoothL1;
+  m.delta.reset();
+  m.beta = -1;
+  refused(m, "beta");
+  // cross_entropy refuses batchmean
+  CrossEntropyDescriptor ce = desc(DType::f32, {4, 10});
+  ce.reduction = LossReduction::kBatchMean;
+  auto r = CrossEntropyPlan::select(ce, hopper());
+  ASSERT_FALSE(r);
+  expect_error(r.status(), StatusCode::kInvalidProblem, "batchmean");
+}

@@ -190,3 +190,62 @@ TEST(SoftmaxNormLossReference, ClassLossRowsProbabilityNllZLoss) {
   EXPECT_EQ(ref::class_loss_row(x, -100, {}, w, -100, 0.2, 0.1, false).loss, 0.0);
   EXPECT_EQ(ref::class_loss_row(x, -100, {}, w, -100, 0.2, 0.1, false).weight, 0.0);
 }
+
+// Every element-wise loss's derivatives against finite differences of its value, away from the
+// kinks; hand values at a few points (PyTorch's).
+TEST(SoftmaxNormLossReference, PointwiseLossGradientsMatchFiniteDifferences) {
+  using ref::PwLoss;
+  struct Case {
+    PwLoss op;
+    ref::PwElem e;
+    ref::PwOptions o;
+  };
+  auto opt = [](PwLoss op) {
+    ref::PwOptions o;
+    o.op = op;
+    o.margin = op == PwLoss::hinge_embedding ? 1.0 : 0.0;
+    o.eps = op == PwLoss::poisson_nll ? 1e-8 : 1e-6;
+    return o;
+  };
+  std::vector<Case> cases;
+  for (PwLoss op : {PwLoss::mse, PwLoss::l1, PwLoss::smooth_l1, PwLoss::huber, PwLoss::soft_margin, PwLoss::hinge_embedding,
+                    PwLoss::margin_ranking})
+    for (double x : {-1.7, -0.3, 0.45, 2.2})
+      cases.push_back({op, {x, 0.6, op >= PwLoss::soft_margin ? -1.0 : 0.7, 1, 1, 1}, opt(op)});
+  cases.push_back({PwLoss::bce, {0.3, 0, 0.8, 1, 1.5, 1}, opt(PwLoss::bce)});
+  cases.push_back({PwLoss::bce_with_logits, {-1.2, 0, 0.35, 1, 0.7, 2.5}, opt(PwLoss::bce_with_logits)});
+  cases.push_back({PwLoss::bce_with_logits, {2.5, 0, 0.9, 1, 1, 1}, opt(PwLoss::bce_with_logits)});
+  cases.push_back({PwLoss::kl_div, {-0.8, 0, 0.4, 1, 1, 1}, opt(PwLoss::kl_div)});
+  ref::PwOptions lt = opt(PwLoss::kl_div);
+  lt.log_target = true;
+  cases.push_back({PwLoss::kl_div, {-0.8, 0, -1.1, 1, 1, 1}, lt});
+  cases.push_back({PwLoss::poisson_nll, {0.6, 0, 2.5, 1, 1, 1}, opt(PwLoss::poisson_nll)});
+  ref::PwOptions pf = opt(PwLoss::poisson_nll);
+  pf.log_input = false, pf.full = true;
+  cases.push_back({PwLoss::poisson_nll, {1.4, 0, 3.0, 1, 1, 1}, pf});
+  ref::PwOptions gf = opt(PwLoss::gaussian_nll);
+  gf.full = true;
+  cases.push_back({PwLoss::gaussian_nll, {0.9, 0, -0.4, 0.7, 1, 1}, gf});
+  for (const Case& c : cases) {
+    const ref::PwGrad g = ref::pointwise_loss_grad(c.o, c.e);
+    auto fd = [&](double ref::PwElem::*m) {
+      ref::PwElem a = c.e, b = c.e;
+      a.*m += 1e-6, b.*m -= 1e-6;
+      return (ref::pointwise_loss(c.o, a) - ref::pointwise_loss(c.o, b)) / 2e-6;
+    };
+    const std::string what = std::to_string(static_cast<int>(c.op)) + " x=" + std::to_string(c.e.x);
+    EXPECT_NEAR(g.dx, fd(&ref::PwElem::x), 1e-6) << what;
+    if (c.op == PwLoss::margin_ranking) EXPECT_NEAR(g.dx2, fd(&ref::PwElem::x2), 1e-6) << what;
+    if (c.op != PwLoss::bce && c.op != PwLoss::hinge_embedding) EXPECT_NEAR(g.dy, fd(&ref::PwElem::y), 1e-6) << what;
+    if (c.op == PwLoss::gaussian_nll) EXPECT_NEAR(g.dv, fd(&ref::PwElem::v), 1e-6) << what;
+  }
+  // hand values: huber outside delta, smooth_l1 inside beta, bce's log clamp at -100, kl_div's 0 · log 0
+  ref::PwOptions h = opt(PwLoss::huber);
+  EXPECT_DOUBLE_EQ(ref::pointwise_loss(h, {3.0, 0, 0.5, 1, 1, 1}), 1.0 * (2.5 - 0.5));
+  ref::PwOptions s = opt(PwLoss::smooth_l1);
+  s.beta = 2;
+  EXPECT_DOUBLE_EQ(ref::pointwise_loss(s, {1.0, 0, 0.0, 1, 1, 1}), 0.25);
+  EXPECT_DOUBLE_EQ(ref::pointwise_loss(opt(PwLoss::bce), {0.0, 0, 1.0, 1, 1, 1}), 100.0);
+  EXPECT_DOUBLE_EQ(ref::pointwise_loss(opt(PwLoss::kl_div), {-5.0, 0, 0.0, 1, 1, 1}), 0.0);
+  EXPECT_EQ(ref::pointwise_loss_grad(opt(PwLoss::l1), {0.5, 0, 0.5, 1, 1, 1}).dx, 0.0);  // sign(0) = 0
+}

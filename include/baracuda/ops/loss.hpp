@@ -2,6 +2,7 @@
 // class weights, ignore_index, label_smoothing, reduction none / mean / sum), with an optional
 // z-loss term, and their backward (the gradient of the input).
 //
+// (reduction batchmean is kl_div's: refused here.)
 // Shapes: input [C] (one sample), [N, C] or [N, C, d1, ..., dk] (the class axis is 1; every
 //   other position is a sample: S = N · d1 · ... · dk samples); a class-index target has the
 //   samples' shape ([], [N] or [N, d1, ...]), a probability target the input's shape; weight [C];
@@ -37,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
@@ -45,7 +47,7 @@
 
 namespace baracuda {
 
-BARACUDA_ENUM(LossReduction, uint8_t, (kNone, "none"), (kMean, "mean"), (kSum, "sum"));
+BARACUDA_ENUM(LossReduction, uint8_t, (kNone, "none"), (kMean, "mean"), (kSum, "sum"), (kBatchMean, "batchmean"));  // batchmean: kl_div only
 BARACUDA_ENUM(ClassLossKind, uint8_t, (kCrossEntropy, "cross_entropy"), (kNllLoss, "nll_loss"));
 BARACUDA_ENUM(LossTarget, uint8_t, (kIndex, "index"), (kProbability, "probability"));
 
@@ -120,6 +122,111 @@ class CrossEntropyBackwardPlan : public PlanBase<CrossEntropyDescriptor> {
 
  private:
   DType acc_ = DType::f32;
+};
+
+// ================================================================ pointwise losses
+// baracuda's F.mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
+// binary_cross_entropy_with_logits, kl_div, poisson_nll_loss, gaussian_nll_loss,
+// soft_margin_loss, hinge_embedding_loss and margin_ranking_loss: an element-wise loss l_i of the
+// operands' element i, then reduction none (l), sum (Σ l), mean (Σ l / numel) or batchmean
+// (kl_div: Σ l / shape[0]). Per element (d = x - y; PyTorch's definitions and defaults):
+//   mse                 d²
+//   l1                  |d|
+//   smooth_l1 (beta 1)  |d| < beta ? 0.5 d² / beta : |d| - 0.5 beta     (beta = 0: l1)
+//   huber (delta 1)     |d| < delta ? 0.5 d² : delta (|d| - 0.5 delta)
+//   binary_cross_entropy            -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
+//   binary_cross_entropy_with_logits w ((1 - y) x + (1 + (pw - 1) y) (log1p(exp(-|x|)) + max(-x, 0)))
+//   kl_div              y (log y - x) (y = 0: 0; y < 0: NaN); log_target: exp(y) (y - x)
+//   poisson_nll         log_input: exp(x) - y x; else x - y log(x + eps) (eps 1e-8); full: +
+//                       y log y - y + 0.5 log(2 pi y) where y > 1
+//   gaussian_nll        0.5 (log v + d² / v) with v = max(var, eps) (eps 1e-6); full: + 0.5 log(2 pi)
+//   soft_margin         log(1 + exp(-y x))
+//   hinge_embedding     (y != 1 ? max(0, margin - x) : 0) + (y != -1 ? x : 0)   (margin 1)
+//   margin_ranking      max(0, -y (x - x2) + margin)                         (margin 0; x2 = input2)
+// Operands: input, target, and as the op takes them input2 (margin_ranking), var (gaussian_nll),
+//   weight (binary_cross_entropy[_with_logits], optional), pos_weight (with_logits, optional):
+//   all of the input's shape, any strides (a broadcast operand is a view with stride 0 on the
+//   broadcast axes, e.g. pos_weight [C] as strides (0, ..., 0, 1)). loss: the input's shape
+//   (none) or a scalar.
+// Dtypes: every operand `dtype` (f32, f16, bf16, f64); math in f32 (f64).
+// Accumulation (sum / mean / batchmean): each of G = min(ceil(numel / 4096), 1024) blocks adds its
+//   elements (grid-stride, in order per thread, then a fixed tree), a second pass the G partials in
+//   order: bitwise run-to-run and across devices. Workspace: G accumulators (none: 0).
+// Aliasing: none. Backward: below.
+BARACUDA_ENUM(PointwiseLossKind, uint8_t, (kMse, "mse"), (kL1, "l1"), (kSmoothL1, "smooth_l1"), (kHuber, "huber"),
+              (kBce, "binary_cross_entropy"), (kBceWithLogits, "binary_cross_entropy_with_logits"), (kKlDiv, "kl_div"),
+              (kPoissonNll, "poisson_nll"), (kGaussianNll, "gaussian_nll"), (kSoftMargin, "soft_margin"),
+              (kHingeEmbedding, "hinge_embedding"), (kMarginRanking, "margin_ranking"));
+
+struct PointwiseLossDescriptor {
+  PointwiseLossKind op = PointwiseLossKind::kMse;
+  DType dtype = DType::f32;
+  int rank = 1;  // 0 .. 8
+  int64_t shape[kMaxRank] = {};
+  LossReduction reduction = LossReduction::kMean;
+  std::optional<double> beta;    // smooth_l1 (1.0)
+  std::optional<double> delta;   // huber (1.0)
+  std::optional<double> margin;  // hinge_embedding (1.0), margin_ranking (0.0)
+  std::optional<double> eps;     // poisson_nll (1e-8), gaussian_nll (1e-6)
+  bool log_input = true;         // poisson_nll
+  bool full = false;             // poisson_nll, gaussian_nll
+  bool log_target = false;       // kl_div
+  bool weight = false;           // binary_cross_entropy[_with_logits]
+  bool pos_weight = false;       // binary_cross_entropy_with_logits
+
+  bool operator==(const PointwiseLossDescriptor&) const = default;
+};
+BARACUDA_DESCRIBE(PointwiseLossDescriptor, op, dtype, rank, shape, reduction, beta, delta, margin, eps, log_input, full, log_target,
+                  weight, pos_weight);
+
+struct PointwiseLossArgs {
+  TensorRef input;
+  TensorRef input2;  // margin_ranking
+  TensorRef target;
+  TensorRef var;  // gaussian_nll
+  TensorRef weight;
+  TensorRef pos_weight;
+  TensorMut loss;
+};
+BARACUDA_DESCRIBE(PointwiseLossArgs, input, input2, target, var, weight, pos_weight, loss);
+
+class PointwiseLossPlan : public PlanBase<PointwiseLossDescriptor> {
+ public:
+  static Result<PointwiseLossPlan> select(const PointwiseLossDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const PointwiseLossArgs& args) const;
+  Status run(cudaStream_t stream, Workspace ws, const PointwiseLossArgs& args) const;
+};
+
+// Backward: dloss (the input's shape for none, else a scalar) times d l_i / d operand, divided by
+// numel (mean) or shape[0] (batchmean), PyTorch's derivative conventions at the kinks (sign(0) =
+// 0 for l1; smooth_l1 / huber: d / beta, d inside [-beta, beta] / [-delta, delta]; hinge and
+// margin_ranking: 0 where the hinge is exactly 0; binary_cross_entropy: w (x - y) / max(x (1 - x),
+// 1e-12); gaussian_nll: the var gradient at the clamped v, as F.gaussian_nll_loss's no-grad clamp).
+// Outputs: dinput; optional dtarget (every op but hinge_embedding, margin_ranking, soft_margin and
+// binary_cross_entropy, whose target PyTorch does not differentiate or we do not yet), dinput2
+// (margin_ranking), dvar (gaussian_nll). Workspace: none. Each element written once.
+using PointwiseLossBackwardDescriptor = PointwiseLossDescriptor;
+
+struct PointwiseLossBackwardArgs {
+  TensorRef input;
+  TensorRef input2;
+  TensorRef target;
+  TensorRef var;
+  TensorRef weight;
+  TensorRef pos_weight;
+  TensorRef dloss;
+  TensorMut dinput;
+  TensorMut dinput2;
+  TensorMut dtarget;
+  TensorMut dvar;
+};
+BARACUDA_DESCRIBE(PointwiseLossBackwardArgs, input, input2, target, var, weight, pos_weight, dloss, dinput, dinput2, dtarget, dvar);
+
+class PointwiseLossBackwardPlan : public PlanBase<PointwiseLossDescriptor> {
+ public:
+  static Result<PointwiseLossBackwardPlan> select(const PointwiseLossBackwardDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const PointwiseLossBackwardArgs& args) const;
+  Status run(cudaStream_t stream, Workspace ws, const PointwiseLossBackwardArgs& args) const;
 };
 
 }  // namespace baracuda

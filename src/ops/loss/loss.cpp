@@ -43,6 +43,8 @@ Result<Shapes> check_ce(std::string_view op, const CrossEntropyDescriptor& d) {
     return error(StatusCode::kInvalidProblem, op, ": label_smoothing = ", d.label_smoothing, " must be in [0, 1]");
   if (!(std::isfinite(d.z_loss) && d.z_loss >= 0.0))
     return error(StatusCode::kInvalidProblem, op, ": z_loss = ", d.z_loss, " must be finite and >= 0");
+  if (d.reduction == LossReduction::kBatchMean)
+    return error(StatusCode::kInvalidProblem, op, ": reduction batchmean is kl_div's (none, mean or sum here)");
   if (d.op == ClassLossKind::kNllLoss) {
     if (d.target == LossTarget::kProbability)
       return error(StatusCode::kInvalidProblem, op, ": nll_loss takes class-index targets only (target = index)");

@@ -55,4 +55,32 @@ using LossLaunchFn = LaunchFn<LossGeom>;
 // The launcher of the input's dtype (forward or backward); nullptr when there is none.
 LossLaunchFn find_cross_entropy(DType x, bool backward);
 
+// ---------------------------------------------------------------- pointwise losses
+// Every view has the input's shape (size[0..rank)) with its own strides; flat: all of them
+// row-major contiguous (element i at offset i). Forward: `blocks` blocks of kThreads, block b
+// adding elements b·kThreads + tid, + blocks·kThreads, ... into partials[b] (reduction) or
+// writing loss (none); finish: the partials in order, over div.
+enum PwView : int { kPwIn = 0, kPwIn2, kPwTgt, kPwVar, kPwW, kPwPw, kPwDl, kPwOut, kPwOut2, kPwDt, kPwDv, kPwViews };
+
+struct PwGeom {
+  int64_t n = 0;
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t st[kPwViews][kMaxRank] = {};
+  const void* in[kPwViews] = {};
+  void* out[kPwViews] = {};
+  bool flat = false;
+  int op = 0, reduction = 1;
+  double beta = 1, delta = 1, margin = 0, eps = 0, div = 1;  // div: numel (mean), shape[0] (batchmean), else 1
+  bool log_input = true, full = false, log_target = false;
+  void* partials = nullptr;  // reduction: `blocks` accumulators
+  void* scalar_loss = nullptr;
+  int64_t blocks = 1;
+};
+using PwLaunchFn = LaunchFn<PwGeom>;
+inline constexpr int64_t kPwElemsPerBlock = 4096;
+inline constexpr int64_t kPwMaxBlocks = 1024;
+
+PwLaunchFn find_pointwise_loss(DType x, bool backward);
+
 }  // namespace baracuda::loss

@@ -1,0 +1,267 @@
+// PointwiseLossPlan's and PointwiseLossBackwardPlan's kernels: one element function per op (a
+// uniform switch), a grid-stride pass over the elements (flat or by axis offsets), the reduction
+// in per-block partials added in order by a one-block finish.
+#include <cmath>
+#include <type_traits>
+
+#include "baracuda/ops/loss.hpp"
+#include "core/launch.cuh"
+#include "core/row_reduce.cuh"
+#include "ops/loss/loss_geometry.hpp"
+
+namespace baracuda::loss {
+
+namespace {
+
+using K = PointwiseLossKind;
+constexpr int kNone = static_cast<int>(LossReduction::kNone);
+constexpr double kLog2Pi = 1.8378770664093453;  // log(2 pi)
+
+template <class C>
+struct Vals {
+  C x = 0, x2 = 0, y = 0, v = 1, w = 1, pw = 1;
+};
+
+template <class C> __device__ __forceinline__ C lg(C v) { if constexpr (std::is_same_v<C, double>) return log(v); else return logf(v); }
+template <class C> __device__ __forceinline__ C ex(C v) { if constexpr (std::is_same_v<C, double>) return exp(v); else return expf(v); }
+template <class C> __device__ __forceinline__ C l1p(C v) { if constexpr (std::is_same_v<C, double>) return log1p(v); else return log1pf(v); }
+template <class C> __device__ __forceinline__ C sgn(C v) { return v > C(0) ? C(1) : v < C(0) ? C(-1) : v; }  // sign(0) = 0, NaN stays
+template <class C> __device__ __forceinline__ C sigm(C v) { return C(1) / (C(1) + ex(-v)); }
+// softplus(-x) = log(1 + exp(-x)) without overflow: log1p(exp(-|x|)) + max(-x, 0)
+template <class C> __device__ __forceinline__ C softplus_neg(C x) { return l1p(ex(-fabs(x))) + fmax(-x, C(0)); }
+
+template <class C>
+__device__ __forceinline__ C elem_loss(const PwGeom& g, const Vals<C>& a) {
+  const C d = a.x - a.y;
+  switch (static_cast<K>(g.op)) {
+    case K::kMse: return d * d;
+    case K::kL1: return fabs(d);
+    case K::kSmoothL1: {
+      const C z = fabs(d), b = static_cast<C>(g.beta);
+      if (g.beta == 0) return z;
+      return z < b ? C(0.5) * z * z / b : z - C(0.5) * b;
+    }
+    case K::kHuber: {
+      const C z = fabs(d), t = static_cast<C>(g.delta);
+      return z < t ? C(0.5) * z * z : t * (z - C(0.5) * t);
+    }
+    case K::kBce: return -a.w * (a.y * fmax(lg(a.x), C(-100)) + (C(1) - a.y) * fmax(lg(C(1) - a.x), C(-100)));
+    case K::kBceWithLogits: return a.w * ((C(1) - a.y) * a.x + (C(1) + (a.pw - C(1)) * a.y) * softplus_neg(a.x));
+    case K::kKlDiv: {
+      if (g.log_target) return ex(a.y) * (a.y - a.x);
+      const C xlogy = a.y == C(0) ? C(0) : a.y * lg(a.y);  // xlogy(0, 0) = 0; y < 0: NaN
+      return xlogy - a.y * a.x;
+    }
+    case K::kPoissonNll: {
+      C l = g.log_input ? ex(a.x) - a.y * a.x : a.x - a.y * lg(a.x + static_cast<C>(g.eps));
+      if (g.full && a.y > C(1)) l += a.y * lg(a.y) - a.y + C(0.5) * lg(C(2 * M_PI) * a.y);
+      return l;
+    }
+    case K::kGaussianNll: {
+      const C v = fmax(a.v, static_cast<C>(g.eps));
+      return C(0.5) * (lg(v) + d * d / v) + (g.full ? C(0.5 * kLog2Pi) : C(0));
+    }
+    case K::kSoftMargin: return l1p(ex(-a.y * a.x));
+    case K::kHingeEmbedding: {
+      const C m = static_cast<C>(g.margin);
+      return (a.y != C(1) ? fmax(m - a.x, C(0)) : C(0)) + (a.y != C(-1) ? a.x : C(0));
+    }
+    case K::kMarginRanking: return fmax(-a.y * (a.x - a.x2) + static_cast<C>(g.margin), C(0));
+  }
+  return C(0);
+}
+
+// d l / d (x, x2, y, var) of one element (the clamps pass the gradient at equality, as clamp_min's).
+template <class C>
+struct Grads {
+  C dx = 0, dx2 = 0, dy = 0, dv = 0;
+};
+template <class C>
+__device__ __forceinline__ Grads<C> elem_grad(const PwGeom& g, const Vals<C>& a) {
+  const C d = a.x - a.y;
+  Grads<C> r;
+  switch (static_cast<K>(g.op)) {
+    case K::kMse: r.dx = C(2) * d, r.dy = -r.dx; break;
+    case K::kL1: r.dx = sgn(d), r.dy = -r.dx; break;
+    case K::kSmoothL1: {
+      const C b = static_cast<C>(g.beta);
+      r.dx = g.beta == 0 ? sgn(d) : d < -b ? C(-1) : d > b ? C(1) : d / b;
+      r.dy = -r.dx;
+      break;
+    }
+    case K::kHuber: {
+      const C t = static_cast<C>(g.delta);
+      r.dx = d < -t ? -t : d > t ? t : d;
+      r.dy = -r.dx;
+      break;
+    }
+    case K::kBce: r.dx = a.w * (a.x - a.y) / fmax((C(1) - a.x) * a.x, C(1e-12)); break;
+    case K::kBceWithLogits: {
+      const C k = C(1) + (a.pw - C(1)) * a.y;
+      r.dx = a.w * (k * sigm(a.x) - a.pw * a.y);
+      r.dy = a.w * ((a.pw - C(1)) * softplus_neg(a.x) - a.x);
+      break;
+    }
+    case K::kKlDiv:
+      if (g.log_target) {
+        const C e = ex(a.y);
+        r.dx = -e, r.dy = e * (a.y - a.x + C(1));
+      } else {
+        r.dx = -a.y, r.dy = a.y > C(0) ? lg(a.y) + C(1) - a.x : C(0);
+      }
+      break;
+    case K::kPoissonNll:
+      if (g.log_input) {
+        r.dx = ex(a.x) - a.y, r.dy = -a.x;
+      } else {
+        const C xe = a.x + static_cast<C>(g.eps);
+        r.dx = C(1) - a.y / xe, r.dy = -lg(xe);
+      }
+      if (g.full && a.y > C(1)) r.dy += lg(a.y) + C(0.5) / a.y;
+      break;
+    case K::kGaussianNll: {
+      const C v = fmax(a.v, static_cast<C>(g.eps));
+      r.dx = d / v, r.dy = -r.dx, r.dv = C(0.5) * (C(1) / v - d * d / (v * v));
+      break;
+    }
+    case K::kSoftMargin: {
+      const C s = sigm(-a.y * a.x);
+      r.dx = -a.y * s, r.dy = -a.x * s;
+      break;
+    }
+    case K::kHingeEmbedding: {
+      const C m = static_cast<C>(g.margin);
+      r.dx = (a.y != C(1) && m - a.x >= C(0) ? C(-1) : C(0)) + (a.y != C(-1) ? C(1) : C(0));
+      break;
+    }
+    case K::kMarginRanking: {
+      const bool on = -a.y * (a.x - a.x2) + static_cast<C>(g.margin) >= C(0);
+      r.dx = on ? -a.y : C(0), r.dx2 = on ? a.y : C(0), r.dy = on ? -(a.x - a.x2) : C(0);
+      break;
+    }
+  }
+  return r;
+}
+
+struct Offs {
+  int64_t v[kPwViews];
+};
+__device__ __forceinline__ void offsets_of(const PwGeom& g, int64_t i, Offs& o) {
+  if (g.flat) {
+#pragma unroll
+    for (int v = 0; v < kPwViews; ++v) o.v[v] = i;
+    return;
+  }
+#pragma unroll
+  for (int v = 0; v < kPwViews; ++v) o.v[v] = 0;
+  for (int a = g.rank - 1; a >= 0; --a) {
+    const int64_t q = i / g.size[a], c = i - q * g.size[a];
+#pragma unroll
+    for (int v = 0; v < kPwViews; ++v) o.v[v] += c * g.st[v][a];
+    i = q;
+  }
+}
+
+template <class T, class C>
+__device__ __forceinline__ C read(const PwGeom& g, int v, const Offs& o, C absent) {
+  return g.in[v] ? static_cast<C>(to_acc(static_cast<const T*>(g.in[v])[o.v[v]])) : absent;
+}
+template <class T, class C>
+__device__ __forceinline__ void write(const PwGeom& g, int v, const Offs& o, C val) {
+  if (g.out[v]) static_cast<T*>(g.out[v])[o.v[v]] = from_c<T>(static_cast<acc_t<T>>(val), false);
+}
+
+template <class T, class C>
+__device__ __forceinline__ Vals<C> vals_at(const PwGeom& g, const Offs& o) {
+  Vals<C> a;
+  a.x = read<T, C>(g, kPwIn, o, C(0));
+  a.x2 = read<T, C>(g, kPwIn2, o, C(0));
+  a.y = read<T, C>(g, kPwTgt, o, C(0));
+  a.v = read<T, C>(g, kPwVar, o, C(1));
+  a.w = read<T, C>(g, kPwW, o, C(1));
+  a.pw = read<T, C>(g, kPwPw, o, C(1));
+  return a;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pw_forward_kernel(const PwGeom g) {
+  using C = acc_t<T>;
+  __shared__ C slots[kThreads / 32];
+  __shared__ C mine[2];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  C acc = C(0);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + tid; i < g.n; i += step) {
+    Offs o;
+    offsets_of(g, i, o);
+    const C l = elem_loss<C>(g, vals_at<T, C>(g, o));
+    if (g.reduction == kNone) write<T, C>(g, kPwOut, o, l);
+    else acc += l;
+  }
+  if (g.reduction == kNone) return;
+  const rows::ClusterGroup<kThreads> grp{tid, 0, 1};
+  acc = grp.reduce(acc, rows::SumOp{}, slots, mine);
+  if (tid == 0) static_cast<C*>(g.partials)[blockIdx.x] = acc;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kFinishThreads) pw_finish_kernel(const PwGeom g) {
+  using C = acc_t<T>;
+  __shared__ C slots[kFinishThreads / 32];
+  __shared__ C mine[2];
+  const int tid = static_cast<int>(threadIdx.x);
+  C acc = C(0);
+  for (int64_t b = tid; b < g.blocks; b += kFinishThreads) acc += static_cast<const C*>(g.partials)[b];
+  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
+  acc = grp.reduce(acc, rows::SumOp{}, slots, mine);
+  if (tid == 0) static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(acc / static_cast<C>(g.div)), false);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pw_backward_kernel(const PwGeom g) {
+  using C = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  const C div = static_cast<C>(g.div);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < g.n; i += step) {
+    Offs o;
+    offsets_of(g, i, o);
+    const C gr = (g.reduction == kNone ? read<T, C>(g, kPwDl, o, C(0)) : static_cast<C>(to_acc(static_cast<const T*>(g.in[kPwDl])[0]))) / div;
+    const Grads<C> r = elem_grad<C>(g, vals_at<T, C>(g, o));
+    write<T, C>(g, kPwOut, o, gr * r.dx);
+    write<T, C>(g, kPwOut2, o, gr * r.dx2);
+    write<T, C>(g, kPwDt, o, gr * r.dy);
+    write<T, C>(g, kPwDv, o, gr * r.dv);
+  }
+}
+
+template <class T, bool Bwd>
+cudaError_t launch(const PwGeom& g, cudaStream_t stream) {
+  if constexpr (Bwd) {
+    if (g.n == 0) return cudaSuccess;
+    const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, int64_t{132} * 16);
+    return launch_kernel(pw_backward_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g);
+  } else {
+    if (g.reduction == kNone) {
+      if (g.n == 0) return cudaSuccess;
+      const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, int64_t{132} * 16);
+      return launch_kernel(pw_forward_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g);
+    }
+    if (g.n > 0) BARACUDA_CUDA_TRY(launch_kernel(pw_forward_kernel<T>, dim3(static_cast<unsigned>(g.blocks)), dim3(kThreads), 0, stream, g));
+    return launch_kernel(pw_finish_kernel<T>, dim3(1), dim3(kFinishThreads), 0, stream, g);
+  }
+}
+
+}  // namespace
+
+PwLaunchFn find_pointwise_loss(DType x, bool backward) {
+  auto pick = [&]<class T>() -> PwLaunchFn { return backward ? &launch<T, true> : &launch<T, false>; };
+  switch (x) {
+    case DType::f32: return pick.template operator()<float>();
+    case DType::f16: return pick.template operator()<__half>();
+    case DType::bf16: return pick.template operator()<__nv_bfloat16>();
+    case DType::f64: return pick.template operator()<double>();
+    default: return nullptr;
+  }
+}
+
+}  // namespace baracuda::loss
