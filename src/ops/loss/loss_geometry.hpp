@@ -70,6 +70,7 @@ struct PwGeom {
   const void* in[kPwViews] = {};
   void* out[kPwViews] = {};
   bool flat = false;
+  bool vec = false;  // flat and every view 16-byte aligned: 16-byte pieces
   int op = 0, reduction = 1;
   double beta = 1, delta = 1, margin = 0, eps = 0, div = 1;  // div: numel (mean), shape[0] (batchmean), else 1
   bool log_input = true, full = false, log_target = false;

@@ -94,6 +94,7 @@ loss::PwGeom geometry(const PointwiseLossDescriptor& d, const PwShape& sh, const
     }
   }
   g.flat = flat;
+  g.vec = flat;  // (and the data aligned: set_vec once the pointers are bound)
   g.op = static_cast<int>(d.op);
   g.reduction = static_cast<int>(d.reduction);
   g.beta = d.beta.value_or(1.0);
@@ -119,6 +120,15 @@ void bind_inputs(loss::PwGeom& g, const TensorRef& in, const TensorRef& in2, con
 }
 
 const TensorLayout* present(const TensorLayout& t, const void* data) { return data ? &t : nullptr; }
+
+// The vector path needs every bound pointer 16-byte aligned (besides flat).
+void set_vec(loss::PwGeom& g) {
+  for (int v = 0; v < loss::kPwViews; ++v) {
+    const void* p = g.in[v] ? g.in[v] : g.out[v];
+    if (v == loss::kPwDl && g.reduction != static_cast<int>(LossReduction::kNone)) continue;  // (a scalar)
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) g.vec = false;
+  }
+}
 
 }  // namespace
 
@@ -162,6 +172,7 @@ Status PointwiseLossPlan::run(cudaStream_t stream, Workspace ws, const Pointwise
   bind_inputs(g, a.input, a.input2, a.target, a.var, a.weight, a.pos_weight);
   if (none) g.out[loss::kPwOut] = a.loss.data;
   else g.scalar_loss = a.loss.data, g.partials = ws.ptr;
+  set_vec(g);
   return cuda_status(loss::find_pointwise_loss(d.dtype, false)(g, stream), kOp);
 }
 
@@ -216,6 +227,7 @@ Status PointwiseLossBackwardPlan::run(cudaStream_t stream, Workspace, const Poin
   g.out[loss::kPwOut2] = a.dinput2.data;
   g.out[loss::kPwDt] = a.dtarget.data;
   g.out[loss::kPwDv] = a.dvar.data;
+  set_vec(g);
   return cuda_status(loss::find_pointwise_loss(d.dtype, true)(g, stream), kOpBwd);
 }
 

@@ -30,10 +30,10 @@ template <class C> __device__ __forceinline__ C sigm(C v) { return C(1) / (C(1) 
 // softplus(-x) = log(1 + exp(-x)) without overflow: log1p(exp(-|x|)) + max(-x, 0)
 template <class C> __device__ __forceinline__ C softplus_neg(C x) { return l1p(ex(-fabs(x))) + fmax(-x, C(0)); }
 
-template <class C>
+template <int Op, class C>
 __device__ __forceinline__ C elem_loss(const PwGeom& g, const Vals<C>& a) {
   const C d = a.x - a.y;
-  switch (static_cast<K>(g.op)) {
+  switch (static_cast<K>(Op)) {
     case K::kMse: return d * d;
     case K::kL1: return fabs(d);
     case K::kSmoothL1: {
@@ -76,11 +76,11 @@ template <class C>
 struct Grads {
   C dx = 0, dx2 = 0, dy = 0, dv = 0;
 };
-template <class C>
+template <int Op, class C>
 __device__ __forceinline__ Grads<C> elem_grad(const PwGeom& g, const Vals<C>& a) {
   const C d = a.x - a.y;
   Grads<C> r;
-  switch (static_cast<K>(g.op)) {
+  switch (static_cast<K>(Op)) {
     case K::kMse: r.dx = C(2) * d, r.dy = -r.dx; break;
     case K::kL1: r.dx = sgn(d), r.dy = -r.dx; break;
     case K::kSmoothL1: {
@@ -143,6 +143,19 @@ __device__ __forceinline__ Grads<C> elem_grad(const PwGeom& g, const Vals<C>& a)
   return r;
 }
 
+// f.operator()<op>() for the run-time op: each kernel's element loop compiled once per op.
+template <class F>
+__device__ __forceinline__ void with_op(int op, F&& f) {
+  switch (static_cast<K>(op)) {
+#define BARACUDA_PW_CASE(k) \
+  case K::k: f.template operator()<static_cast<int>(K::k)>(); break;
+    BARACUDA_PW_CASE(kMse) BARACUDA_PW_CASE(kL1) BARACUDA_PW_CASE(kSmoothL1) BARACUDA_PW_CASE(kHuber) BARACUDA_PW_CASE(kBce)
+    BARACUDA_PW_CASE(kBceWithLogits) BARACUDA_PW_CASE(kKlDiv) BARACUDA_PW_CASE(kPoissonNll) BARACUDA_PW_CASE(kGaussianNll)
+    BARACUDA_PW_CASE(kSoftMargin) BARACUDA_PW_CASE(kHingeEmbedding) BARACUDA_PW_CASE(kMarginRanking)
+#undef BARACUDA_PW_CASE
+  }
+}
+
 struct Offs {
   int64_t v[kPwViews];
 };
@@ -183,22 +196,74 @@ __device__ __forceinline__ Vals<C> vals_at(const PwGeom& g, const Offs& o) {
   return a;
 }
 
+// The vector path (g.vec: flat, every view 16-byte aligned): V = 16 / sizeof(T) elements from
+// i0 of every view present, one 16-byte load each.
+template <class T, int V, class C>
+__device__ __forceinline__ void vals_vec(const PwGeom& g, int64_t i0, Vals<C> (&a)[V]) {
+  auto get = [&](int v, C Vals<C>::*m) {
+    if (!g.in[v]) return;
+    acc_t<T> w[V];
+    load_acc_vec<T, V>(static_cast<const T*>(g.in[v]) + i0, w);
+#pragma unroll
+    for (int e = 0; e < V; ++e) a[e].*m = static_cast<C>(w[e]);
+  };
+  get(kPwIn, &Vals<C>::x), get(kPwIn2, &Vals<C>::x2), get(kPwTgt, &Vals<C>::y), get(kPwVar, &Vals<C>::v), get(kPwW, &Vals<C>::w),
+      get(kPwPw, &Vals<C>::pw);
+}
+template <class T, int V, class C>
+__device__ __forceinline__ void write_vec(const PwGeom& g, int v, int64_t i0, const C (&val)[V]) {
+  if (!g.out[v]) return;
+  acc_t<T> w[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) w[e] = static_cast<acc_t<T>>(val[e]);
+  store_global16<T, V>(static_cast<T*>(g.out[v]) + i0, w);
+}
+
+// This thread's elements of the forward: written (none) or added in order (returned).
+template <class T, int Op>
+__device__ __forceinline__ acc_t<T> forward_elems(const PwGeom& g) {
+  using C = acc_t<T>;
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, step = static_cast<int64_t>(gridDim.x) * kThreads;
+  const bool none = g.reduction == kNone;
+  C acc = C(0);
+  int64_t tail = 0;
+  if (g.vec) {
+    const int64_t nv = g.n / V;
+    for (int64_t k = first; k < nv; k += step) {
+      Vals<C> a[V];
+      vals_vec<T, V, C>(g, k * V, a);
+      C l[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) l[e] = elem_loss<Op, C>(g, a[e]);
+      if (none) {
+        write_vec<T, V, C>(g, kPwOut, k * V, l);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc += l[e];
+      }
+    }
+    tail = nv * V;
+  }
+  for (int64_t i = tail + first; i < g.n; i += step) {
+    Offs o;
+    offsets_of(g, i, o);
+    const C l = elem_loss<Op, C>(g, vals_at<T, C>(g, o));
+    if (none) write<T, C>(g, kPwOut, o, l);
+    else acc += l;
+  }
+  return acc;
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads) pw_forward_kernel(const PwGeom g) {
   using C = acc_t<T>;
   __shared__ C slots[kThreads / 32];
   __shared__ C mine[2];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   C acc = C(0);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + tid; i < g.n; i += step) {
-    Offs o;
-    offsets_of(g, i, o);
-    const C l = elem_loss<C>(g, vals_at<T, C>(g, o));
-    if (g.reduction == kNone) write<T, C>(g, kPwOut, o, l);
-    else acc += l;
-  }
+  with_op(g.op, [&]<int Op>() { acc = forward_elems<T, Op>(g); });
   if (g.reduction == kNone) return;
+  const int tid = static_cast<int>(threadIdx.x);
   const rows::ClusterGroup<kThreads> grp{tid, 0, 1};
   acc = grp.reduce(acc, rows::SumOp{}, slots, mine);
   if (tid == 0) static_cast<C*>(g.partials)[blockIdx.x] = acc;
@@ -217,21 +282,58 @@ __global__ void __launch_bounds__(kFinishThreads) pw_finish_kernel(const PwGeom 
   if (tid == 0) static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(acc / static_cast<C>(g.div)), false);
 }
 
-template <class T>
-__global__ void __launch_bounds__(kThreads) pw_backward_kernel(const PwGeom g) {
+template <class T, int Op>
+__device__ __forceinline__ void backward_elems(const PwGeom& g) {
   using C = acc_t<T>;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, step = static_cast<int64_t>(gridDim.x) * kThreads;
+  const bool none = g.reduction == kNone;
   const C div = static_cast<C>(g.div);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < g.n; i += step) {
+  const C g0 = none ? C(0) : static_cast<C>(to_acc(static_cast<const T*>(g.in[kPwDl])[0])) / div;
+  int64_t tail = 0;
+  if (g.vec) {
+    const int64_t nv = g.n / V;
+    for (int64_t k = first; k < nv; k += step) {
+      Vals<C> a[V];
+      vals_vec<T, V, C>(g, k * V, a);
+      C gr[V];
+      if (none) {
+        acc_t<T> w[V];
+        load_acc_vec<T, V>(static_cast<const T*>(g.in[kPwDl]) + k * V, w);
+#pragma unroll
+        for (int e = 0; e < V; ++e) gr[e] = static_cast<C>(w[e]) / div;
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) gr[e] = g0;
+      }
+      C dx[V], dx2[V], dy[V], dv[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const Grads<C> r = elem_grad<Op, C>(g, a[e]);
+        dx[e] = gr[e] * r.dx, dx2[e] = gr[e] * r.dx2, dy[e] = gr[e] * r.dy, dv[e] = gr[e] * r.dv;
+      }
+      write_vec<T, V, C>(g, kPwOut, k * V, dx);
+      write_vec<T, V, C>(g, kPwOut2, k * V, dx2);
+      write_vec<T, V, C>(g, kPwDt, k * V, dy);
+      write_vec<T, V, C>(g, kPwDv, k * V, dv);
+    }
+    tail = nv * V;
+  }
+  for (int64_t i = tail + first; i < g.n; i += step) {
     Offs o;
     offsets_of(g, i, o);
-    const C gr = (g.reduction == kNone ? read<T, C>(g, kPwDl, o, C(0)) : static_cast<C>(to_acc(static_cast<const T*>(g.in[kPwDl])[0]))) / div;
-    const Grads<C> r = elem_grad<C>(g, vals_at<T, C>(g, o));
+    const C gr = none ? read<T, C>(g, kPwDl, o, C(0)) / div : g0;
+    const Grads<C> r = elem_grad<Op, C>(g, vals_at<T, C>(g, o));
     write<T, C>(g, kPwOut, o, gr * r.dx);
     write<T, C>(g, kPwOut2, o, gr * r.dx2);
     write<T, C>(g, kPwDt, o, gr * r.dy);
     write<T, C>(g, kPwDv, o, gr * r.dv);
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pw_backward_kernel(const PwGeom g) {
+  with_op(g.op, [&]<int Op>() { backward_elems<T, Op>(g); });
 }
 
 template <class T, bool Bwd>
