@@ -27,11 +27,13 @@ namespace baracuda::rows {
 // row_exp_ftz flushes results below 2^-126 to 0 (for sums of at least 1, where they vanish anyway).
 __device__ __forceinline__ float row_exp(float v) { return exp2f(v * 1.4426950408889634f); }
 __device__ __forceinline__ double row_exp(double v) { return exp(v); }
-__device__ __forceinline__ float row_exp_ftz(float v) {
+// 2^v on the MUFU unit, results below 2^-126 flushed to 0.
+__device__ __forceinline__ float ex2_ftz(float v) {
   float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
   return r;
 }
+__device__ __forceinline__ float row_exp_ftz(float v) { return ex2_ftz(v * 1.4426950408889634f); }
 __device__ __forceinline__ double row_exp_ftz(double v) { return exp(v); }
 
 // (max, Σ exp(x - max)) over a set of elements; the empty set is (-inf, 0). The max ignores NaN
@@ -69,9 +71,16 @@ __device__ __forceinline__ void add_piece(MaxSum<C>& a, const C (&v)[N], int n =
   // (exp(-inf - -inf) would be NaN for a masked entry; SoftmaxDevice.SpecialRowsOnEveryPath).
   const C base = a.m == C(-INFINITY) ? C(0) : a.m;
   C t = C(0);
+  if constexpr (std::is_same_v<C, float>) {  // exp2(v·log2 e - base·log2 e): one FFMA and one MUFU an element
+    const float mb = base * 1.4426950408889634f;
 #pragma unroll
-  for (int e = 0; e < N; ++e)
-    if (e < n) t += row_exp_ftz(v[e] - base);
+    for (int e = 0; e < N; ++e)
+      if (e < n) t += ex2_ftz(fmaf(v[e], 1.4426950408889634f, -mb));
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      if (e < n) t += row_exp_ftz(v[e] - base);
+  }
   a.s += t;
 }
 

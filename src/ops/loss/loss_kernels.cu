@@ -56,22 +56,30 @@ __device__ __forceinline__ C log_c(C v) {
   else return logf(v);
 }
 
+// exp(v - lse): f32 as one FFMA and MUFU ex2 (results below 2^-126 flushed to 0), f64 exact.
+__device__ __forceinline__ float exp_minus(float v, float lse) {
+  return rows::ex2_ftz(fmaf(v, 1.4426950408889634f, -lse * 1.4426950408889634f));
+}
+__device__ __forceinline__ double exp_minus(double v, double lse) { return exp(v - lse); }
+
 // A lone thread per sample (kColumns): nothing to combine.
 struct ThreadGroup {
   static constexpr int tid = 0, size = 1;
 };
 
-// A sample's (max, Σ exp) and the two weighted sums of label smoothing / a probability target:
+// A sample's (max, Σ exp), x_t (picked from the stream by the thread that loads it: no dependent
+// load after the row) and the two weighted sums of label smoothing / a probability target:
 // a = Σ q_c · x_c, b = Σ q_c (q_c = w_c, or w_c · t'_c).
 template <class C>
 struct FwdAcc {
   rows::MaxSum<C> ms;
   C a, b;
+  C xt;  // x at the target class: 0 but on the thread whose piece holds it
 };
 struct FwdOp {
   template <class C>
   __device__ __forceinline__ FwdAcc<C> operator()(const FwdAcc<C>& x, const FwdAcc<C>& y) const {
-    return {rows::combine(x.ms, y.ms), x.a + y.a, x.b + y.b};
+    return {rows::combine(x.ms, y.ms), x.a + y.a, x.b + y.b, x.xt + y.xt};
   }
 };
 
@@ -110,42 +118,52 @@ __device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, con
   const bool nll = g.kind == kNll;
   // the smoothing / probability sums: plain Σx (b = C) without weights and probabilities
   const bool plain = !g.prob && !g.w && g.smoothing > 0, sums = g.prob || (g.smoothing > 0 && g.w);
-  FwdAcc<C> acc{rows::max_sum_empty<C>(), C(0), C(0)};
+  FwdAcc<C> acc{rows::max_sum_empty<C>(), C(0), C(0), C(0)};
+  const int64_t t = g.prob ? -1 : target_at(g, o);  // (every thread: one broadcast load, in flight with the row's first)
   if (!nll) {
-    constexpr int64_t kStep = static_cast<int64_t>(Grp::size) * V;
-    for (int64_t c0 = static_cast<int64_t>(grp.tid) * V; c0 < g.C; c0 += kStep * U) {
+    // piece k: elements [kV, kV + V) (V > 1: one 16-byte vector; V = 1: element k at stride sx)
+    auto use = [&](int64_t k, const C (&v)[V]) {
+      rows::add_piece<C, V>(acc.ms, v);
+      if (const int64_t r = t - k * V; r >= 0 && r < V) {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (e == r) acc.xt = v[e];
+      }
+      if (plain) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc.a += v[e];
+      } else if (sums) {
+        C q[V];
+        q_piece<T, V, C>(g, tp, st, k * V, q);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc.a += q[e] * v[e], acc.b += q[e];
+      }
+    };
+    constexpr int64_t S = Grp::size;
+    const int64_t pieces = g.C / V;  // (V > 1: the vector path has C % V == 0)
+    int64_t k = grp.tid;
+    for (; k + (U - 1) * S < pieces; k += U * S) {  // U pieces in bounds: their loads in flight together
       C v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u)  // the U pieces' loads in flight together
-        if (c0 + u * kStep < g.C) load_v<T, V, C>(x + (c0 + u * kStep) * sx, v[u]);
+      for (int u = 0; u < U; ++u) load_v<T, V, C>(x + (k + u * S) * V * sx, v[u]);
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int64_t c = c0 + u * kStep;
-        if (c >= g.C) break;
-        rows::add_piece<C, V>(acc.ms, v[u]);
-        if (plain) {
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc.a += v[u][e];
-        } else if (sums) {
-          C q[V];
-          q_piece<T, V, C>(g, tp, st, c, q);
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc.a += q[e] * v[u][e], acc.b += q[e];
-        }
-      }
+      for (int u = 0; u < U; ++u) use(k + u * S, v[u]);
+    }
+    for (; k < pieces; k += S) {
+      C v[V];
+      load_v<T, V, C>(x + k * V * sx, v);
+      use(k, v);
     }
     acc = red(acc, FwdOp{});
     if (plain) acc.b = static_cast<C>(g.C);
   }
   if (grp.tid != 0) return;
-  int64_t t = 0;
   C xt = C(0), wt = C(0);
   bool kept = true, valid = true;
   if (!g.prob) {
-    t = target_at(g, o);
     kept = t != g.ignore_index;
     valid = kept && t >= 0 && t < g.C;
-    if (valid) xt = static_cast<C>(to_acc(x[t * g.cs[kX]])), wt = weight_at<T, C>(g, t);
+    if (valid) xt = nll ? static_cast<C>(to_acc(x[t * g.cs[kX]])) : acc.xt, wt = weight_at<T, C>(g, t);
   }
   // (a +inf score: s = NaN, so lse and the loss are NaN, as log_softmax's row)
   const C lse = nll ? C(0) : acc.ms.m + log_c(acc.ms.s);
@@ -226,7 +244,11 @@ __device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, co
     }
     b = red(b, rows::SumOp{});
   }
-  const C zt = C(2) * static_cast<C>(g.z) * lse, keep = C(1) - eps, spread = eps / static_cast<C>(g.C);
+  // dinput_c = gr · (coef · p_c - sub_c) - gr · (1 - ε) · w_t at c = t, with p_c = exp(x_c - lse),
+  // coef = (1 - ε) w_t + ε / C · W + 2 z lse (class index) or Σ w t' + 2 z lse (probability),
+  // sub_c = ε / C · w_c (class index) or w_c · t'_c (probability)
+  const C keep = C(1) - eps, spread = eps / static_cast<C>(g.C);
+  const C coef = gr * ((g.prob ? b : keep * wt + spread * b) + C(2) * static_cast<C>(g.z) * lse), hit = gr * keep * wt, sub = gr * spread;
   constexpr int U = 1;  // (2 pieces in flight measured slower on [8192, 128256] bf16, 2026-11-28)
   for (int64_t c0 = static_cast<int64_t>(grp.tid) * V; c0 < g.C; c0 += kStep * U) {
     C v[U][V];
@@ -239,17 +261,12 @@ __device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, co
       if (c >= g.C) break;
       C q[V];
       if (g.prob) q_piece<T, V, C>(g, tp, st, c, q);
+      const int r = t >= c && t < c + V ? static_cast<int>(t - c) : -1;  // the target's place in the piece
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const C p = rows::row_exp(v[u][e] - lse);
-        C d;
-        if (g.prob) {
-          d = p * b - q[e];
-        } else {
-          d = keep * wt * (p - (c + e == t ? C(1) : C(0)));
-          if (g.smoothing > 0) d += spread * (b * p - (g.w ? weight_at<T, C>(g, c + e) : C(1)));
-        }
-        v[u][e] = gr * (d + zt * p);
+        const C p = exp_minus(v[u][e], lse);
+        const C s_c = g.prob ? gr * q[e] : (g.w ? sub * weight_at<T, C>(g, c + e) : sub);
+        v[u][e] = coef * p - s_c - (e == r ? hit : C(0));
       }
       write(c, v[u]);
     }
@@ -272,7 +289,7 @@ __global__ void __launch_bounds__(32 * kRowWarps) warp_rows_kernel(const LossGeo
 }
 
 template <class T, bool Bwd, int V>
-__global__ void __launch_bounds__(kThreads) block_rows_kernel(const LossGeom g) {
+__global__ void __launch_bounds__(kThreads, 4) block_rows_kernel(const LossGeom g) {
   __shared__ __align__(16) unsigned char slots[kThreads / 32 * sizeof(FwdAcc<double>)];
   __shared__ __align__(16) unsigned char mine[2 * sizeof(FwdAcc<double>)];
   const rows::ClusterGroup<kThreads> grp{static_cast<int>(threadIdx.x), 0, 1};
