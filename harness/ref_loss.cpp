@@ -1,10 +1,12 @@
-// Reference adapters of the loss rows (cross_entropy: each sample (the class axis of the input) through
-// reference/softmax_norm_loss_ref.cpp's class_loss_row / class_loss_backward_row. Inputs: class
-// indices in [0, C) with some ignore_index and (data unset) a few out of range, class weights in
-// [0.25, 2]; the backward's lse and total_weight computed from its input and targets. Error
-// scales (64 accumulator epsilons of them): a sample's loss over its |terms| (|lse| + |x_c|
+// Reference adapters of the loss rows. cross_entropy: each sample (the class axis of the input)
+// through reference/softmax_norm_loss_ref.cpp's class_loss_row / class_loss_backward_row; inputs:
+// class indices in [0, C) with some ignore_index and (data unset) a few out of range, class
+// weights in [0.25, 2]; the backward's lse and total_weight computed from its input and targets.
+// Error scales (64 accumulator epsilons of them): a sample's loss over its |terms| (|lse| + |x_c|
 // weighted) times the sums' growth log2(C); the mean / sum over the samples' scales times
 // log2(S); the backward per element over |g| times its |terms| and the exponent's |x - lse|.
+// pointwise_loss: each element through pointwise_loss / pointwise_loss_grad, inputs in each op's
+// domain; the scale is |value| plus its sensitivity to a relative change of each operand.
 #include <algorithm>
 #include <cmath>
 #include <optional>
