@@ -181,3 +181,27 @@ TEST(PointwiseLossPlan, OperandsPerOpAndRefusals) {
   ASSERT_FALSE(r);
   expect_error(r.status(), StatusCode::kInvalidProblem, "batchmean");
 }
+
+// Repro (before 2026-11-28): CrossEntropyPlan selected with weight = false, run with args.weight
+// set, bound the unchecked weight in the kernel. A view no operand of the descriptor names is now
+// refused by check_args for every plan, naming the field.
+TEST(CrossEntropyPlan, UndeclaredOperandIsRefused) {
+  auto p = CrossEntropyPlan::select(desc(DType::f32, {4, 10}), hopper());
+  ASSERT_TRUE(p);
+  alignas(16) float buf[64] = {};
+  alignas(16) int64_t t[4] = {};
+  CrossEntropyArgs a;
+  a.input = TensorRef::make(buf, DType::f32, {4, 10});
+  a.target = TensorRef::make(t, DType::i64, {4});
+  a.loss = TensorMut::make(buf + 48, DType::f32, std::vector<int64_t>{});
+  EXPECT_TRUE(p->can_implement(a).ok()) << p->can_implement(a).to_string();
+  a.weight = TensorRef::make(buf, DType::f32, {10});
+  expect_error(p->can_implement(a), StatusCode::kInvalidProblem, "weight");
+  // and a probability target refuses a non-negative ignore_index, as PyTorch
+  CrossEntropyDescriptor pr = desc(DType::f32, {4, 10});
+  pr.target = LossTarget::kProbability;
+  pr.ignore_index = 0;
+  auto r = CrossEntropyPlan::select(pr, hopper());
+  ASSERT_FALSE(r);
+  expect_error(r.status(), StatusCode::kInvalidProblem, "ignore_index");
+}

@@ -156,6 +156,26 @@ Status resolve_operands(std::string_view op, OperandSpecs& specs) {
 // Errors name the op, the operand and the field that is wrong.
 Status check_operands(std::string_view op, const OperandSpecs& specs, std::span<const BoundView> views);
 
+// A view field of args (not an array or span) that holds data but is no operand of the plan's
+// descriptor (a weight passed to a plan selected without one): refused by name, as nothing
+// checked its shape, strides or overlap (a kernel binding it anyway would read or write it).
+template <Described A>
+Status check_undeclared(std::string_view op, const OperandSpecs& specs, const A& args) {
+  Status r;
+  int i = 0;
+  for_each_field(args, [&](std::string_view name, const auto& m) {
+    const int at = i++;
+    if constexpr (operands_detail::kIsView<std::remove_cvref_t<decltype(m)>>) {
+      if (!r.ok() || !m.data) return;
+      for (const OperandSpec& s : specs)
+        if (s.field == at) return;
+      r = Status(StatusCode::kInvalidProblem, std::string(op) + ": " + std::string(name) +
+                                                  " holds data but is not an operand of this descriptor (leave it empty)");
+    }
+  });
+  return r;
+}
+
 template <Described A>
 Status check_args(std::string_view op, const OperandSpecs& specs, const A& args) {
   BoundView inline_views[16];
@@ -163,7 +183,8 @@ Status check_args(std::string_view op, const OperandSpecs& specs, const A& args)
   BoundView* v = inline_views;
   if (specs.size() > 16) more.resize(specs.size()), v = more.data();
   for (size_t i = 0; i < specs.size(); ++i) v[i] = bound_view(args, specs[i].field, specs[i].element);
-  return check_operands(op, specs, std::span<const BoundView>(v, specs.size()));
+  if (Status s = check_operands(op, specs, std::span<const BoundView>(v, specs.size())); !s.ok()) return s;
+  return check_undeclared(op, specs, args);
 }
 
 }  // namespace baracuda
