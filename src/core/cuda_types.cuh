@@ -252,6 +252,19 @@ __device__ __forceinline__ void with_float_type(int dt, F&& f) {
   else f.template operator()<double>();
 }
 
+// Host side: f.operator()<T>() for the CUDA type T of a float dtype (f32, f16, bf16, f64) — the
+// launchers' dtype switch; R{} (no launcher) for any other dtype.
+template <class R, class F>
+R pick_float_type(DType dt, F&& f) {
+  switch (dt) {
+    case DType::f32: return f.template operator()<float>();
+    case DType::f16: return f.template operator()<__half>();
+    case DType::bf16: return f.template operator()<__nv_bfloat16>();
+    case DType::f64: return f.template operator()<double>();
+    default: return R{};
+  }
+}
+
 // Element i of a float array whose dtype is known only at run time (small side tensors:
 // caches, weights, states). Each call is its own dtype test: the load's conversion sits in its
 // branch, so consecutive calls wait for one another (see with_float_type).

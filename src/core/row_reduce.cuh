@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "baracuda/core/tensor.hpp"
 #include "core/cp_async.cuh"
 #include "core/cuda_types.cuh"
 
@@ -35,6 +36,42 @@ __device__ __forceinline__ float ex2_ftz(float v) {
 }
 __device__ __forceinline__ float row_exp_ftz(float v) { return ex2_ftz(v * 1.4426950408889634f); }
 __device__ __forceinline__ double row_exp_ftz(double v) { return exp(v); }
+
+__device__ __forceinline__ float row_log(float v) { return logf(v); }
+__device__ __forceinline__ double row_log(double v) { return log(v); }
+
+// Each of NV views' offset of item i of an index space of `ko` axes (row-major over extents
+// size[0..ko)), view v having strides st[v][0..ko): the families' line / sample / element offsets.
+template <int NV>
+__device__ __forceinline__ void split_offsets(int64_t i, int ko, const int64_t* size, const int64_t (*st)[kMaxRank], int64_t (&o)[NV]) {
+#pragma unroll
+  for (int v = 0; v < NV; ++v) o[v] = 0;
+  for (int a = ko - 1; a >= 0; --a) {
+    const int64_t q = i / size[a], c = i - q * size[a];
+#pragma unroll
+    for (int v = 0; v < NV; ++v) o[v] += c * st[v][a];
+    i = q;
+  }
+}
+
+// V elements of T at p (V > 1: whole 16-byte vectors, aligned; V = 1: the element at p), global or
+// shared memory, into C.
+template <class T, int V, class C>
+__device__ __forceinline__ void load_piece(const T* p, C (&v)[V]) {
+  constexpr int W = 16 / static_cast<int>(sizeof(T));
+  if constexpr (V == 1) {
+    v[0] = static_cast<C>(to_acc(p[0]));
+  } else {
+    static_assert(V % W == 0, "a piece is whole 16-byte vectors");
+#pragma unroll
+    for (int q = 0; q < V / W; ++q) {
+      acc_t<T> w[W];
+      load_acc_vec<T, W>(p + q * W, w);
+#pragma unroll
+      for (int e = 0; e < W; ++e) v[q * W + e] = static_cast<C>(w[e]);
+    }
+  }
+}
 
 // (max, Σ exp(x - max)) over a set of elements; the empty set is (-inf, 0). The max ignores NaN
 // (fmax: one instruction) and the sum carries it instead: exp(NaN - m) is NaN, so a set holding a

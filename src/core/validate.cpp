@@ -172,6 +172,16 @@ bool views_may_overlap(const TensorLayout& a, const void* a_data, const TensorLa
   return representable(representable, 0, d);
 }
 
+Status check_shape(std::string_view op, int rank, const int64_t* shape, int min_rank, int64_t* numel) {
+  if (rank < min_rank || rank > kMaxRank)
+    return error(StatusCode::kInvalidProblem, op, ": rank = ", rank, " must be in [", min_rank, ", ", kMaxRank, "]");
+  for (int a = 0; a < rank; ++a)
+    if (shape[a] < 0) return error(StatusCode::kInvalidProblem, op, ": shape[", a, "] = ", shape[a], " must be >= 0");
+  if (!checked_product(shape, rank, numel) || *numel > (int64_t{1} << 58))
+    return error(StatusCode::kInvalidProblem, op, ": shape has more than 2^58 elements");
+  return {};
+}
+
 Status check_workspace_budget(std::string_view op, size_t need, size_t max_workspace_bytes) {
   if (need <= max_workspace_bytes) return {};
   return error(StatusCode::kUnsupported, op, ": needs ", need, " workspace bytes (max_workspace_bytes = ",

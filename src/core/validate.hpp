@@ -81,6 +81,10 @@ struct OperandList {
   void push_back(const Operand& o) { v[n++] = o; }
 };
 
+// A descriptor's rank (in [min_rank, 8]) and shape (every extent >= 0, at most 2^58 elements:
+// the row kernels form element counts times 16 bytes), naming the field; *numel the product.
+Status check_shape(std::string_view op, int rank, const int64_t* shape, int min_rank, int64_t* numel);
+
 // kUnsupported when a plan's workspace exceeds PlanPreference::max_workspace_bytes.
 Status check_workspace_budget(std::string_view op, size_t need, size_t max_workspace_bytes);
 

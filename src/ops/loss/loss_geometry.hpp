@@ -21,6 +21,7 @@ inline constexpr int kThreads = 256;
 inline constexpr int kRowWarps = 8;
 inline constexpr int64_t kWarpMaxC = 1024;
 inline constexpr int kFinishThreads = 1024;
+inline constexpr int64_t kMaxGrid = int64_t{132} * 16;  // grid-stride kernels' blocks at most
 
 enum Path : int { kWarpRows = 0, kBlockRows = 1, kColumns = 2 };
 // Views: with a class axis (kX, kT for a probability target, kDx) and per sample (kT for a class

@@ -31,12 +31,8 @@ struct Shapes {
 
 // The descriptor's checks shared by both plans; the operand shapes, dtypes and eps.
 Result<Shapes> check_norm(std::string_view op, const NormDescriptor& d) {
-  if (d.rank < 1 || d.rank > kMaxRank) return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [1, 8]");
-  for (int a = 0; a < d.rank; ++a)
-    if (d.shape[a] < 0) return error(StatusCode::kInvalidProblem, op, ": shape[", a, "] = ", d.shape[a], " must be >= 0");
   int64_t numel = 0;
-  if (!checked_product(d.shape, d.rank, &numel) || numel > (int64_t{1} << 58))
-    return error(StatusCode::kInvalidProblem, op, ": shape has more than 2^58 elements");
+  if (Status s = check_shape(op, d.rank, d.shape, 1, &numel); !s.ok()) return s;
   if (d.norm_dims < 1 || d.norm_dims > d.rank)
     return error(StatusCode::kInvalidProblem, op, ": norm_dims = ", d.norm_dims, " must be in [1, rank = ", d.rank, "]");
   if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;

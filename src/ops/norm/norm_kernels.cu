@@ -17,33 +17,9 @@ struct Off {
 };
 
 __device__ __forceinline__ void row_offsets(const NormGeom& g, int64_t line, Off& o) {
-#pragma unroll
-  for (int v = 0; v < kViews; ++v) o.v[v] = 0;
-  for (int a = g.ko - 1; a >= 0; --a) {
-    const int64_t q = line / g.osize[a], c = line - q * g.osize[a];
-#pragma unroll
-    for (int v = 0; v < kViews; ++v) o.v[v] += c * g.os[v][a];
-    line = q;
-  }
+  rows::split_offsets<kViews>(line, g.ko, g.osize, g.os, o.v);
 }
 
-// N elements of T at p (V > 1: whole 16-byte vectors, aligned; else stride s) into the
-// accumulator type C.
-template <class T, int V, class C>
-__device__ __forceinline__ void load_n(const T* p, int64_t s, C (&v)[V]) {
-  if constexpr (V == 1) {
-    v[0] = static_cast<C>(to_acc(p[0]));
-  } else {
-    constexpr int W = 16 / static_cast<int>(sizeof(T));
-#pragma unroll
-    for (int q = 0; q < V / W; ++q) {
-      acc_t<T> w[W];
-      load_acc_vec<T, W>(p + q * W, w);
-#pragma unroll
-      for (int e = 0; e < W; ++e) v[q * W + e] = static_cast<C>(w[e]);
-    }
-  }
-}
 // V values stored as T at p (V > 1: 16-byte vector stores to global memory; else stride s).
 template <class T, int V, class C>
 __device__ __forceinline__ void store_n(T* p, int64_t s, const C (&v)[V]) {
@@ -83,7 +59,7 @@ __device__ __forceinline__ void load_param(const void* base, int64_t stride, int
   }
   const P* p = static_cast<const P*>(base);
   if constexpr (V == 1) v[0] = static_cast<C>(to_acc(p[col * stride]));
-  else load_n<P, V, C>(p + col, 1, v);
+  else rows::load_piece<P, V, C>(p + col, v);
 }
 
 template <class C>
@@ -106,11 +82,11 @@ __device__ __forceinline__ void forward_row(const NormGeom& g, const Off& o, con
   T* hout = Res ? static_cast<T*>(g.p[kH]) + o.v[kH] : nullptr;
   // the row's h over piece i (rounded to T: the unfused sum's result); pass 0 writes it
   auto load_h = [&](int64_t i, C (&h)[V], bool write) {
-    load_n<T, V, C>(src[0] + i * V * sx, sx, h);
+    rows::load_piece<T, V, C>(src[0] + i * V * sx, h);
     if constexpr (Res) {
       if (Staged && !write) return;  // pass 0 left h in the stage
       C r[V];
-      load_n<T, V, C>(src[1] + i * V * sr, sr, r);
+      rows::load_piece<T, V, C>(src[1] + i * V * sr, r);
 #pragma unroll
       for (int e = 0; e < V; ++e) h[e] = static_cast<C>(to_acc(from_c<T>(static_cast<acc_t<T>>(h[e] + r[e]), false)));
       if (write) {
@@ -187,8 +163,8 @@ __device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, co
   for (int e = 0; e < V; ++e) t[e] = {C(0), C(0)};
   for (int64_t i = tid; i < pieces; i += kThreads) {
     C x[V], d[V], w[V];
-    load_n<T, V, C>(src[0] + i * V * sx, sx, x);
-    load_n<T, V, C>(src[1] + i * V * sd, sd, d);
+    rows::load_piece<T, V, C>(src[0] + i * V * sx, x);
+    rows::load_piece<T, V, C>(src[1] + i * V * sd, d);
     load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
@@ -204,11 +180,11 @@ __device__ __forceinline__ void backward_row(const NormGeom& g, const Off& o, co
   const int64_t sdx = V > 1 ? 1 : g.s[kDx], sdh = V > 1 ? 1 : g.s[kDh];
   auto piece = [&](int64_t i, C* aw, C* ab) {
     C x[V], d[V], w[V], out[V];
-    load_n<T, V, C>(src[0] + i * V * sx, sx, x);
-    load_n<T, V, C>(src[1] + i * V * sd, sd, d);
+    rows::load_piece<T, V, C>(src[0] + i * V * sx, x);
+    rows::load_piece<T, V, C>(src[1] + i * V * sd, d);
     load_param<P, V, C>(g.w, g.ws, i * V, C(1), w);
     C hg[V];
-    if (dh) load_n<T, V, C>(dh + i * V * sdh, sdh, hg);
+    if (dh) rows::load_piece<T, V, C>(dh + i * V * sdh, hg);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const C xh = (x[e] - mean) * rstd;
@@ -374,15 +350,7 @@ cudaError_t launch(const NormGeom& g, cudaStream_t stream) {
 
 NormLaunchFn find_norm(DType x, DType param, bool backward) {
   auto pick = [&]<class T, class P>() -> NormLaunchFn { return backward ? &launch<T, P, true> : &launch<T, P, false>; };
-  if (x == param) {
-    switch (x) {
-      case DType::f32: return pick.template operator()<float, float>();
-      case DType::f16: return pick.template operator()<__half, __half>();
-      case DType::bf16: return pick.template operator()<__nv_bfloat16, __nv_bfloat16>();
-      case DType::f64: return pick.template operator()<double, double>();
-      default: return nullptr;
-    }
-  }
+  if (x == param) return pick_float_type<NormLaunchFn>(x, [&]<class T>() { return pick.template operator()<T, T>(); });
   if (param == DType::f32 && x == DType::f16) return pick.template operator()<__half, float>();
   if (param == DType::f32 && x == DType::bf16) return pick.template operator()<__nv_bfloat16, float>();
   return nullptr;

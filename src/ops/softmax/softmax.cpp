@@ -22,13 +22,8 @@ using FloatDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64>;
 
 // The descriptor's checks shared by both plans: the normalized axis and y's dtype.
 Result<int> check_softmax(std::string_view op, const SoftmaxDescriptor& d, DType* out) {
-  if (d.rank < 0 || d.rank > kMaxRank) return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [0, 8]");
-  for (int a = 0; a < d.rank; ++a)
-    if (d.shape[a] < 0) return error(StatusCode::kInvalidProblem, op, ": shape[", a, "] = ", d.shape[a], " must be >= 0");
   int64_t numel = 0;
-  // (the kernels form line lengths times 16 bytes)
-  if (!checked_product(d.shape, d.rank, &numel) || numel > (int64_t{1} << 58))
-    return error(StatusCode::kInvalidProblem, op, ": shape has more than 2^58 elements");
+  if (Status s = check_shape(op, d.rank, d.shape, 0, &numel); !s.ok()) return s;
   const int r = std::max(d.rank, 1);
   if (d.dim < -r || d.dim >= r)
     return error(StatusCode::kInvalidProblem, op, ": dim = ", d.dim, " is out of range for rank ", d.rank, " (expected [", -r, ", ", r - 1, "])");

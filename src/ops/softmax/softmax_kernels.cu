@@ -18,32 +18,9 @@ constexpr int kMin = static_cast<int>(SoftmaxKind::kSoftmin);
 
 // Each view's offset of line `line` (the other axes row-major, outer-first).
 __device__ __forceinline__ void line_offsets(const SoftmaxGeom& g, int64_t line, int64_t (&o)[3]) {
-  o[0] = o[1] = o[2] = 0;
-  for (int a = g.ko - 1; a >= 0; --a) {
-    const int64_t q = line / g.osize[a], c = line - q * g.osize[a];
-    o[0] += c * g.os[0][a], o[1] += c * g.os[1][a], o[2] += c * g.os[2][a];
-    line = q;
-  }
+  rows::split_offsets<3>(line, g.ko, g.osize, g.os, o);
 }
 
-// N elements at p (generic: global or shared; N > 1: aligned to 16 bytes, whole 16-byte
-// vectors) into the accumulator type.
-template <class T, int N>
-__device__ __forceinline__ void load_piece(const T* p, acc_t<T> (&v)[N]) {
-  constexpr int W = 16 / static_cast<int>(sizeof(T));
-  if constexpr (N == 1) {
-    v[0] = to_acc(p[0]);
-  } else {
-    static_assert(N % W == 0, "a piece is whole 16-byte vectors");
-#pragma unroll
-    for (int q = 0; q < N / W; ++q) {
-      acc_t<T> w[W];
-      load_acc_vec<T, W>(p + q * W, w);
-#pragma unroll
-      for (int e = 0; e < W; ++e) v[q * W + e] = w[e];
-    }
-  }
-}
 // Elements per piece of the vector layout: 16 bytes of the narrower of the two types.
 template <class TI, class TO>
 inline constexpr int kPiece = 16 / static_cast<int>(sizeof(TI) < sizeof(TO) ? sizeof(TI) : sizeof(TO));
@@ -86,7 +63,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       for (int e = 0; e < V; ++e) m[e] = -INFINITY, t[e] = C(0);
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        load_piece<TI, V>(src0 + i * V, v);
+        rows::load_piece<TI, V>(src0 + i * V, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) m[e] = fmax(m[e], v[e] * sg);
       }
@@ -95,7 +72,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       a.m = red(a.m, rows::MaxOp{});
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        load_piece<TI, V>(src0 + i * V, v);
+        rows::load_piece<TI, V>(src0 + i * V, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) t[e] += rows::row_exp_ftz(fma(v[e], sg, -a.m));
       }
@@ -103,7 +80,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     } else {
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        load_piece<TI, V>(src0 + i * V, v);
+        rows::load_piece<TI, V>(src0 + i * V, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) v[e] *= sg;
         rows::add_piece<C, V>(a, v);
@@ -113,7 +90,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     const C inv = C(1) / a.s, logs = log(a.s);
     for (int64_t i = tid; i < pieces; i += nt) {
       C v[V];
-      load_piece<TI, V>(src0 + i * V, v);
+      rows::load_piece<TI, V>(src0 + i * V, v);
       CO o[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -128,8 +105,8 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     for (int e = 0; e < V; ++e) ts[e] = C(0);
     for (int64_t i = tid; i < pieces; i += nt) {
       C y[V], d[V];
-      load_piece<TI, V>(src0 + i * V, y);
-      load_piece<TI, V>(src1 + i * V, d);
+      rows::load_piece<TI, V>(src0 + i * V, y);
+      rows::load_piece<TI, V>(src1 + i * V, d);
 #pragma unroll
       for (int e = 0; e < V; ++e) ts[e] += Log ? d[e] : d[e] * y[e];
     }
@@ -137,8 +114,8 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     t = red(t, rows::SumOp{});
     for (int64_t i = tid; i < pieces; i += nt) {
       C y[V], d[V];
-      load_piece<TI, V>(src0 + i * V, y);
-      load_piece<TI, V>(src1 + i * V, d);
+      rows::load_piece<TI, V>(src0 + i * V, y);
+      rows::load_piece<TI, V>(src1 + i * V, d);
       CO o[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) o[e] = static_cast<CO>(backward_value<Log, C>(g.kind, y[e], d[e], t));
@@ -292,15 +269,7 @@ cudaError_t launch(const SoftmaxGeom& g, cudaStream_t stream) {
 
 SoftmaxLaunchFn find_softmax(DType in, DType out, bool backward) {
   auto pick = [&]<class TI, class TO>() -> SoftmaxLaunchFn { return backward ? &launch<TI, TO, true> : &launch<TI, TO, false>; };
-  if (in == out) {
-    switch (in) {
-      case DType::f32: return pick.template operator()<float, float>();
-      case DType::f16: return pick.template operator()<__half, __half>();
-      case DType::bf16: return pick.template operator()<__nv_bfloat16, __nv_bfloat16>();
-      case DType::f64: return pick.template operator()<double, double>();
-      default: return nullptr;
-    }
-  }
+  if (in == out) return pick_float_type<SoftmaxLaunchFn>(in, [&]<class T>() { return pick.template operator()<T, T>(); });
   // the half-to-float forms: forward f16 / bf16 -> f32; backward f32 (y, dy) -> f16 / bf16
   if (!backward && out == DType::f32 && in == DType::f16) return pick.template operator()<__half, float>();
   if (!backward && out == DType::f32 && in == DType::bf16) return pick.template operator()<__nv_bfloat16, float>();
