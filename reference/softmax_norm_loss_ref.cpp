@@ -221,7 +221,7 @@ double pointwise_loss(const PwOptions& o, const PwElem& e) {
     case PwLoss::l1: return z;
     case PwLoss::smooth_l1: return o.beta == 0 ? z : (z < o.beta ? 0.5 * d * d / o.beta : z - 0.5 * o.beta);
     case PwLoss::huber: return z < o.delta ? 0.5 * d * d : o.delta * (z - 0.5 * o.delta);
-    case PwLoss::bce: return -e.w * (e.y * std::max(std::log(e.x), -100.0) + (1 - e.y) * std::max(std::log(1 - e.x), -100.0));
+    case PwLoss::bce: return -e.w * (e.y * std::max(std::log(e.x), -100.0) + (1 - e.y) * std::max(std::log1p(-e.x), -100.0));
     case PwLoss::bce_with_logits: return e.w * ((1 - e.y) * e.x + (1 + (e.pw - 1) * e.y) * softplus(-e.x));
     case PwLoss::kl_div:
       if (o.log_target) return std::exp(e.y) * (e.y - e.x);
@@ -260,7 +260,7 @@ PwGrad pointwise_loss_grad(const PwOptions& o, const PwElem& e) {
       break;
     case PwLoss::kl_div:
       if (o.log_target) r.dx = -std::exp(e.y), r.dy = std::exp(e.y) * (e.y - e.x + 1);
-      else r.dx = -e.y, r.dy = e.y > 0 ? std::log(e.y) + 1 - e.x : 0.0;
+      else r.dx = -e.y, r.dy = e.y > 0 ? std::log(e.y) + 1 - e.x : e.y == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
       break;
     case PwLoss::poisson_nll:
       if (o.log_input) r.dx = std::exp(e.x) - e.y, r.dy = -e.x;

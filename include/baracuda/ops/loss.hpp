@@ -14,7 +14,8 @@
 //                   a sample whose t is ignore_index gives l = 0 and weight 0; a t outside
 //                   [0, C) that is not ignore_index is never dereferenced: its l is NaN (PyTorch
 //                   raises a device-side assert), which makes a mean or sum NaN too
-//   probability t   t'_c = (1 - ε) · t_c + ε / C,  l = Σ_c w_c · t'_c · (-logp_c)  (cross_entropy only)
+//   probability t   t'_c = (1 - ε) · t_c + ε / C,  l = Σ_c w_c · t'_c · (-logp_c)  (cross_entropy only;
+//                   ignore_index must be negative, as PyTorch requires)
 //   z_loss > 0      l += z_loss · lse² for every sample not ignored (PaLM's auxiliary term; not in
 //                   PyTorch; cross_entropy only)
 //   reduction none: loss = l per sample; sum: Σ l; mean: Σ l / Σ w_t over the samples kept (class
@@ -92,7 +93,8 @@ class CrossEntropyPlan : public PlanBase<CrossEntropyDescriptor> {
 // ---------------------------------------------------------------- backward
 // dinput from dloss (reduction none: the samples' shape; else a scalar), with p = exp(x - lse)
 // (lse: the forward's output; cross_entropy) and g = dloss (none), dloss / total_weight (mean;
-// total_weight the forward's output), dloss (sum), per sample not ignored (ignored: dinput = 0):
+// total_weight the forward's output), dloss (sum), per sample not ignored (ignored: dinput = 0 · p,
+// NaN where the row's softmax is, as log_softmax's backward of a zero row; nll_loss: exactly 0):
 //   class index     dinput_c = g · ((1 - ε) · w_t · (p_c - [c = t]) + ε / C · (W · p_c - w_c)
 //                               + 2 · z_loss · lse · p_c)
 //   nll_loss        dinput_c = -g · w_t · [c = t]   (input not read)
@@ -134,12 +136,14 @@ class CrossEntropyBackwardPlan : public PlanBase<CrossEntropyDescriptor> {
 //   l1                  |d|
 //   smooth_l1 (beta 1)  |d| < beta ? 0.5 d² / beta : |d| - 0.5 beta     (beta = 0: l1)
 //   huber (delta 1)     |d| < delta ? 0.5 d² : delta (|d| - 0.5 delta)
-//   binary_cross_entropy            -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
+//   binary_cross_entropy            -w (y max(log x, -100) + (1 - y) max(log1p(-x), -100))  (x outside
+//                       [0, 1] is NaN, where PyTorch raises)
 //   binary_cross_entropy_with_logits w ((1 - y) x + (1 + (pw - 1) y) (log1p(exp(-|x|)) + max(-x, 0)))
-//   kl_div              y (log y - x) (y = 0: 0; y < 0: NaN); log_target: exp(y) (y - x)
+//   kl_div              y (log y - x) (y = 0: 0 - 0 · x; y < 0: NaN); log_target: exp(y) (y - x)
 //   poisson_nll         log_input: exp(x) - y x; else x - y log(x + eps) (eps 1e-8); full: +
 //                       y log y - y + 0.5 log(2 pi y) where y > 1
-//   gaussian_nll        0.5 (log v + d² / v) with v = max(var, eps) (eps 1e-6); full: + 0.5 log(2 pi)
+//   gaussian_nll        0.5 (log v + d² / v) with v = max(var, eps) (eps 1e-6; a negative var is clamped,
+//                       where PyTorch raises); full: + 0.5 log(2 pi)
 //   soft_margin         log(1 + exp(-y x))
 //   hinge_embedding     (y != 1 ? max(0, margin - x) : 0) + (y != -1 ? x : 0)   (margin 1)
 //   margin_ranking      max(0, -y (x - x2) + margin)                         (margin 0; x2 = input2)
@@ -151,7 +155,8 @@ class CrossEntropyBackwardPlan : public PlanBase<CrossEntropyDescriptor> {
 // Dtypes: every operand `dtype` (f32, f16, bf16, f64); math in f32 (f64).
 // Accumulation (sum / mean / batchmean): each of G = min(ceil(numel / 4096), 1024) blocks adds its
 //   elements (grid-stride, in order per thread, then a fixed tree), a second pass the G partials in
-//   order: bitwise run-to-run and across devices. Workspace: G accumulators (none: 0).
+//   order: bitwise run-to-run and across devices for the same layout (flat 16-byte-aligned views
+//   take vector pieces, whose order differs from the scalar path's). Workspace: G accumulators.
 // Aliasing: none. Backward: below.
 BARACUDA_ENUM(PointwiseLossKind, uint8_t, (kMse, "mse"), (kL1, "l1"), (kSmoothL1, "smooth_l1"), (kHuber, "huber"),
               (kBce, "binary_cross_entropy"), (kBceWithLogits, "binary_cross_entropy_with_logits"), (kKlDiv, "kl_div"),
@@ -200,11 +205,13 @@ class PointwiseLossPlan : public PlanBase<PointwiseLossDescriptor> {
 // Backward: dloss (the input's shape for none, else a scalar) times d l_i / d operand, divided by
 // numel (mean) or shape[0] (batchmean), PyTorch's derivative conventions at the kinks (sign(0) =
 // 0 for l1; smooth_l1 / huber: d / beta, d inside [-beta, beta] / [-delta, delta]; hinge and
-// margin_ranking: 0 where the hinge is exactly 0; binary_cross_entropy: w (x - y) / max(x (1 - x),
-// 1e-12); gaussian_nll: the var gradient at the clamped v, as F.gaussian_nll_loss's no-grad clamp).
-// Outputs: dinput; optional dtarget (every op but hinge_embedding, margin_ranking, soft_margin and
-// binary_cross_entropy, whose target PyTorch does not differentiate or we do not yet), dinput2
-// (margin_ranking), dvar (gaussian_nll). Workspace: none. Each element written once.
+// margin_ranking: the gradient passes where the hinge's argument is exactly 0, as clamp_min's;
+// binary_cross_entropy: w (x - y) / max(x (1 - x), 1e-12); gaussian_nll: the var gradient at the
+// clamped v, as F.gaussian_nll_loss's no-grad clamp; kl_div's dtarget at y = 0 is 0 (PyTorch's
+// xlogy composite gives NaN there), NaN for y < 0).
+// Outputs: dinput; optional dtarget (every op but binary_cross_entropy and hinge_embedding; also
+// soft_margin's -x·σ(-y x), which PyTorch does not offer), dinput2 (margin_ranking), dvar
+// (gaussian_nll). Workspace: none. Each element written once.
 using PointwiseLossBackwardDescriptor = PointwiseLossDescriptor;
 
 struct PointwiseLossBackwardArgs {

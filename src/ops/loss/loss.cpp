@@ -30,12 +30,8 @@ struct Shapes {
 };
 
 Result<Shapes> check_ce(std::string_view op, const CrossEntropyDescriptor& d) {
-  if (d.rank < 1 || d.rank > kMaxRank) return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [1, 8]");
-  for (int a = 0; a < d.rank; ++a)
-    if (d.shape[a] < 0) return error(StatusCode::kInvalidProblem, op, ": shape[", a, "] = ", d.shape[a], " must be >= 0");
   int64_t numel = 0;
-  if (!checked_product(d.shape, d.rank, &numel) || numel > (int64_t{1} << 58))
-    return error(StatusCode::kInvalidProblem, op, ": shape has more than 2^58 elements");
+  if (Status s = check_shape(op, d.rank, d.shape, 1, &numel); !s.ok()) return s;
   if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;
   if (d.target == LossTarget::kIndex)
     if (Status s = check_dtype(op, "index_dtype", d.index_dtype, IndexDTypes{}); !s.ok()) return s;
@@ -45,6 +41,9 @@ Result<Shapes> check_ce(std::string_view op, const CrossEntropyDescriptor& d) {
     return error(StatusCode::kInvalidProblem, op, ": z_loss = ", d.z_loss, " must be finite and >= 0");
   if (d.reduction == LossReduction::kBatchMean)
     return error(StatusCode::kInvalidProblem, op, ": reduction batchmean is kl_div's (none, mean or sum here)");
+  if (d.target == LossTarget::kProbability && d.ignore_index >= 0)
+    return error(StatusCode::kInvalidProblem, op, ": ignore_index = ", d.ignore_index,
+                 " with a probability target (PyTorch: ignore_index is not supported for floating point targets; leave it negative)");
   if (d.op == ClassLossKind::kNllLoss) {
     if (d.target == LossTarget::kProbability)
       return error(StatusCode::kInvalidProblem, op, ": nll_loss takes class-index targets only (target = index)");

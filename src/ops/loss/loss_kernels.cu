@@ -23,37 +23,7 @@ struct Off {
 };
 
 __device__ __forceinline__ void sample_offsets(const LossGeom& g, int64_t s, Off& o) {
-#pragma unroll
-  for (int v = 0; v < kViews; ++v) o.v[v] = 0;
-  for (int a = g.ko - 1; a >= 0; --a) {
-    const int64_t q = s / g.osize[a], c = s - q * g.osize[a];
-#pragma unroll
-    for (int v = 0; v < kViews; ++v) o.v[v] += c * g.os[v][a];
-    s = q;
-  }
-}
-
-// V elements of T at p (V > 1: whole aligned 16-byte vectors; else one at p) into C.
-template <class T, int V, class C>
-__device__ __forceinline__ void load_v(const T* p, C (&v)[V]) {
-  constexpr int W = 16 / static_cast<int>(sizeof(T));
-  if constexpr (V == 1) {
-    v[0] = static_cast<C>(to_acc(p[0]));
-  } else {
-#pragma unroll
-    for (int q = 0; q < V / W; ++q) {
-      acc_t<T> w[W];
-      load_acc_vec<T, W>(p + q * W, w);
-#pragma unroll
-      for (int e = 0; e < W; ++e) v[q * W + e] = static_cast<C>(w[e]);
-    }
-  }
-}
-
-template <class C>
-__device__ __forceinline__ C log_c(C v) {
-  if constexpr (std::is_same_v<C, double>) return log(v);
-  else return logf(v);
+  rows::split_offsets<kViews>(s, g.ko, g.osize, g.os, o.v);
 }
 
 // exp(v - lse): f32 as one FFMA and MUFU ex2 (results below 2^-126 flushed to 0), f64 exact.
@@ -93,7 +63,7 @@ template <class T, int V, class C>
 __device__ __forceinline__ void q_piece(const LossGeom& g, const T* tp, int64_t st, int64_t c, C (&q)[V]) {
   C t[V];
   if (g.prob) {
-    if constexpr (V > 1) load_v<T, V, C>(tp + c, t);
+    if constexpr (V > 1) rows::load_piece<T, V, C>(tp + c, t);
     else t[0] = static_cast<C>(to_acc(tp[c * st]));
   }
   const C keep = C(1) - static_cast<C>(g.smoothing), spread = static_cast<C>(g.smoothing) / static_cast<C>(g.C);
@@ -145,13 +115,13 @@ __device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, con
     for (; k + (U - 1) * S < pieces; k += U * S) {  // U pieces in bounds: their loads in flight together
       C v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_v<T, V, C>(x + (k + u * S) * V * sx, v[u]);
+      for (int u = 0; u < U; ++u) rows::load_piece<T, V, C>(x + (k + u * S) * V * sx, v[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u) use(k + u * S, v[u]);
     }
     for (; k < pieces; k += S) {
       C v[V];
-      load_v<T, V, C>(x + k * V * sx, v);
+      rows::load_piece<T, V, C>(x + k * V * sx, v);
       use(k, v);
     }
     acc = red(acc, FwdOp{});
@@ -166,7 +136,7 @@ __device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, con
     if (valid) xt = nll ? static_cast<C>(to_acc(x[t * g.cs[kX]])) : acc.xt, wt = weight_at<T, C>(g, t);
   }
   // (a +inf score: s = NaN, so lse and the loss are NaN, as log_softmax's row)
-  const C lse = nll ? C(0) : acc.ms.m + log_c(acc.ms.s);
+  const C lse = nll ? C(0) : acc.ms.m + rows::row_log(acc.ms.s);
   const C eps = static_cast<C>(g.smoothing);
   C l = C(0);
   if (g.prob) {
@@ -175,7 +145,7 @@ __device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, con
   } else if (!valid) {
     l = kept ? C(NAN) : C(0);  // out of range: never dereferenced (PyTorch: a device-side assert)
   } else {
-    l = nll ? -wt * xt : (C(1) - eps) * wt * (lse - xt);
+    l = nll ? -wt * xt : (C(1) - eps) * wt * ((acc.ms.m - xt) + rows::row_log(acc.ms.s));  // (m - x_t first: no rounding to lse's ulp)
     if (!nll && g.smoothing > 0) l += eps / static_cast<C>(g.C) * (acc.b * lse - acc.a);
   }
   if (kept && g.z > 0) l += static_cast<C>(g.z) * lse * lse;
@@ -206,10 +176,11 @@ __device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, co
   if (g.reduction == kMean) gr /= static_cast<const C*>(g.tw_in)[0];
   int64_t t = -1;
   C wt = C(0);
+  bool invalid = false;  // a target outside [0, C) that is not ignore_index: a NaN row
   if (!g.prob) {
     t = target_at(g, o);
     if (t == g.ignore_index) gr = C(0), t = -1;
-    else if (t < 0 || t >= g.C) gr = C(NAN), t = -1;
+    else if (t < 0 || t >= g.C) gr = C(NAN), t = -1, invalid = true;
     else wt = weight_at<T, C>(g, t);
   }
   auto write = [&](int64_t c, const C (&v)[V]) {
@@ -223,10 +194,11 @@ __device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, co
     }
   };
   if (nll) {
+    const C bad = invalid ? C(NAN) : C(0);  // 0 off the target (PyTorch), whatever dloss
     for (int64_t c = static_cast<int64_t>(grp.tid) * V; c < g.C; c += kStep) {
       C v[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) v[e] = c + e == t ? -gr * wt : C(0) * gr;  // (0 · NaN: an out-of-range row is NaN)
+      for (int e = 0; e < V; ++e) v[e] = c + e == t ? -gr * wt : bad;
       write(c, v);
     }
     return;
@@ -254,7 +226,7 @@ __device__ __forceinline__ void backward_sample(const LossGeom& g, int64_t s, co
     C v[U][V];
 #pragma unroll
     for (int u = 0; u < U; ++u)  // the U pieces' loads in flight together
-      if (c0 + u * kStep < g.C) load_v<T, V, C>(x + (c0 + u * kStep) * sx, v[u]);
+      if (c0 + u * kStep < g.C) rows::load_piece<T, V, C>(x + (c0 + u * kStep) * sx, v[u]);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t c = c0 + u * kStep;
@@ -342,7 +314,7 @@ template <class T, bool Bwd>
 cudaError_t launch(const LossGeom& g, cudaStream_t stream) {
   constexpr int VW = 16 / static_cast<int>(sizeof(T));
   if (g.samples > 0 && g.C > 0) {
-    const int64_t cap = int64_t{132} * 16;
+    const int64_t cap = kMaxGrid;
     if (g.path == kColumns) {
       const int64_t blocks = std::min<int64_t>((g.samples + kThreads - 1) / kThreads, cap);
       BARACUDA_CUDA_TRY(launch_kernel(columns_kernel<T, Bwd>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
@@ -365,13 +337,7 @@ cudaError_t launch(const LossGeom& g, cudaStream_t stream) {
 
 LossLaunchFn find_cross_entropy(DType x, bool backward) {
   auto pick = [&]<class T>() -> LossLaunchFn { return backward ? &launch<T, true> : &launch<T, false>; };
-  switch (x) {
-    case DType::f32: return pick.template operator()<float>();
-    case DType::f16: return pick.template operator()<__half>();
-    case DType::bf16: return pick.template operator()<__nv_bfloat16>();
-    case DType::f64: return pick.template operator()<double>();
-    default: return nullptr;
-  }
+  return pick_float_type<LossLaunchFn>(x, pick);
 }
 
 }  // namespace baracuda::loss

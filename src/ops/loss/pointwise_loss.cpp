@@ -31,12 +31,8 @@ struct PwShape {
 bool has_dtarget(K op) { return op != K::kBce && op != K::kHingeEmbedding; }
 
 Result<PwShape> check_pw(std::string_view op, const PointwiseLossDescriptor& d) {
-  if (d.rank < 0 || d.rank > kMaxRank) return error(StatusCode::kInvalidProblem, op, ": rank = ", d.rank, " must be in [0, 8]");
-  for (int a = 0; a < d.rank; ++a)
-    if (d.shape[a] < 0) return error(StatusCode::kInvalidProblem, op, ": shape[", a, "] = ", d.shape[a], " must be >= 0");
   PwShape sh;
-  if (!checked_product(d.shape, d.rank, &sh.numel) || sh.numel > (int64_t{1} << 58))
-    return error(StatusCode::kInvalidProblem, op, ": shape has more than 2^58 elements");
+  if (Status s = check_shape(op, d.rank, d.shape, 0, &sh.numel); !s.ok()) return s;
   if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;
   const std::string_view name = enum_name(d.op);
   auto only = [&](bool set, bool allowed, const char* field) -> Status {

@@ -22,11 +22,12 @@ struct Vals {
   C x = 0, x2 = 0, y = 0, v = 1, w = 1, pw = 1;
 };
 
-template <class C> __device__ __forceinline__ C lg(C v) { if constexpr (std::is_same_v<C, double>) return log(v); else return logf(v); }
 template <class C> __device__ __forceinline__ C ex(C v) { if constexpr (std::is_same_v<C, double>) return exp(v); else return expf(v); }
 template <class C> __device__ __forceinline__ C l1p(C v) { if constexpr (std::is_same_v<C, double>) return log1p(v); else return log1pf(v); }
 template <class C> __device__ __forceinline__ C sgn(C v) { return v > C(0) ? C(1) : v < C(0) ? C(-1) : v; }  // sign(0) = 0, NaN stays
 template <class C> __device__ __forceinline__ C sigm(C v) { return C(1) / (C(1) + ex(-v)); }
+// max(v, lo) keeping a NaN v (std::max / clamp_min as PyTorch; fmax would return lo)
+template <class C> __device__ __forceinline__ C max_nan(C v, C lo) { return v < lo ? lo : v; }
 // softplus(-x) = log(1 + exp(-x)) without overflow: log1p(exp(-|x|)) + max(-x, 0)
 template <class C> __device__ __forceinline__ C softplus_neg(C x) { return l1p(ex(-fabs(x))) + fmax(-x, C(0)); }
 
@@ -45,28 +46,28 @@ __device__ __forceinline__ C elem_loss(const PwGeom& g, const Vals<C>& a) {
       const C z = fabs(d), t = static_cast<C>(g.delta);
       return z < t ? C(0.5) * z * z : t * (z - C(0.5) * t);
     }
-    case K::kBce: return -a.w * (a.y * fmax(lg(a.x), C(-100)) + (C(1) - a.y) * fmax(lg(C(1) - a.x), C(-100)));
+    case K::kBce: return -a.w * (a.y * max_nan(rows::row_log(a.x), C(-100)) + (C(1) - a.y) * max_nan(l1p(-a.x), C(-100)));
     case K::kBceWithLogits: return a.w * ((C(1) - a.y) * a.x + (C(1) + (a.pw - C(1)) * a.y) * softplus_neg(a.x));
     case K::kKlDiv: {
       if (g.log_target) return ex(a.y) * (a.y - a.x);
-      const C xlogy = a.y == C(0) ? C(0) : a.y * lg(a.y);  // xlogy(0, 0) = 0; y < 0: NaN
+      const C xlogy = a.y == C(0) ? C(0) : a.y * rows::row_log(a.y);  // xlogy(0, 0) = 0; y < 0: NaN
       return xlogy - a.y * a.x;
     }
     case K::kPoissonNll: {
-      C l = g.log_input ? ex(a.x) - a.y * a.x : a.x - a.y * lg(a.x + static_cast<C>(g.eps));
-      if (g.full && a.y > C(1)) l += a.y * lg(a.y) - a.y + C(0.5) * lg(C(2 * M_PI) * a.y);
+      C l = g.log_input ? ex(a.x) - a.y * a.x : a.x - a.y * rows::row_log(a.x + static_cast<C>(g.eps));
+      if (g.full && a.y > C(1)) l += a.y * rows::row_log(a.y) - a.y + C(0.5) * rows::row_log(C(2 * M_PI) * a.y);
       return l;
     }
     case K::kGaussianNll: {
-      const C v = fmax(a.v, static_cast<C>(g.eps));
-      return C(0.5) * (lg(v) + d * d / v) + (g.full ? C(0.5 * kLog2Pi) : C(0));
+      const C v = max_nan(a.v, static_cast<C>(g.eps));
+      return C(0.5) * (rows::row_log(v) + d * d / v) + (g.full ? C(0.5 * kLog2Pi) : C(0));
     }
-    case K::kSoftMargin: return l1p(ex(-a.y * a.x));
+    case K::kSoftMargin: return softplus_neg(a.y * a.x);
     case K::kHingeEmbedding: {
       const C m = static_cast<C>(g.margin);
-      return (a.y != C(1) ? fmax(m - a.x, C(0)) : C(0)) + (a.y != C(-1) ? a.x : C(0));
+      return (a.y != C(1) ? max_nan(m - a.x, C(0)) : C(0)) + (a.y != C(-1) ? a.x : C(0));
     }
-    case K::kMarginRanking: return fmax(-a.y * (a.x - a.x2) + static_cast<C>(g.margin), C(0));
+    case K::kMarginRanking: return max_nan(-a.y * (a.x - a.x2) + static_cast<C>(g.margin), C(0));
   }
   return C(0);
 }
@@ -107,7 +108,7 @@ __device__ __forceinline__ Grads<C> elem_grad(const PwGeom& g, const Vals<C>& a)
         const C e = ex(a.y);
         r.dx = -e, r.dy = e * (a.y - a.x + C(1));
       } else {
-        r.dx = -a.y, r.dy = a.y > C(0) ? lg(a.y) + C(1) - a.x : C(0);
+        r.dx = -a.y, r.dy = a.y > C(0) ? rows::row_log(a.y) + C(1) - a.x : a.y == C(0) ? C(0) : C(NAN);  // (y = 0: 0, see loss.hpp)
       }
       break;
     case K::kPoissonNll:
@@ -115,12 +116,12 @@ __device__ __forceinline__ Grads<C> elem_grad(const PwGeom& g, const Vals<C>& a)
         r.dx = ex(a.x) - a.y, r.dy = -a.x;
       } else {
         const C xe = a.x + static_cast<C>(g.eps);
-        r.dx = C(1) - a.y / xe, r.dy = -lg(xe);
+        r.dx = C(1) - a.y / xe, r.dy = -rows::row_log(xe);
       }
-      if (g.full && a.y > C(1)) r.dy += lg(a.y) + C(0.5) / a.y;
+      if (g.full && a.y > C(1)) r.dy += rows::row_log(a.y) + C(0.5) / a.y;
       break;
     case K::kGaussianNll: {
-      const C v = fmax(a.v, static_cast<C>(g.eps));
+      const C v = max_nan(a.v, static_cast<C>(g.eps));
       r.dx = d / v, r.dy = -r.dx, r.dv = C(0.5) * (C(1) / v - d * d / (v * v));
       break;
     }
@@ -165,14 +166,7 @@ __device__ __forceinline__ void offsets_of(const PwGeom& g, int64_t i, Offs& o) 
     for (int v = 0; v < kPwViews; ++v) o.v[v] = i;
     return;
   }
-#pragma unroll
-  for (int v = 0; v < kPwViews; ++v) o.v[v] = 0;
-  for (int a = g.rank - 1; a >= 0; --a) {
-    const int64_t q = i / g.size[a], c = i - q * g.size[a];
-#pragma unroll
-    for (int v = 0; v < kPwViews; ++v) o.v[v] += c * g.st[v][a];
-    i = q;
-  }
+  rows::split_offsets<kPwViews>(i, g.rank, g.size, g.st, o.v);
 }
 
 template <class T, class C>
@@ -340,12 +334,12 @@ template <class T, bool Bwd>
 cudaError_t launch(const PwGeom& g, cudaStream_t stream) {
   if constexpr (Bwd) {
     if (g.n == 0) return cudaSuccess;
-    const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, int64_t{132} * 16);
+    const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, kMaxGrid);
     return launch_kernel(pw_backward_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g);
   } else {
     if (g.reduction == kNone) {
       if (g.n == 0) return cudaSuccess;
-      const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, int64_t{132} * 16);
+      const int64_t blocks = std::min<int64_t>((g.n + kThreads - 1) / kThreads, kMaxGrid);
       return launch_kernel(pw_forward_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g);
     }
     if (g.n > 0) BARACUDA_CUDA_TRY(launch_kernel(pw_forward_kernel<T>, dim3(static_cast<unsigned>(g.blocks)), dim3(kThreads), 0, stream, g));
@@ -357,13 +351,7 @@ cudaError_t launch(const PwGeom& g, cudaStream_t stream) {
 
 PwLaunchFn find_pointwise_loss(DType x, bool backward) {
   auto pick = [&]<class T>() -> PwLaunchFn { return backward ? &launch<T, true> : &launch<T, false>; };
-  switch (x) {
-    case DType::f32: return pick.template operator()<float>();
-    case DType::f16: return pick.template operator()<__half>();
-    case DType::bf16: return pick.template operator()<__nv_bfloat16>();
-    case DType::f64: return pick.template operator()<double>();
-    default: return nullptr;
-  }
+  return pick_float_type<PwLaunchFn>(x, pick);
 }
 
 }  // namespace baracuda::loss
