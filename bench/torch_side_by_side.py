@@ -365,7 +365,7 @@ def torch_cross_entropy(R, bwd, wrap=None):
     ign = R.i("ignore_index", -100)
     x = R.t("input") if R.has("input") else R.t("dinput")
     w = R.t("weight", 0.25, 2.0) if R.has("weight") else None
-    if R.f.get("target", "index") == "probability":
+    if R.f.get("target_kind", "index") == "probability":
         tgt = torch.rand(shape, device=x.device, dtype=x.dtype)
     else:
         tshape = shape[:cax] + shape[cax + 1:]

@@ -38,7 +38,7 @@ const std::vector<double>& in_or_empty(RefCall& c, const char* name) {
 }
 
 std::optional<int64_t> ignore_of(const CrossEntropyDescriptor& d) {
-  return d.target == LossTarget::kIndex ? std::optional<int64_t>(d.ignore_index) : std::nullopt;
+  return d.target_kind == LossTarget::kIndex ? std::optional<int64_t>(d.ignore_index) : std::nullopt;
 }
 
 // The targets (and, with `weight`, the weights): indices in [0, C), every 8th-ish sample
@@ -46,7 +46,7 @@ std::optional<int64_t> ignore_of(const CrossEntropyDescriptor& d) {
 void fill_targets(RefCall& c, const CrossEntropyDescriptor& d, const Samples& s) {
   RefOperand& t = c["target"];
   auto& rng = c.rng();
-  if (d.target == LossTarget::kProbability) {
+  if (d.target_kind == LossTarget::kProbability) {
     t.lo = 0, t.hi = 1;
   } else {
     t.in.assign(s.lines.size(), 0.0);
@@ -75,7 +75,7 @@ SampleIn sample_in(RefCall& c, const CrossEntropyDescriptor& d, const Samples& s
   SampleIn r;
   r.x = gather_at(c["input"].in, s.lines[i]);
   const std::vector<double>& t = c["target"].in;
-  if (d.target == LossTarget::kProbability) r.prob = gather_at(t, s.lines[i]);
+  if (d.target_kind == LossTarget::kProbability) r.prob = gather_at(t, s.lines[i]);
   else r.t = static_cast<int64_t>(t[i]);
   return r;
 }
@@ -86,7 +86,7 @@ double loss_scale(const CrossEntropyDescriptor& d, const SampleIn& in, const std
   const double al = std::isfinite(lse) ? std::fabs(lse) : 0.0;
   auto wa = [&](size_t k) { return w.empty() ? 1.0 : std::fabs(w[k]); };
   double m = 0;
-  if (d.target == LossTarget::kProbability) {
+  if (d.target_kind == LossTarget::kProbability) {
     for (size_t k = 0; k < C; ++k)
       m += wa(k) * std::fabs(in.prob[k] * (1 - d.label_smoothing) + d.label_smoothing / static_cast<double>(C)) * (std::fabs(in.x[k]) + al);
   } else if (in.t >= 0 && static_cast<size_t>(in.t) < C) {
@@ -152,7 +152,7 @@ void backward_fill(RefCall& c) {
   if (x) give_random(*x, -4.0, 4.0);
   if (RefOperand* w = c.find("weight")) give_random(*w, 0.25, 2.0);
   RefOperand& t = c["target"];
-  if (d.target == LossTarget::kProbability) give_random(t, 0.0, 1.0);
+  if (d.target_kind == LossTarget::kProbability) give_random(t, 0.0, 1.0);
   const std::vector<double>& w = in_or_empty(c, "weight");
   RefOperand* lse = c.find("lse");
   if (lse) lse->in.assign(s.lines.size(), 0.0), lse->given = true;
@@ -160,7 +160,7 @@ void backward_fill(RefCall& c) {
   for (size_t i = 0; i < s.lines.size(); ++i) {
     SampleIn in;
     in.x = x ? gather_at(x->in, s.lines[i]) : std::vector<double>(static_cast<size_t>(s.C), 0.0);
-    if (d.target == LossTarget::kProbability) in.prob = gather_at(t.in, s.lines[i]);
+    if (d.target_kind == LossTarget::kProbability) in.prob = gather_at(t.in, s.lines[i]);
     else in.t = static_cast<int64_t>(t.in[i]);
     const ref::ClassLossRow r = ref::class_loss_row(in.x, in.t, in.prob, w, ignore_of(d), d.label_smoothing, d.z_loss, nll);
     wsum += r.weight;
@@ -189,7 +189,7 @@ Status backward(RefCall& c) {
     std::vector<double> xl = x ? gather_at(x->in, s.lines[i]) : std::vector<double>(static_cast<size_t>(s.C), 0.0);
     std::vector<double> prob;
     int64_t ti = 0;
-    if (d.target == LossTarget::kProbability) prob = gather_at(t.in, s.lines[i]);
+    if (d.target_kind == LossTarget::kProbability) prob = gather_at(t.in, s.lines[i]);
     else ti = static_cast<int64_t>(t.in[i]);
     double g = d.reduction == LossReduction::kNone ? dloss[i] : dloss[0];
     if (d.reduction == LossReduction::kMean) g /= tw->in[0];

@@ -56,7 +56,7 @@ TEST(CrossEntropyPlan, OperandsWorkspaceAndPaths) {
   EXPECT_EQ(CrossEntropyPlan::select(d, hopper())->sku().variant, "block_rows");
   // a probability target has the input's shape and dtype; a [C] input is one sample
   CrossEntropyDescriptor pr = desc(DType::f16, {10});
-  pr.target = LossTarget::kProbability;
+  pr.target_kind = LossTarget::kProbability;
   auto pp = CrossEntropyPlan::select(pr, hopper());
   ASSERT_TRUE(pp);
   EXPECT_EQ(dims(pp->expected_operands().find("target")), (std::vector<int64_t>{10}));
@@ -108,7 +108,7 @@ TEST(CrossEntropyPlan, RefusalsNameTheField) {
   d.label_smoothing = 0.1;
   refused(d, StatusCode::kInvalidProblem, "nll_loss");
   d.label_smoothing = 0;
-  d.target = LossTarget::kProbability;
+  d.target_kind = LossTarget::kProbability;
   refused(d, StatusCode::kInvalidProblem, "nll_loss");
   d = desc(DType::f32, {int64_t{1} << 40, int64_t{1} << 30});
   refused(d, StatusCode::kInvalidProblem, "2^58");
@@ -199,7 +199,7 @@ TEST(CrossEntropyPlan, UndeclaredOperandIsRefused) {
   expect_error(p->can_implement(a), StatusCode::kInvalidProblem, "weight");
   // and a probability target refuses a non-negative ignore_index, as PyTorch
   CrossEntropyDescriptor pr = desc(DType::f32, {4, 10});
-  pr.target = LossTarget::kProbability;
+  pr.target_kind = LossTarget::kProbability;
   pr.ignore_index = 0;
   auto r = CrossEntropyPlan::select(pr, hopper());
   ASSERT_FALSE(r);

@@ -56,7 +56,7 @@ struct CrossEntropyDescriptor {
   ClassLossKind op = ClassLossKind::kCrossEntropy;
   DType dtype = DType::f32;        // input, weight, probability target, loss
   DType index_dtype = DType::i64;  // class-index target
-  LossTarget target = LossTarget::kIndex;
+  LossTarget target_kind = LossTarget::kIndex;  // (PyTorch infers it from the target's dtype)
   int rank = 2;  // input: 1 ([C]) .. 8 ([N, C, d1, ...])
   int64_t shape[kMaxRank] = {};
   bool weight = false;  // class weights [C]
@@ -67,7 +67,7 @@ struct CrossEntropyDescriptor {
 
   bool operator==(const CrossEntropyDescriptor&) const = default;
 };
-BARACUDA_DESCRIBE(CrossEntropyDescriptor, op, dtype, index_dtype, target, rank, shape, weight, ignore_index, label_smoothing, reduction,
+BARACUDA_DESCRIBE(CrossEntropyDescriptor, op, dtype, index_dtype, target_kind, rank, shape, weight, ignore_index, label_smoothing, reduction,
                   z_loss);
 
 struct CrossEntropyArgs {

@@ -33,7 +33,7 @@ Result<Shapes> check_ce(std::string_view op, const CrossEntropyDescriptor& d) {
   int64_t numel = 0;
   if (Status s = check_shape(op, d.rank, d.shape, 1, &numel); !s.ok()) return s;
   if (Status s = check_dtype(op, "dtype", d.dtype, FloatDTypes{}); !s.ok()) return s;
-  if (d.target == LossTarget::kIndex)
+  if (d.target_kind == LossTarget::kIndex)
     if (Status s = check_dtype(op, "index_dtype", d.index_dtype, IndexDTypes{}); !s.ok()) return s;
   if (!(d.label_smoothing >= 0.0 && d.label_smoothing <= 1.0))
     return error(StatusCode::kInvalidProblem, op, ": label_smoothing = ", d.label_smoothing, " must be in [0, 1]");
@@ -41,11 +41,11 @@ Result<Shapes> check_ce(std::string_view op, const CrossEntropyDescriptor& d) {
     return error(StatusCode::kInvalidProblem, op, ": z_loss = ", d.z_loss, " must be finite and >= 0");
   if (d.reduction == LossReduction::kBatchMean)
     return error(StatusCode::kInvalidProblem, op, ": reduction batchmean is kl_div's (none, mean or sum here)");
-  if (d.target == LossTarget::kProbability && d.ignore_index >= 0)
+  if (d.target_kind == LossTarget::kProbability && d.ignore_index >= 0)
     return error(StatusCode::kInvalidProblem, op, ": ignore_index = ", d.ignore_index,
                  " with a probability target (PyTorch: ignore_index is not supported for floating point targets; leave it negative)");
   if (d.op == ClassLossKind::kNllLoss) {
-    if (d.target == LossTarget::kProbability)
+    if (d.target_kind == LossTarget::kProbability)
       return error(StatusCode::kInvalidProblem, op, ": nll_loss takes class-index targets only (target = index)");
     if (d.label_smoothing != 0.0 || d.z_loss != 0.0)
       return error(StatusCode::kInvalidProblem, op, ": nll_loss has no label_smoothing or z_loss (both must be 0)");
@@ -87,7 +87,7 @@ void build(const CrossEntropyDescriptor& d, const Shapes& sh, const TensorLayout
     }
   }
   g->kind = static_cast<int>(d.op);
-  g->prob = d.target == LossTarget::kProbability;
+  g->prob = d.target_kind == LossTarget::kProbability;
   g->index64 = d.index_dtype == DType::i64;
   g->reduction = static_cast<int>(d.reduction);
   g->ignore_index = d.ignore_index;
@@ -139,7 +139,7 @@ Result<CrossEntropyPlan> CrossEntropyPlan::select(const CrossEntropyDescriptor& 
   if (!loss::find_cross_entropy(d.dtype, false)) return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype));
   p.desc_ = d;
   p.acc_ = sh->acc;
-  const bool prob = d.target == LossTarget::kProbability;
+  const bool prob = d.target_kind == LossTarget::kProbability;
   p.operands_.input("input", d.dtype, sh->input);
   if (prob) p.operands_.input("target", d.dtype, sh->input);
   else p.operands_.input("target", d.index_dtype, sh->samples_shape);
@@ -173,7 +173,7 @@ Status CrossEntropyPlan::run(cudaStream_t stream, Workspace ws, const CrossEntro
   const CrossEntropyDescriptor& d = desc_;
   auto sh = check_ce(kOp, d);
   if (!sh) return sh.status();
-  const bool prob = d.target == LossTarget::kProbability;
+  const bool prob = d.target_kind == LossTarget::kProbability;
   loss::LossGeom g;
   const TensorLayout* views[loss::kViews] = {&a.input, &a.target, nullptr, d.reduction == LossReduction::kNone ? &a.loss : nullptr,
                                              a.lse.data ? &a.lse : nullptr, nullptr};
@@ -203,7 +203,7 @@ Result<CrossEntropyBackwardPlan> CrossEntropyBackwardPlan::select(const CrossEnt
   if (!loss::find_cross_entropy(d.dtype, true)) return error(StatusCode::kInternal, kOpBwd, ": no kernel for ", dtype_name(d.dtype));
   p.desc_ = d;
   p.acc_ = sh->acc;
-  const bool prob = d.target == LossTarget::kProbability, ce = d.op == ClassLossKind::kCrossEntropy;
+  const bool prob = d.target_kind == LossTarget::kProbability, ce = d.op == ClassLossKind::kCrossEntropy;
   if (ce) p.operands_.input("input", d.dtype, sh->input);
   if (prob) p.operands_.input("target", d.dtype, sh->input);
   else p.operands_.input("target", d.index_dtype, sh->samples_shape);
@@ -231,7 +231,7 @@ Status CrossEntropyBackwardPlan::run(cudaStream_t stream, Workspace, const Cross
   const CrossEntropyDescriptor& d = desc_;
   auto sh = check_ce(kOpBwd, d);
   if (!sh) return sh.status();
-  const bool prob = d.target == LossTarget::kProbability, ce = d.op == ClassLossKind::kCrossEntropy;
+  const bool prob = d.target_kind == LossTarget::kProbability, ce = d.op == ClassLossKind::kCrossEntropy;
   loss::LossGeom g;
   const bool none = d.reduction == LossReduction::kNone;
   const TensorLayout* views[loss::kViews] = {ce ? &a.input : nullptr, &a.target, &a.dinput, nullptr, ce ? &a.lse : nullptr,
