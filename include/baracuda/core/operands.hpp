@@ -161,19 +161,20 @@ Status check_operands(std::string_view op, const OperandSpecs& specs, std::span<
 // checked its shape, strides or overlap (a kernel binding it anyway would read or write it).
 template <Described A>
 Status check_undeclared(std::string_view op, const OperandSpecs& specs, const A& args) {
-  Status r;
+  std::string_view bad;
   int i = 0;
   for_each_field(args, [&](std::string_view name, const auto& m) {
     const int at = i++;
     if constexpr (operands_detail::kIsView<std::remove_cvref_t<decltype(m)>>) {
-      if (!r.ok() || !m.data) return;
+      if (!bad.empty() || !m.data) return;
       for (const OperandSpec& s : specs)
         if (s.field == at) return;
-      r = Status(StatusCode::kInvalidProblem, std::string(op) + ": " + std::string(name) +
-                                                  " holds data but is not an operand of this descriptor (leave it empty)");
+      bad = name;
     }
   });
-  return r;
+  if (bad.empty()) return {};
+  return Status(StatusCode::kInvalidProblem,
+                std::string(op) + ": " + std::string(bad) + " holds data but is not an operand of this descriptor (leave it empty)");
 }
 
 template <Described A>
