@@ -6,6 +6,8 @@
 #   COMMIT=abc1234 DATE=2026-11-27 [BENCH=bench/problems/perf[/FAMILY.txt]] [BENCH_FILTER=TEXT] \
 #     [TORCH_COMPILE=rope,rope_backward,...] [PREBUILT=.device-bin/bundle.tar.gz] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
 #     [--no-torch] [--parity]
+#   With PREBUILT, TESTS_FILTER=GTEST_FILTER runs only those device tests (the contract suite is
+#   Contract.*; no host tier) and SAN_FILTER=GTEST_FILTER narrows memcheck, racecheck and synccheck to those tests.
 # Results to commit: $OUT/verified.json -> docs/verified.json (the contract suite per row),
 # $OUT/perf/<family>.{json,md} -> docs/perf/, then python3 scripts/gen_ops_md.py (docs/ops.md).
 set -uo pipefail
@@ -46,8 +48,10 @@ echo "build: $(( $(date +%s) - start )) s"
 if [ $TESTS = 1 ] && [ -n "${PREBUILT:-}" ]; then
   # no ctest tree: the two suites directly (the contract results as with ctest)
   start=$(date +%s)
-  "$BUILD/tests/baracuda_host_tests" --gtest_brief=1 > "$OUT/ctest.log" 2>&1 || status=1
-  BARACUDA_CONTRACT_JSON="$OUT/contract.json" "$BUILD/tests/baracuda_device_tests" --gtest_brief=1 >> "$OUT/ctest.log" 2>&1 || status=1
+  : > "$OUT/ctest.log"
+  [ -z "${TESTS_FILTER:-}" ] && { "$BUILD/tests/baracuda_host_tests" --gtest_brief=1 > "$OUT/ctest.log" 2>&1 || status=1; }
+  BARACUDA_CONTRACT_JSON="$OUT/contract.json" "$BUILD/tests/baracuda_device_tests" --gtest_brief=1 \
+    ${TESTS_FILTER:+--gtest_filter="$TESTS_FILTER"} >> "$OUT/ctest.log" 2>&1 || status=1
   [ -f "$OUT/contract.json" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(date=sys.argv[2], commit=sys.argv[3]); json.dump(d, open(sys.argv[4], 'w'), indent=1)" \
     "$OUT/contract.json" "$DATE" "$COMMIT" "$OUT/verified.json" && rm -f "$OUT/contract.json"
   echo "tests: $(( $(date +%s) - start )) s"
@@ -79,14 +83,14 @@ if [ $TESTS = 1 ] && [ -n "$PYOPT" ]; then
 fi
 if [ $SAN = 1 ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-    --gtest_filter='-*Large*:*BeyondTwoToThe31*:*BeyondInt32*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537' > "$OUT/memcheck.log" 2>&1
+    --gtest_filter="${SAN_FILTER:--*Large*:*BeyondTwoToThe31*:*BeyondInt32*:GemmDevice.MatmulShapes*:GemmDevice.Batch65537}" > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$? ($(grep -c 'Invalid' "$OUT/memcheck.log") invalid accesses); $(tail -1 "$OUT/memcheck.log")"
   compute-sanitizer --tool initcheck --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
     --gtest_filter='Contract.*:PadDevice.EdgeGeometries:ElementwiseDevice.MixedDtypes*:ReduceToShapeDevice.*' > "$OUT/initcheck.log" 2>&1
   echo "initcheck rc=$?; $(tail -1 "$OUT/initcheck.log")"
   for tool in racecheck synccheck; do  # kernels with shared memory and barriers
     compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/baracuda_device_tests" \
-      --gtest_filter='RopeDevice.AllViewPairsOnOneShape:CausalConv1dDevice.ChunkedStates*' > "$OUT/$tool.log" 2>&1
+      --gtest_filter="${SAN_FILTER:-RopeDevice.AllViewPairsOnOneShape:CausalConv1dDevice.ChunkedStates*}" > "$OUT/$tool.log" 2>&1
     echo "$tool rc=$?; $(tail -1 "$OUT/$tool.log")"
   done
 fi
