@@ -286,32 +286,66 @@ def torch_scan(R, bwd, wrap=None):
     return lambda: f(x)
 
 
+def softmax_keep(R, shape, dim):
+    """The bool keep-mask of a masked softmax row (None: none): the mask operand where it is bool, and
+    the causal limit k <= q + diagonal over the query axis (dim - 1), as one broadcast tensor."""
+    keep = None
+    if R.f.get("mask_dtype", "none") == "bool":
+        keep = torch.rand(shape, device="cuda") > 0.25
+    if R.b("causal"):
+        d = dim % len(shape)
+        lq, lk = shape[d - 1], shape[d]
+        tril = torch.ones(lq, lk, device="cuda", dtype=torch.bool).tril(int(R.f.get("diagonal", "0")))
+        tril = tril.view([lq, lk] + [1] * (len(shape) - 1 - d))
+        keep = tril if keep is None else keep & tril
+    return keep
+
+
 def torch_softmax(R, bwd, wrap=lambda f: f):
     """The softmax rows: torch.softmax / log_softmax / F.softmin (dtype= for the half-to-float forms);
     backward = the aten kernel autograd runs (_softmax_backward_data / _log_softmax_backward_data; softmin:
-    it and the neg autograd adds), called directly so torch.compile can time it too."""
+    it and the neg autograd adds), called directly so torch.compile can time it too. Masks as their
+    composition: x.masked_fill(~keep, -inf) (bool / causal) or x + mask (additive) first; the backward's
+    masked_fill(~keep, 0) after (masked_fill's gradient)."""
     dim = int(R.f.get("dim", "-1"))
     op = R.f["op"]
     odt = DT[R.f["out_dtype"]] if R.f.get("out_dtype", "none") != "none" else None
+    shape = [int(v) for v in R.f["shape"].split(",")] if R.f.get("shape") else []
+    keep = softmax_keep(R, shape, dim)
+    additive = R.f.get("mask_dtype", "none") not in ("none", "bool")
     if not bwd:
         x = R.t("x")
-        fwd = {"softmax": lambda t: torch.softmax(t, dim, dtype=odt), "log_softmax": lambda t: torch.log_softmax(t, dim, dtype=odt),
-               "softmin": lambda t: F.softmin(t, dim, dtype=odt)}[op]
+        add = R.t("mask") if additive else None
+        base = {"softmax": lambda t: torch.softmax(t, dim, dtype=odt), "log_softmax": lambda t: torch.log_softmax(t, dim, dtype=odt),
+                "softmin": lambda t: F.softmin(t, dim, dtype=odt)}[op]
+        if keep is None and add is None:
+            g = wrap(base)
+            return lambda: g(x)
+
+        def fwd(t, keep, add):
+            if add is not None:
+                t = t + add
+            if keep is not None:
+                t = t.masked_fill(~keep, float("inf") if op == "softmin" else float("-inf"))
+            return base(t)
         g = wrap(fwd)
-        return lambda: g(x)
+        return lambda: g(x, keep, add)
     y, dy = R.t("y", 0.0, 1.0), R.t("dy")
     in_dt = DT[R.f["dtype"]]
     if op == "log_softmax":
-        def f(y, dy):
-            return torch.ops.aten._log_softmax_backward_data(dy, y, dim, in_dt)
+        def f(y, dy, keep):
+            r = torch.ops.aten._log_softmax_backward_data(dy, y, dim, in_dt)
+            return r if keep is None else r.masked_fill(~keep, 0)
     elif op == "softmax":
-        def f(y, dy):
-            return torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt)
+        def f(y, dy, keep):
+            r = torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt)
+            return r if keep is None else r.masked_fill(~keep, 0)
     else:
-        def f(y, dy):
-            return torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt).neg()
+        def f(y, dy, keep):
+            r = torch.ops.aten._softmax_backward_data(dy, y, dim, in_dt).neg()
+            return r if keep is None else r.masked_fill(~keep, 0)
     g = wrap(f)
-    return lambda: g(y, dy)
+    return lambda: g(y, dy, keep)
 
 
 def torch_norm(R, bwd, wrap=None):

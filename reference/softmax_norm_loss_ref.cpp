@@ -58,6 +58,35 @@ std::vector<double> softmax_backward_row(const std::vector<double>& y, const std
   return dx;
 }
 
+bool LineMask::removed(size_t k) const {
+  if (causal && static_cast<__int128>(k) > static_cast<__int128>(q) + diagonal) return true;
+  return kind == MaskKind::kKeep && values[k] == 0.0;
+}
+
+std::vector<double> apply_line_mask(const std::vector<double>& x, const LineMask& m) {
+  std::vector<double> r(x);
+  for (size_t k = 0; k < r.size(); ++k) {
+    if (m.removed(k)) r[k] = -std::numeric_limits<double>::infinity();
+    else if (m.kind == MaskKind::kAdd) r[k] += m.values[k];
+  }
+  return r;
+}
+
+std::vector<double> masked_softmax_row(const std::vector<double>& x, const LineMask& m, bool log) {
+  const std::vector<double> v = apply_line_mask(x, m);
+  bool empty = true;
+  for (double e : v) empty = empty && e == -std::numeric_limits<double>::infinity();
+  if (empty && m.zero_rows && !v.empty()) return std::vector<double>(v.size(), log ? -std::numeric_limits<double>::infinity() : 0.0);
+  return softmax_row(v, log);
+}
+
+std::vector<double> masked_softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, const LineMask& m, bool log) {
+  std::vector<double> dx = softmax_backward_row(y, dy, log);
+  for (size_t k = 0; k < dx.size(); ++k)
+    if (m.removed(k) || (log && m.zero_rows && y[k] == -std::numeric_limits<double>::infinity())) dx[k] = 0.0;
+  return dx;
+}
+
 NormRow layer_norm_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, double eps) {
   NormRow r;
   r.mean = mean_of(x);

@@ -18,6 +18,25 @@ std::vector<double> softmax_row(const std::vector<double>& x, bool log);
 // softmax dx = y * (dy - sum(dy * y)); log_softmax dx = dy - exp(y) * sum(dy).
 std::vector<double> softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, bool log);
 
+// The masks of one line (SoftmaxDescriptor): kKeep removes entries whose value is 0 (a bool
+// mask: -inf, dropping a NaN there too), kAdd adds the values; causal removes entries k > q +
+// diagonal; zero_rows: a line with every entry -inf after masking gives 0 (log: -inf) instead
+// of NaN, and log_softmax's gradient is 0 where y is -inf.
+enum class MaskKind { kNone, kKeep, kAdd };
+struct LineMask {
+  MaskKind kind = MaskKind::kNone;
+  std::vector<double> values;
+  bool causal = false;
+  int64_t q = 0, diagonal = 0;
+  bool zero_rows = false;
+  bool removed(size_t k) const;  // by the keep mask or the causal limit
+};
+std::vector<double> apply_line_mask(const std::vector<double>& x, const LineMask& m);
+std::vector<double> masked_softmax_row(const std::vector<double>& x, const LineMask& m, bool log);
+// softmax_backward_row, then 0 where the mask removed the entry (masked_fill's gradient) and,
+// zero_rows, where log_softmax's y is -inf.
+std::vector<double> masked_softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, const LineMask& m, bool log);
+
 // layer_norm over one row of N: mean, biased variance, rstd = 1 / sqrt(var + eps),
 // y = (x - mean) * rstd * w + b (w, b optional: empty = absent).
 struct NormRow {

@@ -599,22 +599,34 @@ def logcumsumexp(input: torch.Tensor, dim: int, *, reverse: bool = False, exclus
 
 # ---------------------------------------------------------------- softmax and norms (the row families)
 
-def _softmax(op: str, input: torch.Tensor, dim: int, dtype: Optional[torch.dtype]) -> torch.Tensor:
+def _softmax(op: str, input: torch.Tensor, dim: int, dtype: Optional[torch.dtype], mask: Optional[torch.Tensor],
+             causal: bool, diagonal: int, masked_rows: str) -> torch.Tensor:
+    if mask is not None:
+        mask = mask.expand(input.shape)  # a broadcast mask as stride-0 axes (no copy)
     return call("softmax", op=op, dtype=dtype_of(input.dtype), out_dtype=dtype_of(dtype) if dtype is not None else None,
-                rank=input.dim(), shape=[int(n) for n in input.shape], dim=int(dim), x=input)["y"]
+                rank=input.dim(), shape=[int(n) for n in input.shape], dim=int(dim),
+                mask_dtype=dtype_of(mask.dtype) if mask is not None else None, causal=bool(causal),
+                diagonal=int(diagonal), masked_rows=masked_rows, x=input, mask=mask)["y"]
 
 
-def softmax(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    """F.softmax (dtype: f32 for an f16 / bf16 input, PyTorch's half-to-float form)."""
-    return _softmax("softmax", input, dim, dtype)
+def softmax(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None, mask: Optional[torch.Tensor] = None,
+            causal: bool = False, diagonal: int = 0, masked_rows: str = "nan") -> torch.Tensor:
+    """F.softmax (dtype: f32 for an f16 / bf16 input, PyTorch's half-to-float form), with the masked
+    forms: ``mask`` broadcastable to input (bool: keep where True, as ``masked_fill(~mask, -inf)``;
+    float: added), ``causal`` (entry k of query q kept while k <= q + diagonal, the query axis
+    being the one before ``dim``), ``masked_rows`` "nan" (torch.softmax of a fully masked line)
+    or "zero" (0 and a zero gradient, as torch._masked_softmax)."""
+    return _softmax("softmax", input, dim, dtype, mask, causal, diagonal, masked_rows)
 
 
-def log_softmax(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    return _softmax("log_softmax", input, dim, dtype)
+def log_softmax(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None, mask: Optional[torch.Tensor] = None,
+                causal: bool = False, diagonal: int = 0, masked_rows: str = "nan") -> torch.Tensor:
+    return _softmax("log_softmax", input, dim, dtype, mask, causal, diagonal, masked_rows)
 
 
-def softmin(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    return _softmax("softmin", input, dim, dtype)
+def softmin(input: torch.Tensor, dim: int, *, dtype: Optional[torch.dtype] = None, mask: Optional[torch.Tensor] = None,
+            causal: bool = False, diagonal: int = 0, masked_rows: str = "nan") -> torch.Tensor:
+    return _softmax("softmin", input, dim, dtype, mask, causal, diagonal, masked_rows)
 
 
 def _norm(op: str, input: torch.Tensor, normalized_shape: Sequence[int], weight: Optional[torch.Tensor],

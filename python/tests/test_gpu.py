@@ -418,6 +418,34 @@ def test_softmax_and_norms_against_torch(dtype):
     torch.testing.assert_close(ln(x), torch.nn.LayerNorm(1000, device="cuda", dtype=dtype)(x), **tol)
 
 
+def test_masked_softmax_against_torch():
+    # attention scores [B, H, Lq, Lk]: a key-padding bool mask [B, 1, 1, Lk] (batch 1 all padding),
+    # bottom-right causal, an additive float mask; PyTorch's compositions as the reference
+    x = torch.randn(2, 3, 5, 70, device="cuda")
+    keep = torch.ones(2, 1, 1, 70, device="cuda", dtype=torch.bool)
+    keep[0, ..., -7:] = False
+    keep[1] = False
+    tril = torch.ones(5, 70, device="cuda", dtype=torch.bool).tril(70 - 5)
+    both = keep & tril
+    ref = torch.softmax(x.masked_fill(~both, float("-inf")), -1)
+    got = bt.softmax(x, -1, mask=keep, causal=True, diagonal=70 - 5)
+    torch.testing.assert_close(got, ref, equal_nan=True)
+    zero = bt.softmax(x, -1, mask=keep, causal=True, diagonal=70 - 5, masked_rows="zero")
+    torch.testing.assert_close(zero, torch.nan_to_num(ref, nan=0.0))
+    add = torch.randn(2, 1, 5, 70, device="cuda").masked_fill(~tril, float("-inf"))
+    torch.testing.assert_close(bt.log_softmax(x, -1, mask=add), torch.log_softmax(x + add, -1))
+
+
+def test_gradcheck_masked_softmax():
+    # (log_softmax's removed entries are -inf: finite differences of them are NaN)
+    x = torch.randn(2, 4, 9, device="cuda", dtype=torch.float64, requires_grad=True)
+    keep = torch.rand(2, 1, 9, device="cuda") > 0.3
+    keep[1] = False
+    for f in (lambda a: bt.softmax(a, -1, mask=keep, causal=True, masked_rows="zero"),
+              lambda a: bt.softmin(a, -1, mask=keep, diagonal=2, causal=True, masked_rows="zero")):
+        assert torch.autograd.gradcheck(f, (x,))
+
+
 def test_gradcheck_softmax_and_norms():
     x = torch.randn(6, 9, device="cuda", dtype=torch.float64, requires_grad=True)
     w = torch.randn(9, device="cuda", dtype=torch.float64, requires_grad=True)

@@ -26,6 +26,12 @@ const std::string& gpu_unavailable_reason() {
   return reason;
 }
 
+bool enough_memory(size_t bytes) {
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  return free_b > bytes + (size_t{1} << 30);
+}
+
 bool matrix_case_skipped(uint64_t seed) {
   static const uint64_t stride = [] {
     const char* v = std::getenv("BARACUDA_TEST_CASE_STRIDE");

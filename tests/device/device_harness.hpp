@@ -7,7 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +35,11 @@ const std::string& gpu_unavailable_reason();
     cudaError_t e_ = (expr);                                                                \
     ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);                  \
   } while (0)
+
+// Whether the device has `bytes` free with 1 GiB to spare (the > 2^31-element tests skip otherwise).
+bool enough_memory(size_t bytes);
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity(), kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // Case thinning for slow tools (compute-sanitizer): with BARACUDA_TEST_CASE_STRIDE=k set, a
 // matrix test runs only the cases whose seed is a multiple of k. Unset or 1: every case.

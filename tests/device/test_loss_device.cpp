@@ -20,13 +20,7 @@ using namespace baracuda::test;
 
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity(), kNaN = std::numeric_limits<float>::quiet_NaN();
 
-bool enough_memory(size_t bytes) {
-  size_t free_b = 0, total_b = 0;
-  cudaMemGetInfo(&free_b, &total_b);
-  return free_b > bytes + (size_t{1} << 30);
-}
 
 template <class T>
 T* device_copy(const std::vector<T>& h) {

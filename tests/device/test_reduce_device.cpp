@@ -18,16 +18,6 @@
 using namespace baracuda;
 using namespace baracuda::test;
 
-namespace {
-
-bool enough_memory(size_t bytes) {
-  size_t free_b = 0, total_b = 0;
-  cudaMemGetInfo(&free_b, &total_b);
-  return free_b > bytes + (size_t{1} << 30);
-}
-
-}  // namespace
-
 // sum and argmax of 2^31 + 64 u8 ones (a 2 at an index past 2^31): i64 results, exact.
 TEST(ReduceDevice, BeyondTwoToThe31) {
   BARACUDA_REQUIRE_GPU();

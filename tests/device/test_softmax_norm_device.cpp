@@ -2,30 +2,29 @@
 // problem over three views, bitwise reruns and graph replay): PyTorch's special rows checked
 // element by element on the warp, cluster and column paths (a fully masked row of -inf is NaN,
 // a NaN or +inf anywhere makes the row NaN, -inf entries of a finite row are 0 / -inf), and
-// rows past 2^31 elements (64-bit offsets) for softmax and layer_norm.
+// rows past 2^31 elements (64-bit offsets) for softmax and layer_norm; an attention-shaped
+// masked softmax (a [B, 1, 1, L] key-padding mask expanded with stride 0, a bottom-right causal
+// mask, a batch whose keys are all padding) forward and backward on every row path.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "baracuda/ops/norm.hpp"
 #include "baracuda/ops/softmax.hpp"
 #include "device/device_harness.hpp"
+#include "softmax_norm_loss_ref.hpp"
 
 using namespace baracuda;
 using namespace baracuda::test;
 
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity(), kNaN = std::numeric_limits<float>::quiet_NaN();
 
-bool enough_memory(size_t bytes) {
-  size_t free_b = 0, total_b = 0;
-  cudaMemGetInfo(&free_b, &total_b);
-  return free_b > bytes + (size_t{1} << 30);
-}
 
 // softmax / log_softmax of `rows` lines of L f32 (line-major, or column-major: dim 0 of [L, rows])
 // with the special rows below, row r holding its pattern and zeros elsewhere.
@@ -86,6 +85,105 @@ TEST(SoftmaxDevice, SpecialRowsOnEveryPath) {
   check_special_rows(40000, false);  // a cluster of blocks per line
   check_special_rows(300000, false); // a cluster, unstaged (online max and sum)
   check_special_rows(300, true);     // a thread per line (dim 0)
+}
+
+namespace {
+
+// softmax / log_softmax over [B = 2, H = 3, Lq = 5, L] f32 with a key-padding bool mask [B, 1, 1, L]
+// expanded to x's shape by strides (0, 0 on H and Lq), causal with the bottom-right diagonal
+// L - Lq, masked_rows nan and zero: y against ref::masked_softmax_row, then dx from that y and a
+// random dy against ref::masked_softmax_backward_row. Batch 0 keeps all but its last 7 keys,
+// batch 1 none (its lines fully masked).
+void check_broadcast_mask(int64_t L) {
+  const int64_t B = 2, H = 3, Lq = 5, n = B * H * Lq * L;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n));
+  for (float& v : x) v = u(rng);
+  for (float& v : dy) v = u(rng);
+  std::vector<uint8_t> keep(static_cast<size_t>(B * L), 0);
+  for (int64_t k = 0; k + 7 < L; ++k) keep[static_cast<size_t>(k)] = 1;
+  float *dx_ = nullptr, *dy_ = nullptr, *dg = nullptr, *dd = nullptr;
+  uint8_t* dm = nullptr;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dx_), bytes));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dy_), bytes));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dg), bytes));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dd), bytes));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dm), keep.size()));
+  BARACUDA_CUDA_OK(cudaMemcpy(dx_, x.data(), bytes, cudaMemcpyHostToDevice));
+  BARACUDA_CUDA_OK(cudaMemcpy(dg, dy.data(), bytes, cudaMemcpyHostToDevice));
+  BARACUDA_CUDA_OK(cudaMemcpy(dm, keep.data(), keep.size(), cudaMemcpyHostToDevice));
+  const std::vector<int64_t> shape = {B, H, Lq, L};
+  const std::vector<int64_t> mstride = {L, 0, 0, 1};
+  const TensorRef mask = TensorRef::make(dm, DType::boolean, shape, mstride);
+  for (SoftmaxKind op : {SoftmaxKind::kSoftmax, SoftmaxKind::kLogSoftmax})
+    for (MaskedRows rows : {MaskedRows::kNaN, MaskedRows::kZero}) {
+      SoftmaxDescriptor d;
+      d.op = op;
+      d.rank = 4;
+      for (int a = 0; a < 4; ++a) d.shape[a] = shape[static_cast<size_t>(a)];
+      d.dim = 3;
+      d.mask_dtype = DType::boolean;
+      d.causal = true;
+      d.diagonal = L - Lq;
+      d.masked_rows = rows;
+      auto fwd = SoftmaxPlan::select(d);
+      auto bwd = SoftmaxBackwardPlan::select(d);
+      ASSERT_TRUE(fwd && bwd) << (fwd ? bwd.status() : fwd.status()).to_string();
+      ASSERT_TRUE(fwd->run(nullptr, {}, {TensorRef::make(dx_, DType::f32, shape), mask, TensorMut::make(dy_, DType::f32, shape)}).ok());
+      ASSERT_TRUE(bwd->run(nullptr, {}, {TensorRef::make(dy_, DType::f32, shape), TensorRef::make(dg, DType::f32, shape), mask,
+                                         TensorMut::make(dd, DType::f32, shape)})
+                      .ok());
+      BARACUDA_CUDA_OK(cudaDeviceSynchronize());
+      std::vector<float> y(static_cast<size_t>(n)), dxg(static_cast<size_t>(n));
+      BARACUDA_CUDA_OK(cudaMemcpy(y.data(), dy_, bytes, cudaMemcpyDeviceToHost));
+      BARACUDA_CUDA_OK(cudaMemcpy(dxg.data(), dd, bytes, cudaMemcpyDeviceToHost));
+      const bool log = op == SoftmaxKind::kLogSoftmax;
+      const std::string what = std::string(enum_name(op)) + " masked_rows=" + std::string(enum_name(rows)) + " L=" + std::to_string(L) + " " + fwd->sku().variant;
+      for (int64_t line = 0; line < B * H * Lq; ++line) {
+        const int64_t b = line / (H * Lq), q = line % Lq;
+        ref::LineMask m;
+        m.kind = ref::MaskKind::kKeep;
+        m.values.assign(keep.begin() + b * L, keep.begin() + (b + 1) * L);
+        m.causal = true;
+        m.q = q;
+        m.diagonal = L - Lq;
+        m.zero_rows = rows == MaskedRows::kZero;
+        const auto at = [&](const std::vector<float>& v) {
+          return std::vector<double>(v.begin() + line * L, v.begin() + (line + 1) * L);
+        };
+        const std::vector<double> yl = at(y);
+        const std::vector<double> want = ref::masked_softmax_row(at(x), m, log);
+        const std::vector<double> gwant = ref::masked_softmax_backward_row(yl, at(dy), m, log);
+        for (int64_t k = 0; k < L; ++k) {
+          const double w = want[static_cast<size_t>(k)], g = yl[static_cast<size_t>(k)];
+          if (std::isnan(w) || std::isinf(w)) {
+            ASSERT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << what << " line " << line << " [" << k << "] = " << g << ", want " << w;
+          } else {
+            ASSERT_NEAR(g, w, 2e-5 * (log ? 1 + std::fabs(w) : std::fabs(w)) + 1e-9) << what << " line " << line << " [" << k << "]";
+          }
+          const double gw = gwant[static_cast<size_t>(k)], gg = dxg[static_cast<size_t>(line * L + k)];
+          if (std::isnan(gw)) ASSERT_TRUE(std::isnan(gg)) << what << " dx line " << line << " [" << k << "] = " << gg;
+          else ASSERT_NEAR(gg, gw, 1e-4 * (1 + std::fabs(gw))) << what << " dx line " << line << " [" << k << "]";
+        }
+      }
+    }
+  cudaFree(dm);
+  cudaFree(dd);
+  cudaFree(dg);
+  cudaFree(dy_);
+  cudaFree(dx_);
+}
+
+}  // namespace
+
+TEST(SoftmaxDevice, BroadcastCausalMaskOnEveryPath) {
+  BARACUDA_REQUIRE_GPU();
+  check_broadcast_mask(1000);    // a warp per line
+  check_broadcast_mask(6000);    // a block per line
+  check_broadcast_mask(40000);   // a cluster of blocks per line
+  check_broadcast_mask(300000);  // a cluster, unstaged
 }
 
 // softmax over [2^19 + 1, 4096] bf16 zeros (2^31 + 4096 elements): every output 2^-12 exactly,

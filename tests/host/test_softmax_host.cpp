@@ -86,3 +86,37 @@ TEST(SoftmaxPlan, RefusalsNameTheField) {
   d.op = static_cast<SoftmaxKind>(7);
   refused(bwd(d), kBad, "op");
 }
+
+TEST(SoftmaxPlan, MasksDeclareTheirOperands) {
+  auto fwd = [](const SoftmaxDescriptor& d) { return SoftmaxPlan::select(d, hopper()); };
+  auto bwd = [](const SoftmaxDescriptor& d) { return SoftmaxBackwardPlan::select(d, hopper()); };
+  SoftmaxDescriptor d = desc(SoftmaxKind::kSoftmax, DType::bf16, {2, 8, 64});
+  d.mask_dtype = DType::boolean;
+  auto f = fwd(d);
+  auto b = bwd(d);
+  ASSERT_TRUE(f && b);
+  EXPECT_EQ(f->expected_operands().find("mask")->dtype, DType::boolean);
+  EXPECT_EQ(b->expected_operands().find("mask")->dtype, DType::boolean);  // dx is 0 where removed
+  EXPECT_NE(f->sku().variant.find(".masked"), std::string::npos);
+  d.mask_dtype = DType::f32;  // additive: the backward passes the gradient through, reads no mask
+  ASSERT_TRUE(fwd(d) && bwd(d));
+  EXPECT_EQ(bwd(d)->expected_operands().find("mask"), nullptr);
+  EXPECT_EQ(bwd(d)->sku().variant.find(".masked"), std::string::npos);
+  d.mask_dtype = DType::bf16;  // x's dtype
+  EXPECT_TRUE(fwd(d));
+  d.mask_dtype = DType::f16;
+  refused(fwd(d), kUns, "mask_dtype f16");
+  d.mask_dtype = DType::i32;
+  refused(fwd(d), kUns, "mask_dtype i32");
+  d.mask_dtype.reset();
+  d.causal = true;
+  d.diagonal = INT64_MIN;  // every entry removed: allowed (masked_rows decides)
+  auto c = fwd(d);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->expected_operands().find("mask"), nullptr);
+  d.dim = 0;
+  refused(fwd(d), kBad, "causal");
+  d = desc(SoftmaxKind::kSoftmax, DType::f32, {64});
+  d.causal = true;
+  refused(fwd(d), kBad, "rank >= 2");
+}

@@ -77,6 +77,71 @@ TEST(SoftmaxNormLossReference, SoftmaxBackwardMatchesFiniteDifferences) {
   }
 }
 
+TEST(SoftmaxNormLossReference, MaskedSoftmaxRowsAndGradients) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // keep mask: removed entries are -inf (a NaN under them dropped, as masked_fill), kept ones as softmax
+  ref::LineMask keep;
+  keep.kind = ref::MaskKind::kKeep;
+  keep.values = {1, 0, 1};
+  const auto y = ref::masked_softmax_row({0.0, nan, std::log(3.0)}, keep, false);
+  EXPECT_NEAR(y[0], 0.25, 1e-15);
+  EXPECT_EQ(y[1], 0.0);
+  EXPECT_NEAR(y[2], 0.75, 1e-15);
+  // causal: line q = 1 with diagonal 0 keeps entries 0 and 1; diagonal -2 keeps none: NaN, or
+  // with zero_rows 0 (log: -inf)
+  ref::LineMask causal;
+  causal.causal = true;
+  causal.q = 1;
+  const auto c = ref::masked_softmax_row({0.0, 0.0, 5.0}, causal, false);
+  EXPECT_NEAR(c[0], 0.5, 1e-15);
+  EXPECT_EQ(c[2], 0.0);
+  causal.diagonal = -2;
+  for (double v : ref::masked_softmax_row({1.0, 2.0, 3.0}, causal, false)) EXPECT_TRUE(std::isnan(v));
+  causal.zero_rows = true;
+  for (double v : ref::masked_softmax_row({1.0, 2.0, 3.0}, causal, true)) EXPECT_EQ(v, -inf);
+  causal.diagonal = INT64_MAX;  // q + diagonal past int64: nothing removed
+  EXPECT_FALSE(causal.removed(2));
+  // additive: x + mask
+  ref::LineMask add;
+  add.kind = ref::MaskKind::kAdd;
+  add.values = {std::log(3.0), 0.0};
+  EXPECT_NEAR(ref::masked_softmax_row({0.0, 0.0}, add, false)[0], 0.75, 1e-15);
+  // gradients: finite differences of the masked forward (softmax; log_softmax's removed entries
+  // are -inf, their differences undefined), zero where removed
+  std::mt19937_64 rng(11);
+  ref::LineMask m;
+  m.kind = ref::MaskKind::kKeep;
+  m.values = {1, 0, 1, 1, 0, 1, 1, 1, 0};
+  m.causal = true;
+  m.q = 3;
+  m.diagonal = 3;
+  const auto x = random_row(rng, 9), dy = random_row(rng, 9);
+  const auto dx = ref::masked_softmax_backward_row(ref::masked_softmax_row(x, m, false), dy, m, false);
+  const auto num = numeric_grad([&](const std::vector<double>& v) { return dot(ref::masked_softmax_row(v, m, false), dy); }, x);
+  expect_near_all(dx, num, 1e-8);
+  EXPECT_EQ(dx[7], 0.0);  // past q + diagonal
+  // log_softmax: the kept entries' gradient by differences, removed ones 0
+  const auto ly = ref::masked_softmax_row(x, m, true);
+  const auto ldx = ref::masked_softmax_backward_row(ly, dy, m, true);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (m.removed(i)) {
+      EXPECT_EQ(ldx[i], 0.0) << i;
+      continue;
+    }
+    auto f = [&](double h) {
+      std::vector<double> v = x;
+      v[i] += h;
+      const auto r = ref::masked_softmax_row(v, m, true);
+      double s = 0;
+      for (size_t k = 0; k < r.size(); ++k)
+        if (!m.removed(k)) s += r[k] * dy[k];
+      return s;
+    };
+    double want = (f(1e-6) - f(-1e-6)) / 2e-6;
+    EXPECT_NEAR(ldx[i], want, 1e-7) << i;
+  }
+}
+
 TEST(SoftmaxNormLossReference, LayerNormForwardAndBackward) {
   // a constant row normalizes to 0: y = b
   const auto c = ref::layer_norm_row({2.0, 2.0, 2.0}, {}, {0.5, -1.0, 3.0}, 1e-5);

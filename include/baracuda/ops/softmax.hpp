@@ -7,6 +7,21 @@
 //   log_softmax  y_i = x_i - m - log(s)
 //   A line holding a NaN, or whose maximum is ±inf, is NaN throughout (PyTorch: x - m is NaN for
 //   an infinite m; a fully masked line of -inf therefore gives NaN, not 0).
+// Masks (the masked / causal softmax: attention's score softmax), applied to the argument of the
+// exponential, x (softmin: -x), element by element before anything else:
+//   mask_dtype bool     entries where mask is false become -inf (x.masked_fill(~mask, -inf): a
+//                       NaN of x under a false entry is dropped too)
+//   mask_dtype float    mask is added: x + mask (x's dtype, or f32; -inf masks; formed in the
+//                       accumulator type, not rounded to x's dtype first)
+//   causal              entry k of a line whose index along the axis before `dim` is q becomes
+//                       -inf where k > q + diagonal (torch.tril(ones, diagonal)'s zeros; 0 is
+//                       the top-left aligned causal mask of F.scaled_dot_product_attention,
+//                       Lk - Lq the bottom-right one). Needs rank >= 2 and dim >= 1.
+//   masked_rows         a line whose every entry is -inf after masking: "nan" gives NaN
+//                       throughout (torch.softmax of such a line), "zero" gives 0 (log_softmax:
+//                       -inf) and a zero gradient (torch._masked_softmax; attention kernels).
+//   The mask has x's shape with any strides, 0 included: a broadcast mask ([B, 1, 1, Lk] key
+//   padding) is passed expanded, as torch.expand gives it.
 // Shapes: x rank 0..8 (rank 0 is a line of one); dim in [-rank, rank) (0 for rank 0); y x's shape.
 // Dtypes (x -> y): f32, f16, bf16, f64 -> the same; out_dtype (PyTorch's `dtype` argument: x is
 //   converted first) may also name f32 for an f16 / bf16 x (the half-to-float form).
@@ -19,6 +34,8 @@
 //   Otherwise (a strided axis) a thread per line, adjacent lines on adjacent threads, x read twice.
 // Determinism: bitwise run-to-run (fixed orders; no atomics).
 // Workspace: none. Aliasing: none (y must not overlap x).
+// Mask reads: the mask (when given) is read once per element on every path (the staged line
+// from shared memory, its mask from global memory / L1 at each use).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +50,7 @@
 namespace baracuda {
 
 BARACUDA_ENUM(SoftmaxKind, uint8_t, (kSoftmax, "softmax"), (kLogSoftmax, "log_softmax"), (kSoftmin, "softmin"));
+BARACUDA_ENUM(MaskedRows, uint8_t, (kNaN, "nan"), (kZero, "zero"));
 
 struct SoftmaxDescriptor {
   SoftmaxKind op = SoftmaxKind::kSoftmax;
@@ -41,16 +59,21 @@ struct SoftmaxDescriptor {
   int rank = 0;
   int64_t shape[kMaxRank] = {};
   int dim = -1;
+  std::optional<DType> mask_dtype;  // unset: no mask; bool: keep where true; f32 / x's dtype: added
+  bool causal = false;
+  int64_t diagonal = 0;  // causal: entry k of line q kept while k <= q + diagonal
+  MaskedRows masked_rows = MaskedRows::kNaN;
 
   bool operator==(const SoftmaxDescriptor&) const = default;
 };
-BARACUDA_DESCRIBE(SoftmaxDescriptor, op, dtype, out_dtype, rank, shape, dim);
+BARACUDA_DESCRIBE(SoftmaxDescriptor, op, dtype, out_dtype, rank, shape, dim, mask_dtype, causal, diagonal, masked_rows);
 
 struct SoftmaxArgs {
   TensorRef x;
+  TensorRef mask;  // mask_dtype set: x's shape (any strides, 0 for broadcast axes)
   TensorMut y;
 };
-BARACUDA_DESCRIBE(SoftmaxArgs, x, y);
+BARACUDA_DESCRIBE(SoftmaxArgs, x, mask, y);
 
 class SoftmaxPlan : public PlanBase<SoftmaxDescriptor> {
  public:
@@ -68,16 +91,22 @@ class SoftmaxPlan : public PlanBase<SoftmaxDescriptor> {
 //   softmax      dx_i = y_i · (dy_i - Σ_k dy_k · y_k)
 //   log_softmax  dx_i = dy_i - exp(y_i) · Σ_k dy_k
 //   softmin      dx_i = -y_i · (dy_i - Σ_k dy_k · y_k)
-// Operands: y and dy (y's dtype), dx (x's dtype). Accumulation, layout (both lines staged),
-// determinism: as the forward. Workspace: none. Aliasing: none.
+// Masks: dx is 0 wherever the forward's bool or causal mask removed the entry (masked_fill's
+// gradient; an additive mask passes the gradient through, as x + mask does); with masked_rows =
+// zero also where log_softmax's y is -inf (a line the forward zeroed has no gradient; softmax's
+// y = 0 gives dx = 0 by the formula).
+// Operands: y and dy (y's dtype), the bool mask (mask_dtype bool only), dx (x's dtype).
+// Accumulation, layout (both lines staged), determinism: as the forward. Workspace: none.
+// Aliasing: none.
 using SoftmaxBackwardDescriptor = SoftmaxDescriptor;
 
 struct SoftmaxBackwardArgs {
   TensorRef y;
   TensorRef dy;
+  TensorRef mask;  // mask_dtype bool: the forward's mask
   TensorMut dx;
 };
-BARACUDA_DESCRIBE(SoftmaxBackwardArgs, y, dy, dx);
+BARACUDA_DESCRIBE(SoftmaxBackwardArgs, y, dy, mask, dx);
 
 class SoftmaxBackwardPlan : public PlanBase<SoftmaxDescriptor> {
  public:

@@ -33,24 +33,47 @@ Result<int> check_softmax(std::string_view op, const SoftmaxDescriptor& d, DType
   if (*out != d.dtype && !half_to_float)
     return error(StatusCode::kUnsupported, op, ": out_dtype ", dtype_name(*out), " for x of ", dtype_name(d.dtype),
                  " (supported: x's dtype, or f32 for an f16 / bf16 x)");
-  return d.dim < 0 ? d.dim + r : d.dim;
+  const int axis = d.dim < 0 ? d.dim + r : d.dim;
+  if (d.mask_dtype && *d.mask_dtype != DType::boolean && *d.mask_dtype != DType::f32 && *d.mask_dtype != d.dtype)
+    return error(StatusCode::kUnsupported, op, ": mask_dtype ", dtype_name(*d.mask_dtype), " for x of ", dtype_name(d.dtype),
+                 " (supported: bool, f32 or x's dtype)");
+  if (d.causal && (d.rank < 2 || axis < 1))
+    return error(StatusCode::kInvalidProblem, op, ": causal needs the query axis before dim (rank >= 2, dim >= 1); got rank ", d.rank,
+                 ", dim ", d.dim);
+  return axis;
 }
 
 std::span<const int64_t> shape_of(const SoftmaxDescriptor& d) { return {d.shape, static_cast<size_t>(d.rank)}; }
 
-const char* path_name(const smx::SoftmaxGeom& g) {
-  return g.path == smx::kWarpRows ? "warp_rows" : g.path == smx::kClusterRows ? (g.staged ? "cluster_rows" : "cluster_rows_unstaged") : "columns";
+std::string path_name(const smx::SoftmaxGeom& g) {
+  const char* p = g.path == smx::kWarpRows ? "warp_rows" : g.path == smx::kClusterRows ? (g.staged ? "cluster_rows" : "cluster_rows_unstaged") : "columns";
+  return g.masked() ? cat(p, ".masked") : std::string(p);
 }
 
-// The geometry of a call: lines of the views (null: shape only) and the path.
+// The geometry of a call: lines of the views (null: shape only), the path and the masks (the
+// backward reads a bool mask only: an additive one passes the gradient through).
 smx::SoftmaxGeom geometry(const SoftmaxDescriptor& d, int axis, const TensorRef* v0, const TensorRef* v1, const TensorMut* v2,
-                          int reads, DType in, DType out) {
+                          const TensorRef* mask, int reads, DType in, DType out) {
   smx::SoftmaxGeom g;
-  const TensorLayout* views[3] = {v0, v1, v2};
+  const bool bwd = reads == 2;
+  const bool with_mask = d.mask_dtype && (!bwd || *d.mask_dtype == DType::boolean);
+  const TensorLayout* views[4] = {v0, v1, v2, with_mask ? mask : nullptr};
   smx::build_lines(d.rank, d.shape, axis, views, &g);
   g.in0 = v0 ? v0->data : nullptr;
   g.in1 = v1 ? v1->data : nullptr;
   g.out = v2 ? v2->data : nullptr;
+  if (with_mask) {
+    g.mask = mask ? mask->data : nullptr;
+    g.mask_dtype = static_cast<int>(*d.mask_dtype);
+  }
+  g.causal = d.causal;
+  g.diagonal = d.diagonal;
+  g.zero_rows = d.masked_rows == MaskedRows::kZero && (!bwd || d.op == SoftmaxKind::kLogSoftmax);
+  if (d.causal) {  // the query axis (axis - 1) is other axis axis - 1 (the axes before `axis` keep their places)
+    g.qsize = g.osize[axis - 1];
+    g.qdiv = 1;
+    for (int a = axis; a < g.ko; ++a) g.qdiv *= g.osize[a];
+  }
   smx::choose_path(&g, reads, dtype_size(in), dtype_size(out));
   return g;
 }
@@ -66,11 +89,11 @@ void smx::build_lines(int rank, const int64_t* shape, int axis, const TensorLayo
   for (int a = 0; a < rank; ++a) {
     if (a == axis) continue;
     g->osize[g->ko] = shape[a];
-    for (int v = 0; v < 3; ++v) g->os[v][g->ko] = views[v] ? views[v]->stride[a] : 0;
+    for (int v = 0; v < 4; ++v) g->os[v][g->ko] = views[v] ? views[v]->stride[a] : 0;
     g->lines *= shape[a];
     ++g->ko;
   }
-  for (int v = 0; v < 3; ++v) {
+  for (int v = 0; v < 4; ++v) {
     // shape only (select): the axis taken as unit-stride where it is the innermost
     const int64_t shape_only = axis == std::max(rank, 1) - 1 ? 1 : 0;
     g->s[v] = views[v] ? (rank ? views[v]->stride[axis] : 1) : shape_only;
@@ -129,9 +152,10 @@ Result<SoftmaxPlan> SoftmaxPlan::select(const SoftmaxDescriptor& d, const PlanPr
     return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype), " -> ", dtype_name(p.out_));
   p.desc_ = d;
   p.operands_.input("x", d.dtype, shape_of(d));
+  if (d.mask_dtype) p.operands_.input("mask", *d.mask_dtype, shape_of(d));
   p.operands_.output("y", p.out_, shape_of(d));
   if (Status s = resolve_operands<SoftmaxArgs>(kOp, p.operands_); !s.ok()) return s;
-  const smx::SoftmaxGeom g = geometry(d, *axis, nullptr, nullptr, nullptr, 1, d.dtype, p.out_);
+  const smx::SoftmaxGeom g = geometry(d, *axis, nullptr, nullptr, nullptr, nullptr, 1, d.dtype, p.out_);
   p.sku_.op = cat("softmax.", enum_name(d.op));
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.dtype;
@@ -147,7 +171,7 @@ Status SoftmaxPlan::run(cudaStream_t stream, Workspace, const SoftmaxArgs& a) co
   if (writes_nothing(operands_, a)) return {};
   const SoftmaxDescriptor& d = desc_;
   const int axis = d.dim < 0 ? d.dim + std::max(d.rank, 1) : d.dim;
-  smx::SoftmaxGeom g = geometry(d, axis, &a.x, nullptr, &a.y, 1, d.dtype, out_);
+  smx::SoftmaxGeom g = geometry(d, axis, &a.x, nullptr, &a.y, &a.mask, 1, d.dtype, out_);
   g.kind = static_cast<int>(d.op);
   return cuda_status(smx::find_softmax(d.dtype, out_, false)(g, stream), kOp);
 }
@@ -164,9 +188,10 @@ Result<SoftmaxBackwardPlan> SoftmaxBackwardPlan::select(const SoftmaxBackwardDes
   p.desc_ = d;
   p.operands_.input("y", p.out_, shape_of(d));
   p.operands_.input("dy", p.out_, shape_of(d));
+  if (d.mask_dtype == DType::boolean) p.operands_.input("mask", DType::boolean, shape_of(d));
   p.operands_.output("dx", d.dtype, shape_of(d));
   if (Status s = resolve_operands<SoftmaxBackwardArgs>(kOpBwd, p.operands_); !s.ok()) return s;
-  const smx::SoftmaxGeom g = geometry(d, *axis, nullptr, nullptr, nullptr, 2, p.out_, d.dtype);
+  const smx::SoftmaxGeom g = geometry(d, *axis, nullptr, nullptr, nullptr, nullptr, 2, p.out_, d.dtype);
   p.sku_.op = cat("softmax.", enum_name(d.op));
   p.sku_.direction = Direction::kBackward;
   p.sku_.dtype = d.dtype;
@@ -184,7 +209,7 @@ Status SoftmaxBackwardPlan::run(cudaStream_t stream, Workspace, const SoftmaxBac
   if (writes_nothing(operands_, a)) return {};
   const SoftmaxDescriptor& d = desc_;
   const int axis = d.dim < 0 ? d.dim + std::max(d.rank, 1) : d.dim;
-  smx::SoftmaxGeom g = geometry(d, axis, &a.y, &a.dy, &a.dx, 2, out_, d.dtype);
+  smx::SoftmaxGeom g = geometry(d, axis, &a.y, &a.dy, &a.dx, &a.mask, 2, out_, d.dtype);
   g.kind = static_cast<int>(d.op);
   return cuda_status(smx::find_softmax(out_, d.dtype, true)(g, stream), kOpBwd);
 }

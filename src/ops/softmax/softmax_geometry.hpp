@@ -2,7 +2,8 @@
 //
 // The tensor is viewed as `lines` lines of L elements along `dim`; the other axes (outer-first,
 // unmerged) give each line's offset in every view. Views: forward 0 = x, 2 = y; backward 0 = y,
-// 1 = dy, 2 = dx (view 1 unused by the forward).
+// 1 = dy, 2 = dx (view 1 unused by the forward); 3 = the mask (any strides, read element by
+// element; not part of the path's choice).
 //   kWarpRows     the axis unit-stride in the read views: a warp per line, the line(s) staged in
 //                 the warp's share of the block's dynamic shared memory (lines of at most
 //                 kWarpLineBytes staged bytes), two buffers: the next line's copies in flight
@@ -36,8 +37,8 @@ struct SoftmaxGeom {
   int64_t lines = 0, L = 0;
   int ko = 0;
   int64_t osize[kMaxRank] = {};
-  int64_t os[3][kMaxRank] = {};  // per view: strides of the other axes
-  int64_t s[3] = {};             // per view: stride along the axis
+  int64_t os[4][kMaxRank] = {};  // per view: strides of the other axes
+  int64_t s[4] = {};             // per view: stride along the axis
   const void* in0 = nullptr;     // x / y
   const void* in1 = nullptr;     // backward: dy
   void* out = nullptr;           // y / dx
@@ -48,6 +49,14 @@ struct SoftmaxGeom {
   bool staged = true;
   int buffers = 1;  // staged: 2 = the next line's copies in flight while this one is used
   bool vec = false;  // 16-byte pieces in every view (unit stride, aligned lines, whole vectors)
+  // masks (SoftmaxDescriptor): any of them set selects the masked kernels
+  const void* mask = nullptr;  // view 3
+  int mask_dtype = -1;          // DType of the mask (bool: keep where true; float: added); -1 none
+  bool causal = false;
+  int64_t diagonal = 0;
+  int64_t qdiv = 1, qsize = 1;  // causal: the line's q = line / qdiv % qsize
+  bool zero_rows = false;       // masked_rows = zero
+  bool masked() const { return mask_dtype >= 0 || causal || zero_rows; }
 };
 using SoftmaxLaunchFn = LaunchFn<SoftmaxGeom>;
 
@@ -56,7 +65,7 @@ using SoftmaxLaunchFn = LaunchFn<SoftmaxGeom>;
 SoftmaxLaunchFn find_softmax(DType in, DType out, bool backward);
 
 // The line view of a descriptor's shape (axis normalized) and, at run, of the views' strides
-// (null views: shape only, the innermost axis taken as unit-stride); the caller sets the data
+// (4 views, null: shape only, the innermost axis taken as unit-stride); the caller sets the data
 // pointers, then choose_path.
 void build_lines(int rank, const int64_t* shape, int axis, const TensorLayout* const* views, SoftmaxGeom* g);
 // Picks the path, the cluster and the vector flag from the strides and pointers: in_bytes the

@@ -16,9 +16,38 @@ namespace {
 constexpr int kLog = static_cast<int>(SoftmaxKind::kLogSoftmax);
 constexpr int kMin = static_cast<int>(SoftmaxKind::kSoftmin);
 
-// Each view's offset of line `line` (the other axes row-major, outer-first).
-__device__ __forceinline__ void line_offsets(const SoftmaxGeom& g, int64_t line, int64_t (&o)[3]) {
-  rows::split_offsets<3>(line, g.ko, g.osize, g.os, o);
+// A line's offsets in the four views (the other axes row-major, outer-first) and its causal
+// limit: entries k > lim are removed (INT64_MAX: none).
+struct LineAt {
+  int64_t v[4];
+  int64_t lim;
+};
+__device__ __forceinline__ LineAt line_at(const SoftmaxGeom& g, int64_t line) {
+  LineAt o;
+  rows::split_offsets<4>(line, g.ko, g.osize, g.os, o.v);
+  o.lim = INT64_MAX;
+  if (g.causal) {
+    const int64_t q = line / g.qdiv % g.qsize;  // q + diagonal, saturated (q >= 0)
+    o.lim = g.diagonal > INT64_MAX - q ? INT64_MAX : q + g.diagonal;
+  }
+  return o;
+}
+
+// The exponential's argument of element k of a line after the masks (v: x, or -x for softmin):
+// -inf where the causal limit or a false bool mask removes it, v + mask for an additive mask.
+template <class C>
+__device__ __forceinline__ C masked_value(const SoftmaxGeom& g, const LineAt& o, int64_t k, C v) {
+  if (k > o.lim) return C(-INFINITY);
+  if (g.mask_dtype < 0) return v;
+  const int64_t off = o.v[3] + k * g.s[3];
+  switch (static_cast<DType>(g.mask_dtype)) {
+    case DType::boolean: return static_cast<const uint8_t*>(g.mask)[off] ? v : C(-INFINITY);
+    case DType::f32: return v + static_cast<C>(static_cast<const float*>(g.mask)[off]);
+    case DType::f16: return v + static_cast<C>(to_acc(static_cast<const __half*>(g.mask)[off]));
+    case DType::bf16: return v + static_cast<C>(to_acc(static_cast<const __nv_bfloat16*>(g.mask)[off]));
+    case DType::f64: return v + static_cast<C>(static_cast<const double*>(g.mask)[off]);
+    default: return v;
+  }
 }
 
 // Elements per piece of the vector layout: 16 bytes of the narrower of the two types.
@@ -36,15 +65,17 @@ __device__ __forceinline__ C backward_value(int kind, C y, C dy, C t) {
   }
 }
 
-// One line (or one block's slice of it: n elements) for a group of threads (tid of nt). Reads
-// views 0 (and 1: backward) from src0 / src1 (the stage, or global memory: Staged = false),
-// reduces through red(value, op) and writes view 2 at out (stride os2 along the axis). V: the
-// piece width (16-byte vectors in every view, else 1); Log: log_softmax. The forward's (max,
+// One line (or one block's slice of it: n elements from element lo) for a group of threads (tid
+// of nt). Reads views 0 (and 1: backward) from src0 / src1 (the stage, or global memory: Staged =
+// false), reduces through red(value, op) and writes view 2 at out (stride os2 along the axis).
+// V: the piece width (16-byte vectors in every view, else 1); Log: log_softmax; Masked: the
+// masks of `o` apply (masked_value; element k of the line is lo + i·V + e). The forward's (max,
 // sum): staged, the line's max, then its sum of exp(x - max) (one exp per element); unstaged,
-// the online pair per piece (one read), pairs combined. softmin's sign (sg) is folded into x - m = fma(x, sg, -m).
-template <class TI, class TO, bool Bwd, bool Staged, int V, bool Log, class Red>
-__device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, const TI* src1, TO* out, int64_t os2, int64_t n,
-                                          int tid, int nt, Red&& red) {
+// the online pair per piece (one read), pairs combined. Unmasked, softmin's sign (sg) is folded
+// into x - m = fma(x, sg, -m); masked, the loads apply it with the masks.
+template <class TI, class TO, bool Bwd, bool Staged, int V, bool Log, bool Masked, class Red>
+__device__ __forceinline__ void line_body(const SoftmaxGeom& g, const LineAt& lo_at, int64_t lo, const TI* src0, const TI* src1, TO* out,
+                                          int64_t os2, int64_t n, int tid, int nt, Red&& red) {
   using C = acc_t<TI>;
   using CO = acc_t<TO>;
   const int64_t pieces = (n + V - 1) / V;
@@ -53,7 +84,15 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     else out[i * os2] = from_c<TO>(o[0], false);
   };
   if constexpr (!Bwd) {
-    const C sg = g.kind == kMin ? C(-1) : C(1);
+    const C sg0 = g.kind == kMin ? C(-1) : C(1);
+    const C sg = Masked ? C(1) : sg0;  // masked: the sign is applied by load
+    auto load = [&](int64_t i, C (&v)[V]) {
+      rows::load_piece<TI, V>(src0 + i * V, v);
+      if constexpr (Masked) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[e] = masked_value<C>(g, lo_at, lo + i * V + e, v[e] * sg0);
+      }
+    };
     rows::MaxSum<C> a = rows::max_sum_empty<C>();
     if constexpr (Staged) {
       // two cheap reductions: the line's max (fmax), then the sum of exp(x - max) over it (V
@@ -63,7 +102,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       for (int e = 0; e < V; ++e) m[e] = -INFINITY, t[e] = C(0);
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        rows::load_piece<TI, V>(src0 + i * V, v);
+        load(i, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) m[e] = fmax(m[e], v[e] * sg);
       }
@@ -72,7 +111,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       a.m = red(a.m, rows::MaxOp{});
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        rows::load_piece<TI, V>(src0 + i * V, v);
+        load(i, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) t[e] += rows::row_exp_ftz(fma(v[e], sg, -a.m));
       }
@@ -80,7 +119,7 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
     } else {
       for (int64_t i = tid; i < pieces; i += nt) {
         C v[V];
-        rows::load_piece<TI, V>(src0 + i * V, v);
+        load(i, v);
 #pragma unroll
         for (int e = 0; e < V; ++e) v[e] *= sg;
         rows::add_piece<C, V>(a, v);
@@ -88,14 +127,17 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       a = red(a, rows::MaxSumOp{});
     }
     const C inv = C(1) / a.s, logs = log(a.s);
+    // masked_rows = zero: a line with no entry left (max -inf) is 0 (log_softmax: -inf)
+    const bool zero = Masked && g.zero_rows && a.m == C(-INFINITY);
     for (int64_t i = tid; i < pieces; i += nt) {
       C v[V];
-      rows::load_piece<TI, V>(src0 + i * V, v);
+      load(i, v);
       CO o[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C d = fma(v[e], sg, -a.m);
         o[e] = static_cast<CO>(Log ? d - logs : rows::row_exp(d) * inv);
+        if (zero) o[e] = Log ? CO(-INFINITY) : CO(0);
       }
       store(i, o);
     }
@@ -118,39 +160,46 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const TI* src0, 
       rows::load_piece<TI, V>(src1 + i * V, d);
       CO o[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) o[e] = static_cast<CO>(backward_value<Log, C>(g.kind, y[e], d[e], t));
+      for (int e = 0; e < V; ++e) {
+        o[e] = static_cast<CO>(backward_value<Log, C>(g.kind, y[e], d[e], t));
+        // removed by a bool / causal mask, or (masked_rows = zero) log_softmax's -inf
+        if constexpr (Masked)
+          if (masked_value<C>(g, lo_at, lo + i * V + e, C(0)) == C(-INFINITY) || (Log && g.zero_rows && y[e] == C(-INFINITY)))
+            o[e] = CO(0);
+      }
       store(i, o);
     }
   }
 }
 
-// The line offsets of the three views, as an array type rows::for_each_line can copy.
-struct Offsets3 {
-  int64_t v[3];
-};
-
 // A group's lines first, first + step, ...: elements [lo, lo + n) of each (a block's slice, or
 // the whole line), staged by rows::for_each_line.
-template <class TI, class TO, bool Bwd, class Red>
-__device__ __forceinline__ void group_lines(const SoftmaxGeom& g, int64_t first, int64_t step, int64_t lo, int64_t n, TI* stage,
-                                            int64_t buf_elems, int tid, int nt, Red&& red) {
+template <class TI, class TO, bool Bwd, bool Masked, class Red>
+__device__ __forceinline__ void group_lines_m(const SoftmaxGeom& g, int64_t first, int64_t step, int64_t lo, int64_t n, TI* stage,
+                                              int64_t buf_elems, int tid, int nt, Red&& red) {
   constexpr int VW = kPiece<TI, TO>;
   constexpr int R = Bwd ? 2 : 1;
-  rows::for_each_line<R, VW, TI, Offsets3>(
+  rows::for_each_line<R, VW, TI, LineAt>(
       first, step, g.lines, stage, buf_elems, n, tid, nt, g.vec, g.staged, g.buffers,
-      [&](int64_t line, Offsets3& o) { line_offsets(g, line, o.v); },
-      [&](const Offsets3& o, int r) { return static_cast<const TI*>(r == 0 ? g.in0 : g.in1) + o.v[r] + lo; },
-      [&]<bool Staged>(const Offsets3& o, const TI* const* p) {
+      [&](int64_t line, LineAt& o) { o = line_at(g, line); },
+      [&](const LineAt& o, int r) { return static_cast<const TI*>(r == 0 ? g.in0 : g.in1) + o.v[r] + lo; },
+      [&]<bool Staged>(const LineAt& o, const TI* const* p) {
         TO* out = static_cast<TO*>(g.out) + o.v[2] + lo * g.s[2];
         const TI* x1 = Bwd ? p[R - 1] : nullptr;
         if (g.kind == kLog) {
-          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, true>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
-          else line_body<TI, TO, Bwd, Staged, 1, true>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, true, Masked>(g, o, lo, p[0], x1, out, g.s[2], n, tid, nt, red);
+          else line_body<TI, TO, Bwd, Staged, 1, true, Masked>(g, o, lo, p[0], x1, out, g.s[2], n, tid, nt, red);
         } else {
-          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, false>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
-          else line_body<TI, TO, Bwd, Staged, 1, false>(g, p[0], x1, out, g.s[2], n, tid, nt, red);
+          if (g.vec) line_body<TI, TO, Bwd, Staged, VW, false, Masked>(g, o, lo, p[0], x1, out, g.s[2], n, tid, nt, red);
+          else line_body<TI, TO, Bwd, Staged, 1, false, Masked>(g, o, lo, p[0], x1, out, g.s[2], n, tid, nt, red);
         }
       });
+}
+template <class TI, class TO, bool Bwd, class Red>
+__device__ __forceinline__ void group_lines(const SoftmaxGeom& g, int64_t first, int64_t step, int64_t lo, int64_t n, TI* stage,
+                                            int64_t buf_elems, int tid, int nt, Red&& red) {
+  if (g.masked()) group_lines_m<TI, TO, Bwd, true>(g, first, step, lo, n, stage, buf_elems, tid, nt, red);
+  else group_lines_m<TI, TO, Bwd, false>(g, first, step, lo, n, stage, buf_elems, tid, nt, red);
 }
 
 template <class TI, class TO, bool Bwd>
@@ -192,22 +241,29 @@ __global__ void __launch_bounds__(256) softmax_columns_kernel(const SoftmaxGeom 
   using C = acc_t<TI>;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < g.lines; line += step) {
-    int64_t o[3];
-    line_offsets(g, line, o);
-    const TI* x0 = static_cast<const TI*>(g.in0) + o[0];
-    const TI* x1 = Bwd ? static_cast<const TI*>(g.in1) + o[1] : nullptr;
-    TO* out = static_cast<TO*>(g.out) + o[2];
+    const LineAt o = line_at(g, line);
+    const TI* x0 = static_cast<const TI*>(g.in0) + o.v[0];
+    const TI* x1 = Bwd ? static_cast<const TI*>(g.in1) + o.v[1] : nullptr;
+    TO* out = static_cast<TO*>(g.out) + o.v[2];
+    const bool masked = g.masked();
     if constexpr (!Bwd) {
       const C sg = g.kind == kMin ? C(-1) : C(1);
+      auto value = [&](int64_t k) {
+        const C v = to_acc(x0[k * g.s[0]]) * sg;
+        return masked ? masked_value<C>(g, o, k, v) : v;
+      };
       rows::MaxSum<C> a = rows::max_sum_empty<C>();
       for (int64_t k = 0; k < g.L; ++k) {
-        C v[1] = {to_acc(x0[k * g.s[0]]) * sg};
+        C v[1] = {value(k)};
         rows::add_piece<C, 1>(a, v);
       }
       const C inv = C(1) / a.s, logs = log(a.s);
+      const bool zero = masked && g.zero_rows && a.m == C(-INFINITY);
       for (int64_t k = 0; k < g.L; ++k) {
-        const C d = fma(to_acc(x0[k * g.s[0]]), sg, -a.m);
-        out[k * g.s[2]] = from_c<TO>(static_cast<acc_t<TO>>(g.kind == kLog ? d - logs : rows::row_exp(d) * inv), false);
+        const C d = value(k) - a.m;
+        C r = g.kind == kLog ? d - logs : rows::row_exp(d) * inv;
+        if (zero) r = g.kind == kLog ? C(-INFINITY) : C(0);
+        out[k * g.s[2]] = from_c<TO>(static_cast<acc_t<TO>>(r), false);
       }
     } else {
       const bool log_kind = g.kind == kLog;
@@ -218,7 +274,8 @@ __global__ void __launch_bounds__(256) softmax_columns_kernel(const SoftmaxGeom 
       }
       for (int64_t k = 0; k < g.L; ++k) {
         const C y = to_acc(x0[k * g.s[0]]), d = to_acc(x1[k * g.s[1]]);
-        const C v = log_kind ? backward_value<true, C>(g.kind, y, d, t) : backward_value<false, C>(g.kind, y, d, t);
+        C v = log_kind ? backward_value<true, C>(g.kind, y, d, t) : backward_value<false, C>(g.kind, y, d, t);
+        if (masked && (masked_value<C>(g, o, k, C(0)) == C(-INFINITY) || (log_kind && g.zero_rows && y == C(-INFINITY)))) v = C(0);
         out[k * g.s[2]] = from_c<TO>(static_cast<acc_t<TO>>(v), false);
       }
     }
