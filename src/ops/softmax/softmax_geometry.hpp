@@ -19,6 +19,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "core/hd.hpp"
 #include "core/launch_fn.hpp"
 
 namespace baracuda::smx {
@@ -56,7 +57,7 @@ struct SoftmaxGeom {
   int64_t diagonal = 0;
   int64_t qdiv = 1, qsize = 1;  // causal: the line's q = line / qdiv % qsize
   bool zero_rows = false;       // masked_rows = zero
-  bool masked() const { return mask_dtype >= 0 || causal || zero_rows; }
+  BARACUDA_HD bool masked() const { return mask_dtype >= 0 || causal || zero_rows; }
 };
 using SoftmaxLaunchFn = LaunchFn<SoftmaxGeom>;
 
