@@ -60,7 +60,10 @@ void fill_mask(RefCall& c) {
   const bool keep = mk->spec->dtype == DType::boolean;
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   mk->in.resize(static_cast<size_t>(mk->spec->numel()));
-  for (double& v : mk->in) v = keep ? ((c.rng() & 3) != 0 ? 1.0 : 0.0) : ((c.rng() & 3) == 0 ? -INFINITY : ref::store_as(mk->spec->dtype, u(c.rng())));
+  for (double& v : mk->in) {
+    const uint64_t r = c.rng()();
+    v = keep ? ((r & 3) != 0 ? 1.0 : 0.0) : ((r & 3) == 0 ? -INFINITY : ref::store_as(mk->spec->dtype, u(c.rng())));
+  }
   const auto lines = lines_of(d);
   if (!lines.empty())
     for (int64_t f : lines[0]) mk->in[static_cast<size_t>(f)] = keep ? 0.0 : -INFINITY;
