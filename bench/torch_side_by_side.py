@@ -385,6 +385,54 @@ def torch_norm(R, bwd, wrap=None):
     return lambda: torch.autograd.grad(y, need, dy, retain_graph=True)
 
 
+def torch_channel_norm(R, bwd, wrap=None):
+    """The channel_norm rows: F.batch_norm / F.group_norm / F.instance_norm with the same options (running
+    stats updated in place); backward = the aten kernel autograd runs (native_batch_norm_backward,
+    native_group_norm_backward), instance_norm through torch.autograd.grad (no compile figure)."""
+    op = R.f["op"]
+    shape = [int(v) for v in R.f["shape"].split(",")]
+    N, C = shape[0], shape[1]
+    HxW = 1
+    for v in shape[2:]:
+        HxW *= v
+    G = R.i("groups", 1)
+    eps, mom = float(R.f.get("eps", "1e-05")), float(R.f.get("momentum", "0.1"))
+    training = R.f.get("training", "true") == "true"
+    w = R.t("weight") if R.has("weight") else None
+    b = R.t("bias") if R.has("bias") else None
+    pdt = DT[R.f["param_dtype"]] if R.f.get("param_dtype", "none") != "none" else DT[R.f["dtype"]]
+    running = R.b("running_stats")
+    rm = torch.zeros(C, device="cuda", dtype=pdt) if running else None
+    rv = torch.ones(C, device="cuda", dtype=pdt) if running else None
+    x = R.t("x")
+    if op == "batch_norm":
+        fwd = lambda x: F.batch_norm(x, rm, rv, w, b, training, mom, eps)
+    elif op == "group_norm":
+        fwd = lambda x: F.group_norm(x, G, w, b, eps)
+    else:
+        fwd = lambda x: F.instance_norm(x, rm, rv, w, b, training, mom, eps)
+    if not bwd:
+        g = wrap(fwd) if wrap else fwd
+        return lambda: g(x)
+    dy = R.t("dy")
+    mean, rstd = R.t("mean"), R.t("rstd", 0.5, 1.5)
+    mask = [True, w is not None, R.has("dbias")]
+    if op == "batch_norm":
+        def fb(dy, x, mean, rstd):
+            return torch.ops.aten.native_batch_norm_backward(dy, x, w, rm, rv, mean, rstd, training, eps, mask)
+    elif op == "group_norm":
+        def fb(dy, x, mean, rstd):
+            return torch.ops.aten.native_group_norm_backward(dy, x, mean, rstd, w, N, C, HxW, G, mask)
+    else:
+        if wrap:
+            return None
+        xl = leaf(x)
+        y = F.instance_norm(xl, None, None, w, b, True, mom, eps)
+        return lambda: torch.autograd.grad(y, [xl], dy, retain_graph=True)
+    g = wrap(fb) if wrap else fb
+    return lambda: g(dy, x, mean, rstd)
+
+
 def torch_cross_entropy(R, bwd, wrap=None):
     """The loss rows: F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and
     label_smoothing on class indices drawn in [0, C) (z_loss: + z * logsumexp(x, 1)^2 per sample);
@@ -630,6 +678,7 @@ TORCH = {
     "causal_conv1d_update": torch_conv1d_update, "embedding": torch_embedding, "embedding_backward": torch_embedding,
     "embedding_bag": torch_embedding_bag, "embedding_bag_backward": torch_embedding_bag,
     "softmax": torch_softmax, "softmax_backward": torch_softmax, "norm": torch_norm, "norm_backward": torch_norm,
+    "channel_norm": torch_channel_norm, "channel_norm_backward": torch_channel_norm,
     "cross_entropy": torch_cross_entropy, "cross_entropy_backward": torch_cross_entropy,
     "pointwise_loss": torch_pointwise_loss, "pointwise_loss_backward": torch_pointwise_loss,
 }
@@ -657,6 +706,9 @@ TORCH_SIDE = {
             "both, as the unfused pre-norm block); backward = aten.native_layer_norm_backward (dx, dweight, dbias) for "
             "layer_norm, torch.autograd.grad of F.rms_norm for rms_norm (no torch.compile figure); torch.compile of the "
             "forward and of the layer_norm backward call.",
+    "channel_norm": "F.batch_norm / F.group_norm / F.instance_norm with the same options (running stats updated in "
+                    "place); backward = aten.native_batch_norm_backward / native_group_norm_backward (the kernels autograd "
+                    "runs; instance_norm: torch.autograd.grad, no compile figure); torch.compile of the same calls.",
     "loss": "F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and label_smoothing (z_loss: plus "
             "z * logsumexp(x)^2 per sample); backward = torch.autograd.grad of it (nll_loss_backward and "
             "_log_softmax_backward_data); the element-wise losses: the F.*_loss of the same op, options and reduction, "
@@ -683,11 +735,11 @@ def median_us(fn, warm=3, reps=15):
 
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
-              "softmax_backward", "norm", "norm_backward", "cross_entropy", "cross_entropy_backward",
+              "softmax_backward", "norm", "norm_backward", "channel_norm", "channel_norm_backward", "cross_entropy", "cross_entropy_backward",
               "pointwise_loss", "pointwise_loss_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
-DIRECT_BACKWARD = {"softmax_backward", "norm_backward"}
+DIRECT_BACKWARD = {"softmax_backward", "norm_backward", "channel_norm_backward"}
 
 
 def torch_times(r, compile_ops):

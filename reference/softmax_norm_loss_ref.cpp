@@ -87,6 +87,91 @@ std::vector<double> masked_softmax_backward_row(const std::vector<double>& y, co
   return dx;
 }
 
+int64_t channel_stat(ChannelStats kind, int64_t n, int64_t c, int64_t C, int64_t G) {
+  return kind == ChannelStats::kBatch ? c : kind == ChannelStats::kGroup ? n * G + c / (C / G) : n * C + c;
+}
+
+ChannelNormOut channel_norm(ChannelStats kind, const std::vector<double>& x, int64_t N, int64_t C, int64_t S, int64_t G,
+                            const std::vector<double>& w, const std::vector<double>& b, const std::vector<double>& rm,
+                            const std::vector<double>& rv, bool training, double momentum, double eps) {
+  const int64_t nst = kind == ChannelStats::kBatch ? C : kind == ChannelStats::kGroup ? N * G : N * C;
+  const auto idx = [&](int64_t n, int64_t c, int64_t s) { return static_cast<size_t>((n * C + c) * S + s); };
+  ChannelNormOut o;
+  std::vector<double> sum(static_cast<size_t>(nst), 0), cnt(static_cast<size_t>(nst), 0), var(static_cast<size_t>(nst), 0);
+  o.mean.assign(static_cast<size_t>(nst), 0);
+  o.rstd.assign(static_cast<size_t>(nst), 0);
+  if (training) {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t s = 0; s < S; ++s) {
+          const size_t st = static_cast<size_t>(channel_stat(kind, n, c, C, G));
+          sum[st] += x[idx(n, c, s)], cnt[st] += 1;
+        }
+    for (size_t st = 0; st < sum.size(); ++st) o.mean[st] = sum[st] / cnt[st];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t s = 0; s < S; ++s) {
+          const size_t st = static_cast<size_t>(channel_stat(kind, n, c, C, G));
+          const double d = x[idx(n, c, s)] - o.mean[st];
+          var[st] += d * d;
+        }
+    for (size_t st = 0; st < var.size(); ++st) var[st] /= cnt[st];
+  } else {
+    for (int64_t st = 0; st < nst; ++st) {
+      const size_t c = static_cast<size_t>(kind == ChannelStats::kBatch ? st : st % C);
+      o.mean[static_cast<size_t>(st)] = rm[c], var[static_cast<size_t>(st)] = rv[c];
+    }
+  }
+  for (size_t st = 0; st < var.size(); ++st) o.rstd[st] = 1.0 / std::sqrt(var[st] + eps);
+  o.y.assign(x.size(), 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        const size_t st = static_cast<size_t>(channel_stat(kind, n, c, C, G)), k = static_cast<size_t>(c);
+        o.y[idx(n, c, s)] = (x[idx(n, c, s)] - o.mean[st]) * o.rstd[st] * (w.empty() ? 1.0 : w[k]) + (b.empty() ? 0.0 : b[k]);
+      }
+  if (training && !rm.empty()) {
+    o.running_mean = rm, o.running_var = rv;
+    for (int64_t c = 0; c < C; ++c) {
+      double m = 0, v = 0;
+      const int64_t reps = kind == ChannelStats::kInstance ? N : 1;
+      for (int64_t n = 0; n < reps; ++n) {
+        const size_t st = static_cast<size_t>(kind == ChannelStats::kInstance ? n * C + c : c);
+        m += o.mean[st], v += var[st] * cnt[st] / (cnt[st] - 1);
+      }
+      const size_t k = static_cast<size_t>(c);
+      o.running_mean[k] = (1 - momentum) * rm[k] + momentum * m / static_cast<double>(reps);
+      o.running_var[k] = (1 - momentum) * rv[k] + momentum * v / static_cast<double>(reps);
+    }
+  }
+  return o;
+}
+
+ChannelNormGrad channel_norm_backward(ChannelStats kind, const std::vector<double>& x, int64_t N, int64_t C, int64_t S, int64_t G,
+                                      const std::vector<double>& w, const std::vector<double>& mean, const std::vector<double>& rstd,
+                                      const std::vector<double>& dy, bool training) {
+  const auto idx = [&](int64_t n, int64_t c, int64_t s) { return static_cast<size_t>((n * C + c) * S + s); };
+  std::vector<double> sg(mean.size(), 0), sgx(mean.size(), 0), cnt(mean.size(), 0);
+  ChannelNormGrad r;
+  r.dw.assign(static_cast<size_t>(C), 0), r.db.assign(static_cast<size_t>(C), 0), r.dx.assign(x.size(), 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        const size_t st = static_cast<size_t>(channel_stat(kind, n, c, C, G)), f = idx(n, c, s), k = static_cast<size_t>(c);
+        const double xhat = (x[f] - mean[st]) * rstd[st], g = dy[f] * (w.empty() ? 1.0 : w[k]);
+        sg[st] += g, sgx[st] += g * xhat, cnt[st] += 1;
+        r.dw[k] += dy[f] * xhat, r.db[k] += dy[f];
+      }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        const size_t st = static_cast<size_t>(channel_stat(kind, n, c, C, G)), f = idx(n, c, s), k = static_cast<size_t>(c);
+        const double xhat = (x[f] - mean[st]) * rstd[st], g = dy[f] * (w.empty() ? 1.0 : w[k]);
+        r.dx[f] = training ? rstd[st] * (g - sg[st] / cnt[st] - xhat * sgx[st] / cnt[st]) : rstd[st] * g;
+      }
+  return r;
+}
+
 NormRow layer_norm_row(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, double eps) {
   NormRow r;
   r.mean = mean_of(x);

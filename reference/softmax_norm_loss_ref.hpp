@@ -33,6 +33,30 @@ struct LineMask {
 };
 std::vector<double> apply_line_mask(const std::vector<double>& x, const LineMask& m);
 std::vector<double> masked_softmax_row(const std::vector<double>& x, const LineMask& m, bool log);
+// batch_norm / group_norm / instance_norm over x = [N, C, S] (row-major, S the merged spatial
+// extent): statistics per channel (kBatch), per (n, group of C / G channels) (kGroup), per (n, c)
+// (kInstance); y = (x - mean) · rstd · w[c] + b[c] (w / b empty: 1 / 0). training = false: mean =
+// running_mean[c], rstd = 1 / sqrt(running_var[c] + eps). training with running stats (rm / rv
+// non-empty): the updated running stats (unbiased var; instance: averaged over n). mean / rstd per
+// statistic in order (batch c; group n·G + g; instance n·C + c).
+enum class ChannelStats { kBatch, kGroup, kInstance };
+struct ChannelNormOut {
+  std::vector<double> y, mean, rstd, running_mean, running_var;
+};
+ChannelNormOut channel_norm(ChannelStats kind, const std::vector<double>& x, int64_t N, int64_t C, int64_t S, int64_t G,
+                            const std::vector<double>& w, const std::vector<double>& b, const std::vector<double>& rm,
+                            const std::vector<double>& rv, bool training, double momentum, double eps);
+// The gradients from x, the statistics used (mean / rstd as above) and dy: training, the full
+// normalization's; eval (training = false), the statistics held constant.
+struct ChannelNormGrad {
+  std::vector<double> dx, dw, db;
+};
+ChannelNormGrad channel_norm_backward(ChannelStats kind, const std::vector<double>& x, int64_t N, int64_t C, int64_t S, int64_t G,
+                                      const std::vector<double>& w, const std::vector<double>& mean, const std::vector<double>& rstd,
+                                      const std::vector<double>& dy, bool training);
+// The statistic of cell (n, c).
+int64_t channel_stat(ChannelStats kind, int64_t n, int64_t c, int64_t C, int64_t G);
+
 // softmax_backward_row, then 0 where the mask removed the entry (masked_fill's gradient) and,
 // zero_rows, where log_softmax's y is -inf.
 std::vector<double> masked_softmax_backward_row(const std::vector<double>& y, const std::vector<double>& dy, const LineMask& m, bool log);

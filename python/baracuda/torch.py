@@ -653,6 +653,45 @@ def rms_norm(input: torch.Tensor, normalized_shape: Sequence[int], weight: Optio
     return _norm("rms_norm", input, normalized_shape, weight, None, eps, None)["y"]
 
 
+def _channel_norm(op: str, input: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+                  running_mean: Optional[torch.Tensor], running_var: Optional[torch.Tensor], training: bool,
+                  momentum: float, eps: float, groups: int = 1) -> torch.Tensor:
+    param = next((t for t in (weight, bias, running_mean) if t is not None), None)
+    running = running_mean is not None
+    r = call("channel_norm", op=op, dtype=dtype_of(input.dtype), param_dtype=dtype_of(param.dtype) if param is not None else None,
+             rank=input.dim(), shape=[int(n) for n in input.shape], groups=int(groups),
+             weight=weight if weight is not None else False, bias=bias if bias is not None else False,
+             running_stats=running, training=bool(training), momentum=float(momentum), eps=float(eps), x=input,
+             running_mean=running_mean, running_var=running_var)
+    if running and training:  # the op is functional: its updated running stats are copied back
+        with torch.no_grad():
+            running_mean.copy_(r["running_mean"])
+            running_var.copy_(r["running_var"])
+    return r["y"]
+
+
+def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], running_var: Optional[torch.Tensor],
+               weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> torch.Tensor:
+    """F.batch_norm (NCHW or channels_last; the running stats updated in place when training)."""
+    return _channel_norm("batch_norm", input, weight, bias, running_mean, running_var, training or running_mean is None,
+                         momentum, eps)
+
+
+def group_norm(input: torch.Tensor, num_groups: int, weight: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None, eps: float = 1e-5) -> torch.Tensor:
+    """F.group_norm."""
+    return _channel_norm("group_norm", input, weight, bias, None, None, True, 0.1, eps, num_groups)
+
+
+def instance_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor] = None,
+                  running_var: Optional[torch.Tensor] = None, weight: Optional[torch.Tensor] = None,
+                  bias: Optional[torch.Tensor] = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> torch.Tensor:
+    """F.instance_norm (running stats: averaged over the batch, as PyTorch's)."""
+    return _channel_norm("instance_norm", input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+
+
 # ---------------------------------------------------------------- modules (the stateful ops)
 
 class Linear(torch.nn.Linear):

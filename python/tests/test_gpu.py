@@ -446,6 +446,34 @@ def test_gradcheck_masked_softmax():
         assert torch.autograd.gradcheck(f, (x,))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_channel_norms_against_torch(channels_last):
+    x = torch.randn(4, 8, 5, 6, device="cuda")
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    w, b = torch.randn(8, device="cuda"), torch.randn(8, device="cuda")
+    rm, rv = torch.randn(8, device="cuda"), torch.rand(8, device="cuda") + 0.5
+    rm2, rv2 = rm.clone(), rv.clone()
+    torch.testing.assert_close(bt.batch_norm(x, rm, rv, w, b, True, 0.2), F.batch_norm(x, rm2, rv2, w, b, True, 0.2))
+    torch.testing.assert_close(rm, rm2)
+    torch.testing.assert_close(rv, rv2)
+    torch.testing.assert_close(bt.batch_norm(x, rm, rv, w, b, False), F.batch_norm(x, rm2, rv2, w, b, False))
+    torch.testing.assert_close(bt.group_norm(x, 4, w, b), F.group_norm(x, 4, w, b))
+    im, iv, im2, iv2 = rm.clone(), rv.clone(), rm.clone(), rv.clone()
+    torch.testing.assert_close(bt.instance_norm(x, im, iv, w, b), F.instance_norm(x, im2, iv2, w, b))
+    torch.testing.assert_close(im, im2)
+    torch.testing.assert_close(iv, iv2)
+
+
+def test_gradcheck_channel_norms():
+    x = torch.randn(3, 4, 5, device="cuda", dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, device="cuda", dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, ww, bb: bt.batch_norm(a, None, None, ww, bb, True), (x, w, b))
+    assert torch.autograd.gradcheck(lambda a, ww, bb: bt.group_norm(a, 2, ww, bb), (x, w, b))
+    assert torch.autograd.gradcheck(lambda a, ww, bb: bt.instance_norm(a, None, None, ww, bb), (x, w, b))
+
+
 def test_gradcheck_softmax_and_norms():
     x = torch.randn(6, 9, device="cuda", dtype=torch.float64, requires_grad=True)
     w = torch.randn(9, device="cuda", dtype=torch.float64, requires_grad=True)
