@@ -135,6 +135,7 @@ Status backward(RefCall& c) {
       dx.want[f] = d.op == SoftmaxKind::kSoftmin ? -g[i] : g[i];
       const double e = std::isinf(yl[i]) ? 0.0 : std::exp(yl[i]);
       dx.mag[f] = log ? std::fabs(dl[i]) + e * sabs * grow : std::fabs(yl[i]) * (std::fabs(dl[i]) + sabs * grow);
+      if (!std::isfinite(dx.mag[f])) dx.mag[f] = 0;  // a NaN line (masked_rows nan): NaN wanted, or 0 where removed
     }
   }
   return {};

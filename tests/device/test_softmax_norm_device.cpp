@@ -131,9 +131,9 @@ void check_broadcast_mask(int64_t L) {
       auto fwd = SoftmaxPlan::select(d);
       auto bwd = SoftmaxBackwardPlan::select(d);
       ASSERT_TRUE(fwd && bwd) << (fwd ? bwd.status() : fwd.status()).to_string();
-      ASSERT_TRUE(fwd->run(nullptr, {}, {TensorRef::make(dx_, DType::f32, shape), mask, TensorMut::make(dy_, DType::f32, shape)}).ok());
-      ASSERT_TRUE(bwd->run(nullptr, {}, {TensorRef::make(dy_, DType::f32, shape), TensorRef::make(dg, DType::f32, shape), mask,
-                                         TensorMut::make(dd, DType::f32, shape)})
+      ASSERT_TRUE(fwd->run(nullptr, {}, {TensorRef::make(dx_, DType::f32, shape), TensorMut::make(dy_, DType::f32, shape), mask}).ok());
+      ASSERT_TRUE(bwd->run(nullptr, {}, {TensorRef::make(dy_, DType::f32, shape), TensorRef::make(dg, DType::f32, shape),
+                                         TensorMut::make(dd, DType::f32, shape), mask})
                       .ok());
       BARACUDA_CUDA_OK(cudaDeviceSynchronize());
       std::vector<float> y(static_cast<size_t>(n)), dxg(static_cast<size_t>(n));

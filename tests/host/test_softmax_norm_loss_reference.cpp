@@ -120,7 +120,9 @@ TEST(SoftmaxNormLossReference, MaskedSoftmaxRowsAndGradients) {
   const auto num = numeric_grad([&](const std::vector<double>& v) { return dot(ref::masked_softmax_row(v, m, false), dy); }, x);
   expect_near_all(dx, num, 1e-8);
   EXPECT_EQ(dx[7], 0.0);  // past q + diagonal
-  // log_softmax: the kept entries' gradient by differences, removed ones 0
+  // log_softmax: the kept entries' gradient by differences, removed ones 0. PyTorch's formula
+  // dx = dy - p·Σdy sums dy over every entry: a removed entry's y is -inf - lse, whose derivative
+  // is -p (its dy weighs lse), so the differenced function is Σ_kept dy·y - lse·Σ_removed dy.
   const auto ly = ref::masked_softmax_row(x, m, true);
   const auto ldx = ref::masked_softmax_backward_row(ly, dy, m, true);
   for (size_t i = 0; i < x.size(); ++i) {
@@ -132,10 +134,12 @@ TEST(SoftmaxNormLossReference, MaskedSoftmaxRowsAndGradients) {
       std::vector<double> v = x;
       v[i] += h;
       const auto r = ref::masked_softmax_row(v, m, true);
-      double s = 0;
-      for (size_t k = 0; k < r.size(); ++k)
-        if (!m.removed(k)) s += r[k] * dy[k];
-      return s;
+      double s = 0, lse = 0, removed_dy = 0;
+      for (size_t k = 0; k < r.size(); ++k) {
+        if (m.removed(k)) removed_dy += dy[k];
+        else s += r[k] * dy[k], lse = v[k] - r[k];
+      }
+      return s - lse * removed_dy;
     };
     double want = (f(1e-6) - f(-1e-6)) / 2e-6;
     EXPECT_NEAR(ldx[i], want, 1e-7) << i;

@@ -34,8 +34,9 @@
 //   Otherwise (a strided axis) a thread per line, adjacent lines on adjacent threads, x read twice.
 // Determinism: bitwise run-to-run (fixed orders; no atomics).
 // Workspace: none. Aliasing: none (y must not overlap x).
-// Mask reads: the mask (when given) is read once per element on every path (the staged line
-// from shared memory, its mask from global memory / L1 at each use).
+// Masks in the Args: the last field (positional {x, y} initialisers keep their meaning). A bool
+// or causal mask is applied once to a staged line (the removed entries written as -inf into the
+// stage); an additive mask, and any mask on the unstaged and column paths, is read at each pass.
 #pragma once
 
 #include <cstddef>
@@ -70,10 +71,10 @@ BARACUDA_DESCRIBE(SoftmaxDescriptor, op, dtype, out_dtype, rank, shape, dim, mas
 
 struct SoftmaxArgs {
   TensorRef x;
-  TensorRef mask;  // mask_dtype set: x's shape (any strides, 0 for broadcast axes)
   TensorMut y;
+  TensorRef mask;  // mask_dtype set: x's shape (any strides, 0 for broadcast axes)
 };
-BARACUDA_DESCRIBE(SoftmaxArgs, x, mask, y);
+BARACUDA_DESCRIBE(SoftmaxArgs, x, y, mask);
 
 class SoftmaxPlan : public PlanBase<SoftmaxDescriptor> {
  public:
@@ -103,10 +104,10 @@ using SoftmaxBackwardDescriptor = SoftmaxDescriptor;
 struct SoftmaxBackwardArgs {
   TensorRef y;
   TensorRef dy;
-  TensorRef mask;  // mask_dtype bool: the forward's mask
   TensorMut dx;
+  TensorRef mask;  // mask_dtype bool: the forward's mask
 };
-BARACUDA_DESCRIBE(SoftmaxBackwardArgs, y, dy, mask, dx);
+BARACUDA_DESCRIBE(SoftmaxBackwardArgs, y, dy, dx, mask);
 
 class SoftmaxBackwardPlan : public PlanBase<SoftmaxDescriptor> {
  public:

@@ -85,12 +85,29 @@ __device__ __forceinline__ void line_body(const SoftmaxGeom& g, const LineAt& lo
   };
   if constexpr (!Bwd) {
     const C sg0 = g.kind == kMin ? C(-1) : C(1);
-    const C sg = Masked ? C(1) : sg0;  // masked: the sign is applied by load
+    // A staged line under removal masks only (bool, causal): the removed entries are written into
+    // the stage once, as the value whose signed form is -inf (each thread rewrites the pieces it
+    // staged and reads back only those: no barrier), and the passes below read it unmasked.
+    bool in_stage = false;
+    if constexpr (Masked && Staged) {
+      if (g.mask_dtype < 0 || g.mask_dtype == static_cast<int>(DType::boolean)) {
+        TI* st = const_cast<TI*>(src0);
+        const TI removed = from_c<TI>(static_cast<acc_t<TI>>(g.kind == kMin ? INFINITY : -INFINITY), false);
+        for (int64_t i = tid; i < pieces; i += nt)
+#pragma unroll
+          for (int e = 0; e < V; ++e)
+            if (masked_value<C>(g, lo_at, lo + i * V + e, C(0)) == C(-INFINITY)) st[i * V + e] = removed;
+        in_stage = true;
+      }
+    }
+    const C sg = Masked && !in_stage ? C(1) : sg0;  // masked: the sign is applied by load
     auto load = [&](int64_t i, C (&v)[V]) {
       rows::load_piece<TI, V>(src0 + i * V, v);
       if constexpr (Masked) {
+        if (!in_stage) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) v[e] = masked_value<C>(g, lo_at, lo + i * V + e, v[e] * sg0);
+          for (int e = 0; e < V; ++e) v[e] = masked_value<C>(g, lo_at, lo + i * V + e, v[e] * sg0);
+        }
       }
     };
     rows::MaxSum<C> a = rows::max_sum_empty<C>();
