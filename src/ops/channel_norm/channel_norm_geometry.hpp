@@ -13,6 +13,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "core/fast_div.hpp"
+#include "core/hd.hpp"
 #include "core/launch_fn.hpp"
 
 namespace baracuda::cn {
@@ -49,7 +50,7 @@ struct CnGeom {
   bool small = true;  // N·C·S < 2^31: 32-bit index with FastDiv
   detail::FastDiv inner_div, mid_div;  // by inner, and by C (rows -> n, c) or S (rows -> n, s)
 
-  int64_t stats() const { return kind == kBatch ? C : kind == kGroup ? N * G : N * C; }
+  BARACUDA_HD int64_t stats() const { return kind == kBatch ? C : kind == kGroup ? N * G : N * C; }
 };
 using CnLaunchFn = LaunchFn<CnGeom>;
 
