@@ -74,9 +74,9 @@ Result<Shapes> check_channel_norm(std::string_view op, const ChannelNormDescript
   // from the strides, which changes only the chunk count's target)
   sh.warp = true;
   const int64_t target = int64_t{132} * 32;  // warps in flight for the partials pass
-  sh.chunks = cells == 0 ? 1 : std::clamp<int64_t>((target + cells - 1) / cells, 1, std::max<int64_t>(1, (sh.S + 2047) / 2048));
-  sh.chunk = sh.chunks == 0 ? 0 : (sh.S + sh.chunks - 1) / sh.chunks;
-  sh.chunks = sh.chunk == 0 ? 1 : (sh.S + sh.chunk - 1) / sh.chunk;
+  sh.chunks = cells == 0 ? 1 : std::clamp<int64_t>(ceil_div(target, cells), 1, std::max<int64_t>(1, ceil_div(sh.S, 2048)));
+  sh.chunk = ceil_div(sh.S, sh.chunks);
+  sh.chunks = sh.chunk == 0 ? 1 : ceil_div(sh.S, sh.chunk);
   const int64_t acc = static_cast<int64_t>(dtype_size(sh.stat));
   const bool partials = backward ? (d.training || d.weight || d.bias) : d.training;
   int64_t part_bytes = 0, cell_bytes = 0;
@@ -140,15 +140,17 @@ void finish_geometry(const ChannelNormDescriptor& d, const Shapes& sh, bool back
   g->chunks = sh.chunks, g->chunk = sh.chunk;
   const int64_t cells = sh.N * sh.C;
   if (!g->warp && cells > 0 && sh.S > 0) {  // a thread per chunk: up to twice select's chunk count
-    const int64_t want = std::clamp<int64_t>((int64_t{132} * 1024 + cells - 1) / cells, 1, std::max<int64_t>(1, (sh.S + 63) / 64));
+    const int64_t want = std::clamp<int64_t>(ceil_div(int64_t{132} * 1024, cells), 1, std::max<int64_t>(1, ceil_div(sh.S, 64)));
     const int64_t chunks = std::min(want, sh.chunks * 2);
-    g->chunk = (sh.S + chunks - 1) / chunks;
-    g->chunks = (sh.S + g->chunk - 1) / g->chunk;
+    g->chunk = ceil_div(sh.S, chunks);
+    g->chunks = ceil_div(sh.S, g->chunk);
   }
   g->channels_last = g->sc[cn::kX] < g->ss[cn::kX] && sh.C > 1;
   const int64_t inner = g->channels_last ? sh.C : sh.S, mid = g->channels_last ? sh.S : sh.C;
   int64_t total = 0;
-  g->small = checked_mul(cells, sh.S, &total) && total < (int64_t{1} << 31) && inner > 0 && mid > 0;
+  // (an empty tensor's other extents may be past 2^31: the divisors must fit FastDiv too)
+  g->small = checked_mul(cells, sh.S, &total) && total < (int64_t{1} << 31) && inner > 0 && mid > 0 && inner < (int64_t{1} << 31) &&
+             mid < (int64_t{1} << 31);
   if (g->small) {
     g->inner_div = detail::FastDiv(static_cast<uint32_t>(inner));
     g->mid_div = detail::FastDiv(static_cast<uint32_t>(mid));

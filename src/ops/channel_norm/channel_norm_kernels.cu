@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(kThreads) elements_kernel(const CnGeom g) {
 }
 
 unsigned grid_for(int64_t items, int64_t per_block, int64_t cap) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((items + per_block - 1) / per_block, cap)));
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(items / per_block + (items % per_block != 0), cap)));
 }
 
 template <class T, class P, bool Bwd>
