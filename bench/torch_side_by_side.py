@@ -420,7 +420,8 @@ def torch_channel_norm(R, bwd, wrap=None):
     if op == "batch_norm":
         def fb(dy, x, mean, rstd):
             return torch.ops.aten.native_batch_norm_backward(dy, x, w, rm, rv, mean, rstd, training, eps, mask)
-    elif op == "group_norm":
+    elif op == "group_norm":  # (native_group_norm's mean / rstd are x's dtype)
+        mean, rstd = mean.to(x.dtype), rstd.to(x.dtype)
         def fb(dy, x, mean, rstd):
             return torch.ops.aten.native_group_norm_backward(dy, x, mean, rstd, w, N, C, HxW, G, mask)
     else:

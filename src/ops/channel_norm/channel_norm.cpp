@@ -76,6 +76,7 @@ Result<Shapes> check_channel_norm(std::string_view op, const ChannelNormDescript
   const int64_t target = int64_t{132} * 32;  // warps in flight for the partials pass
   sh.chunks = cells == 0 ? 1 : std::clamp<int64_t>(ceil_div(target, cells), 1, std::max<int64_t>(1, ceil_div(sh.S, 2048)));
   sh.chunk = ceil_div(sh.S, sh.chunks);
+  if (sh.chunks > 1) sh.chunk = ceil_div(sh.chunk, 8) * 8;  // whole 16-byte pieces of every dtype
   sh.chunks = sh.chunk == 0 ? 1 : ceil_div(sh.S, sh.chunk);
   const int64_t acc = static_cast<int64_t>(dtype_size(sh.stat));
   const bool partials = backward ? (d.training || d.weight || d.bias) : d.training;
@@ -155,6 +156,24 @@ void finish_geometry(const ChannelNormDescriptor& d, const Shapes& sh, bool back
     g->inner_div = detail::FastDiv(static_cast<uint32_t>(inner));
     g->mid_div = detail::FastDiv(static_cast<uint32_t>(mid));
   }
+  // 16-byte pieces: the piece axis unit-stride in every view, the other strides whole pieces,
+  // 16-byte aligned data (views: x, y | x, dy, dx)
+  const int64_t V = 16 / static_cast<int64_t>(dtype_size(d.dtype));
+  const void* ptrs[cn::kViews] = {g->x, backward ? g->dy : g->y, g->dx};
+  const int nviews = backward ? 3 : 2;
+  auto pieces_along = [&](bool spatial, int views) {  // spatial: pieces along s (else along c)
+    for (int k = 0; k < views; ++k) {
+      const int64_t unit = spatial ? g->ss[k] : g->sc[k], other = spatial ? g->sc[k] : g->ss[k];
+      if (unit != 1 || g->sn[k] % V != 0 || (other % V != 0 && (spatial ? sh.C : sh.S) > 1) ||
+          reinterpret_cast<uintptr_t>(ptrs[k]) % 16 != 0)
+        return false;
+    }
+    return true;
+  };
+  const int reads_views = backward ? 2 : 1;
+  g->vec_p = g->warp ? sh.S % V == 0 && g->chunk % V == 0 && pieces_along(true, reads_views)
+                     : sh.C % V == 0 && pieces_along(false, reads_views);
+  g->vec_e = (g->channels_last ? sh.C % V == 0 && pieces_along(false, nviews) : sh.S % V == 0 && pieces_along(true, nviews));
   g->part = static_cast<char*>(ws.ptr) + sh.part_off;
   g->cell = static_cast<char*>(ws.ptr) + sh.cell_off;
 }

@@ -44,6 +44,8 @@ struct CnGeom {
   int64_t chunks = 1, chunk = 0;
   bool warp = true;           // a warp per chunk (spatial unit-stride in the read views), else a thread
   bool channels_last = false;  // the element pass in (n, s, c) order (x's channel stride below its spatial one)
+  bool vec_p = false;  // the partials in 16-byte pieces (warp: along s; thread: V channels)
+  bool vec_e = false;  // the element pass in 16-byte pieces along the inner axis
   bool training = true, running = false;
   double momentum = 0.1, eps = 1e-5;
   // the element pass: rows x inner (inner = S, rows = N·C; channels_last: inner = C, rows = N·S)

@@ -98,6 +98,87 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const CnGeom g) {
   }
 }
 
+// The vector form of partials_kernel (vec_p: 16-byte pieces). W = 32: a warp per chunk, lane
+// pieces of V consecutive spatial elements; W = 1: a thread per chunk of V consecutive channels
+// (channels_last), each channel its own sums. Same partials, same layout.
+template <class T, bool Bwd, int W>
+__global__ void __launch_bounds__(kThreads) partials_vec_kernel(const CnGeom g) {
+  using C = acc_t<T>;
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  constexpr int K = W == 32 ? 1 : V;  // channels per thread
+  const int lane = W == 32 ? static_cast<int>(threadIdx.x) & 31 : 0;
+  const int64_t cq = g.C / K;  // channel groups
+  const int64_t total = g.N * cq * g.chunks;
+  const int64_t per_block = kThreads / W;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * per_block;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * per_block + threadIdx.x / W; k < total; k += step) {
+    const int64_t c0 = k % cq * K, nj = k / cq, j = nj % g.chunks, n = nj / g.chunks;
+    const int64_t lo = j * g.chunk, hi = std::min(g.S, lo + g.chunk);
+    const T* x = static_cast<const T*>(g.x) + n * g.sn[kX] + c0 * g.sc[kX];
+    const T* dy = Bwd ? static_cast<const T*>(g.dy) + n * g.sn[kYd] + c0 * g.sc[kYd] : nullptr;
+    C a[K], b[K], shift[K], mu[K];
+#pragma unroll
+    for (int e = 0; e < K; ++e) {
+      a[e] = b[e] = shift[e] = mu[e] = C(0);
+      if constexpr (Bwd) mu[e] = static_cast<const C*>(g.mean)[stat_offset(g, stat_of(g, n, c0 + e), g.ms0, g.ms1)];
+    }
+    C cnt = C(0);
+    // pieces: W = 32, V spatial elements at s = lo + (lane + 32 t)·V; W = 1, V channels at each s
+    const int64_t first = W == 32 ? lo + lane * V : lo, stride = W == 32 ? 32 * V : 1;
+    if constexpr (!Bwd) {
+      if (first < hi) {
+        C v[V];
+        load_acc_vec<T, V>(x + first * g.ss[kX], v);
+#pragma unroll
+        for (int e = 0; e < K; ++e) shift[e] = v[W == 32 ? 0 : e];
+      }
+    }
+    for (int64_t s = first; s < hi; s += stride) {
+      C v[V];
+      load_acc_vec<T, V>(x + s * g.ss[kX], v);
+      if constexpr (!Bwd) {
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+          const int e = W == 32 ? 0 : q;
+          const C d = v[q] - shift[e];
+          a[e] += d, b[e] += d * d;
+        }
+        cnt += W == 32 ? C(V) : C(1);
+      } else {
+        C d[V];
+        load_acc_vec<T, V>(dy + s * g.ss[kYd], d);
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+          const int e = W == 32 ? 0 : q;
+          a[e] += d[q], b[e] += d[q] * (v[q] - mu[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < K; ++e) {
+      C ra = a[e], rb = b[e];
+      if constexpr (!Bwd) {
+        Moments<C> m{cnt, cnt > C(0) ? shift[e] + a[e] / cnt : C(0), cnt > C(0) ? b[e] - a[e] * a[e] / cnt : C(0)};
+        if constexpr (W == 32) {
+#pragma unroll
+          for (int o = 16; o >= 1; o >>= 1) {
+            Moments<C> other{__shfl_xor_sync(0xffffffffu, m.n, o), __shfl_xor_sync(0xffffffffu, m.mean, o),
+                             __shfl_xor_sync(0xffffffffu, m.m2, o)};
+            m = (lane & o) ? merge(other, m) : merge(m, other);
+          }
+        }
+        ra = m.mean, rb = m.m2;
+      } else if constexpr (W == 32) {
+        ra = warp_sum(ra), rb = warp_sum(rb);
+      }
+      if (lane == 0) {
+        C* p = static_cast<C*>(g.part) + 2 * ((n * g.C + c0 + e) * g.chunks + j);
+        p[0] = ra, p[1] = rb;
+      }
+    }
+  }
+}
+
 template <class P, class C>
 __device__ __forceinline__ C param_at(const void* p, int64_t stride, int64_t c, C dflt) {
   return p ? static_cast<C>(to_acc(static_cast<const P*>(p)[c * stride])) : dflt;
@@ -252,6 +333,49 @@ __global__ void __launch_bounds__(kThreads) elements_kernel(const CnGeom g) {
   }
 }
 
+// The element pass in 16-byte pieces (vec_e): V consecutive elements along the inner axis (one
+// cell for NCHW order, V cells of one (n, s) for channels_last).
+template <class T, bool Bwd, bool Small>
+__global__ void __launch_bounds__(kThreads) elements_vec_kernel(const CnGeom g) {
+  using C = acc_t<T>;
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  const int64_t total = g.N * g.C * g.S / V;
+  const int64_t inner = g.channels_last ? g.C : g.S, mid = g.channels_last ? g.S : g.C;
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; q < total; q += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t i = q * V;
+    int64_t row, col, n, m;
+    if constexpr (Small) {
+      row = g.inner_div.div(static_cast<uint32_t>(i));
+      col = i - row * inner;
+      n = g.mid_div.div(static_cast<uint32_t>(row));
+      m = row - n * mid;
+    } else {
+      row = i / inner, col = i - row * inner, n = row / mid, m = row - n * mid;
+    }
+    const int64_t c = g.channels_last ? col : m, s = g.channels_last ? m : col;
+    C xv[V], o[V];
+    load_acc_vec<T, V>(static_cast<const T*>(g.x) + n * g.sn[kX] + c * g.sc[kX] + s * g.ss[kX], xv);
+    const C* t0 = static_cast<const C*>(g.cell) + 4 * (n * g.C + c);
+    if constexpr (!Bwd) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C* t = g.channels_last ? t0 + 4 * e : t0;
+        o[e] = (xv[e] - t[0]) * t[1] + t[2];
+      }
+      store_global16<T, V>(static_cast<T*>(g.y) + n * g.sn[kYd] + c * g.sc[kYd] + s * g.ss[kYd], o);
+    } else {
+      C d[V];
+      load_acc_vec<T, V>(static_cast<const T*>(g.dy) + n * g.sn[kYd] + c * g.sc[kYd] + s * g.ss[kYd], d);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C* t = g.channels_last ? t0 + 4 * e : t0;
+        o[e] = t[1] * d[e] + t[2] * (xv[e] - t[0]) + t[3];
+      }
+      store_global16<T, V>(static_cast<T*>(g.dx) + n * g.sn[kDx] + c * g.sc[kDx] + s * g.ss[kDx], o);
+    }
+  }
+}
+
 unsigned grid_for(int64_t items, int64_t per_block, int64_t cap) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(items / per_block + (items % per_block != 0), cap)));
 }
@@ -262,7 +386,15 @@ cudaError_t launch(const CnGeom& g, cudaStream_t stream) {
   const int64_t cells = g.N * g.C;
   if (cells == 0) return cudaSuccess;
   const bool partials = Bwd ? (g.training || g.dw || g.db) : g.training;
-  if (partials && g.S > 0) {
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  if (partials && g.S > 0 && g.vec_p) {
+    if (g.warp)
+      BARACUDA_CUDA_TRY(launch_kernel(partials_vec_kernel<T, Bwd, 32>, dim3(grid_for(cells * g.chunks, kThreads / 32, cap)), dim3(kThreads), 0,
+                                      stream, g));
+    else
+      BARACUDA_CUDA_TRY(launch_kernel(partials_vec_kernel<T, Bwd, 1>, dim3(grid_for(cells / V * g.chunks, kThreads, cap)), dim3(kThreads), 0,
+                                      stream, g));
+  } else if (partials && g.S > 0) {
     const int64_t chunks_total = cells * g.chunks;
     if (g.warp)
       BARACUDA_CUDA_TRY(launch_kernel(partials_kernel<T, Bwd, 32>, dim3(grid_for(chunks_total, kThreads / 32, cap)), dim3(kThreads), 0, stream, g));
@@ -279,6 +411,11 @@ cudaError_t launch(const CnGeom& g, cudaStream_t stream) {
     if (g.dw || g.db) BARACUDA_CUDA_TRY(launch_kernel(param_grad_kernel<T, P>, dim3(grid_for(g.C, kThreads, cap)), dim3(kThreads), 0, stream, g));
   }
   if (g.S == 0) return cudaSuccess;
+  if (g.vec_e) {
+    const unsigned vgrid = grid_for(cells * g.S / V, kThreads, cap * 8);
+    return g.small ? launch_kernel(elements_vec_kernel<T, Bwd, true>, dim3(vgrid), dim3(kThreads), 0, stream, g)
+                   : launch_kernel(elements_vec_kernel<T, Bwd, false>, dim3(vgrid), dim3(kThreads), 0, stream, g);
+  }
   const unsigned egrid = grid_for(cells * g.S, kThreads, cap * 8);
   return g.small ? launch_kernel(elements_kernel<T, Bwd, true>, dim3(egrid), dim3(kThreads), 0, stream, g)
                  : launch_kernel(elements_kernel<T, Bwd, false>, dim3(egrid), dim3(kThreads), 0, stream, g);
