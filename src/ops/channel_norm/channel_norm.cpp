@@ -28,8 +28,7 @@ struct Shapes {
   int64_t N = 0, C = 0, S = 1, G = 1;
   DType param = DType::f32, stat = DType::f32;
   size_t part_off = 0, cell_off = 0, workspace = 0;
-  int64_t chunks = 1, chunk = 0;  // a warp per chunk
-  int64_t chunks_t = 1;           // a thread per chunk (channels_last, [N, C]): run's choice
+  int64_t chunks = 1, chunk = 0;
   bool warp = true;
 };
 
@@ -79,17 +78,14 @@ Result<Shapes> check_channel_norm(std::string_view op, const ChannelNormDescript
   sh.chunk = ceil_div(sh.S, sh.chunks);
   if (sh.chunks > 1) sh.chunk = ceil_div(sh.chunk, 8) * 8;  // whole 16-byte pieces of every dtype
   sh.chunks = sh.chunk == 0 ? 1 : ceil_div(sh.S, sh.chunk);
-  // a thread per chunk: ~132 x 2048 threads of 8 channels each (the vector form; the scalar one
-  // gets 8x the threads), chunks of at least 16 positions
-  sh.chunks_t = cells == 0 ? 1 : std::clamp<int64_t>(ceil_div(int64_t{132} * 2048 * 8, cells), 1, std::max<int64_t>(1, ceil_div(sh.S, 16)));
   const int64_t acc = static_cast<int64_t>(dtype_size(sh.stat));
   const bool partials = backward ? (d.training || d.weight || d.bias) : d.training;
   int64_t part_bytes = 0, cell_bytes = 0;
-  // (the mapping is run's choice, from the strides: room for the larger chunk count)
-  if ((partials && !checked_mul(cells, std::max(sh.chunks, sh.chunks_t) * 2 * acc, &part_bytes)) || !checked_mul(cells, 4 * acc, &cell_bytes))
+  if ((partials && !checked_mul(cells, sh.chunks * 2 * acc, &part_bytes)) || !checked_mul(cells, 4 * acc, &cell_bytes))
     return error(StatusCode::kInvalidProblem, op, ": the workspace exceeds 2^63 bytes");
+  // a chunk count that may grow at run (the thread mapping): reserve for the larger of the two
   WorkspaceLayout w;
-  sh.part_off = w.take(static_cast<size_t>(part_bytes));
+  sh.part_off = w.take(static_cast<size_t>(part_bytes) * (partials ? 2 : 0));
   sh.cell_off = w.take(static_cast<size_t>(cell_bytes));
   sh.workspace = w.total();
   return sh;
@@ -144,8 +140,10 @@ void finish_geometry(const ChannelNormDescriptor& d, const Shapes& sh, bool back
   g->warp = g->ss[cn::kX] == 1 && (reads == 1 || g->ss[cn::kYd] == 1) && sh.S >= 32;
   g->chunks = sh.chunks, g->chunk = sh.chunk;
   const int64_t cells = sh.N * sh.C;
-  if (!g->warp && cells > 0 && sh.S > 0) {  // a thread per chunk
-    g->chunk = ceil_div(sh.S, sh.chunks_t);
+  if (!g->warp && cells > 0 && sh.S > 0) {  // a thread per chunk: up to twice select's chunk count
+    const int64_t want = std::clamp<int64_t>(ceil_div(int64_t{132} * 1024, cells), 1, std::max<int64_t>(1, ceil_div(sh.S, 64)));
+    const int64_t chunks = std::min(want, sh.chunks * 2);
+    g->chunk = ceil_div(sh.S, chunks);
     g->chunks = ceil_div(sh.S, g->chunk);
   }
   g->channels_last = g->sc[cn::kX] < g->ss[cn::kX] && sh.C > 1;
