@@ -47,7 +47,15 @@ Result<Shapes> check_channel_norm(std::string_view op, const ChannelNormDescript
   sh.N = d.shape[0];
   sh.C = d.shape[1];
   for (int a = 0; a < d.rank; ++a) sh.x.push_back(d.shape[a]);
-  for (int a = 2; a < d.rank; ++a) sh.S *= d.shape[a];
+  // S, N·C, N·S, C·S in int64 (an empty x's other extents may be anything: the products are
+  // checked before the shape's numel decides anything)
+  bool fits = true;
+  for (int a = 2; a < d.rank; ++a) fits = fits && checked_mul(sh.S, d.shape[a], &sh.S);
+  int64_t prod = 0;
+  fits = fits && checked_mul(sh.N, sh.C, &prod) && checked_mul(sh.N, sh.S, &prod) && checked_mul(sh.C, sh.S, &prod);
+  if (!fits)
+    return error(StatusCode::kInvalidProblem, op, ": shape ", shape_string(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank))),
+                 ": the products of N, C and the spatial extents exceed int64");
   sh.pshape = {sh.C};
   if (!(std::isfinite(d.eps) && d.eps >= 0)) return error(StatusCode::kInvalidProblem, op, ": eps = ", d.eps, " must be finite and >= 0");
   if (!std::isfinite(d.momentum)) return error(StatusCode::kInvalidProblem, op, ": momentum = ", d.momentum, " must be finite");
