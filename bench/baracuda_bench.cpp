@@ -172,9 +172,10 @@ std::string run_problem(const harness::ProblemLine& p, Settings& S, int* failure
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "\"ours_us\": %.3f, \"graph_us\": %.3f, \"host_us\": %.3f, \"bytes\": %.0f, \"flops\": %.0f, \"achieved\": %.4f, \"unit\": \"%s\", "
-                "\"ceiling\": %.4f, \"fraction_of_ceiling\": %.4f, \"bound\": \"%s\", \"worst_of_tolerance\": %.4f",
+                "\"ceiling\": %.4f, \"fraction_of_ceiling\": %.4f, \"bound\": \"%s\", \"worst_of_tolerance\": %.4f, \"workspace_bytes\": %.0f",
                 us, graph_us, host_us, cost.bytes, cost.flops, achieved, compute ? "TFLOP/s" : "TB/s", ceiling,
-                ceiling > 0 && us > 0 ? achieved / ceiling : 0.0, compute ? "compute" : "memory", worst);
+                ceiling > 0 && us > 0 ? achieved / ceiling : 0.0, compute ? "compute" : "memory", worst,
+                plan ? static_cast<double>(plan->workspace_size()) : 0.0);
   return "{\"op\": \"" + p.op + "\", \"family\": \"" + std::string(info ? info->family : "") + "\", \"direction\": \"" +
          std::string(info ? enum_name(info->direction) : "") + "\", \"problem\": \"" + json_escape(p.problem) +
          "\", \"options\": \"" + json_escape(p.options) + "\", \"status\": \"" + status + "\", \"reason\": \"" + json_escape(reason) +

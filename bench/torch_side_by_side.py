@@ -472,6 +472,47 @@ def torch_cross_entropy(R, bwd, wrap=None):
     return lambda: torch.autograd.grad(y, [xl], dl, retain_graph=True)
 
 
+def torch_fused_linear_cross_entropy(R, bwd, wrap=None):
+    """The unfused path: F.linear into [tokens, classes] logits, F.cross_entropy of them (same ignore_index,
+    class weights, label smoothing, reduction; z_loss: + z * logsumexp^2), torch.autograd.grad of the loss for
+    input, weight and bias; the backward row (our dloss scaling of the formed gradients) has no PyTorch twin."""
+    if bwd or wrap:
+        return None
+    x, w = leaf(R.t("input", -1, 1)), leaf(R.t("weight", -0.5, 0.5))
+    b = leaf(R.t("bias", -1, 1)) if R.has("bias") else None
+    cw = R.t("ce_weight", 0.25, 2.0) if R.has("ce_weight") else None
+    ign, red = R.i("ignore_index", -100), R.f.get("reduction", "mean")
+    ls, z = float(R.f.get("label_smoothing", 0)), float(R.f.get("z_loss", 0))
+    tgt = torch.randint(0, w.shape[0], (x.shape[0],), device=x.device, dtype=torch.int64)
+    tgt[::8] = ign
+    leaves = [x, w] + ([b] if b is not None else [])
+
+    def step():
+        logits = F.linear(x, w, b)
+        loss = F.cross_entropy(logits, tgt, weight=cw, ignore_index=ign, reduction=red, label_smoothing=ls)
+        if z > 0:
+            zz = z * torch.logsumexp(logits.float(), 1) ** 2
+            loss = loss + (zz.sum() if red == "sum" else zz.mean())
+        return torch.autograd.grad(loss, leaves)
+    return step
+
+
+def peak_mib(call):
+    """PyTorch's allocator peak above what was allocated before one call (its outputs included), MiB."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = call()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del out
+    return peak / 2**20
+
+
+# rows whose memory is part of the bar: PyTorch's peak beside ours (workspace + outputs)
+PEAK_OPS = {"fused_linear_cross_entropy"}
+
+
 def torch_pointwise_loss(R, bwd, wrap=None):
     """The element-wise losses: the F.*_loss of the same op, options and reduction on inputs of the op's
     domain; backward = torch.autograd.grad of it for every operand we differentiate."""
@@ -682,6 +723,8 @@ TORCH = {
     "channel_norm": torch_channel_norm, "channel_norm_backward": torch_channel_norm,
     "cross_entropy": torch_cross_entropy, "cross_entropy_backward": torch_cross_entropy,
     "pointwise_loss": torch_pointwise_loss, "pointwise_loss_backward": torch_pointwise_loss,
+    "fused_linear_cross_entropy": torch_fused_linear_cross_entropy,
+    "fused_linear_cross_entropy_backward": torch_fused_linear_cross_entropy,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -713,7 +756,10 @@ TORCH_SIDE = {
     "loss": "F.cross_entropy / F.nll_loss with the same weight, ignore_index, reduction and label_smoothing (z_loss: plus "
             "z * logsumexp(x)^2 per sample); backward = torch.autograd.grad of it (nll_loss_backward and "
             "_log_softmax_backward_data); the element-wise losses: the F.*_loss of the same op, options and reduction, "
-            "backward = torch.autograd.grad of it for every operand we differentiate; torch.compile of the forwards.",
+            "backward = torch.autograd.grad of it for every operand we differentiate; torch.compile of the forwards. "
+            "fused_linear_cross_entropy: F.linear + F.cross_entropy and torch.autograd.grad for input, weight (and "
+            "bias) — the unfused path it replaces; peak MiB: PyTorch's allocator peak over the call (outputs "
+            "included) beside ours (workspace + outputs).",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -755,6 +801,8 @@ def torch_times(r, compile_ops):
         return None, None
     reps = 7 if r.get("ours_us", 0) > 20000 else 15
     eager = median_us(call, reps=reps)
+    if r["op"] in PEAK_OPS:
+        r["torch_peak_mib"] = peak_mib(call)
     del call
     comp = None
     # forward rows only: timed through autograd.grad, the compiled composite's backward measured
@@ -766,6 +814,19 @@ def torch_times(r, compile_ops):
         except Exception as e:  # noqa: BLE001 - report and keep the eager number
             print("torch.compile failed:", r["op"], str(e)[:200])
     return eager, comp
+
+
+def ours_peak_mib(r):
+    """Our memory for a call: the workspace plus every output and in-out operand."""
+    size = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}
+    out = 0
+    for o in r["operands"]:
+        if o["role"] != "in":
+            n = 1
+            for d in o["shape"]:
+                n *= d
+            out += n * size.get(o["dtype"], 4)
+    return (r.get("workspace_bytes", 0) + out) / 2**20
 
 
 def fmt(v, spec):
@@ -812,6 +873,10 @@ def family_md(fam, rows, ours, args, device, torch_version):
                           f" ({sum(1 for x in sc if x < 1 - TIE)} slower beyond the tie band).")
         for o in slow:
             lines.append(f"- slower: {o['op']} `{o['problem']}` {o['options']}: {o['speedup_vs_torch']:.2f}x")
+    for o in rows:
+        if o.get("torch_peak_mib"):
+            lines.append(f"- peak memory: {o['op']} `{o['problem']}`: ours {o['peak_mib']:.0f} MiB (workspace + outputs), "
+                         f"PyTorch {o['torch_peak_mib']:.0f} MiB: {o['peak_mib'] / o['torch_peak_mib']:.3f} of it")
     return "\n".join(lines) + "\n"
 
 
@@ -857,6 +922,8 @@ def main():
              "ceiling": round(r["ceiling"], 4), "fraction_of_ceiling": round(frac, 4) if frac else None,
              "graph_us": round(r["graph_us"], 2) if r.get("graph_us") else None,
              "host_us": round(r["host_us"], 2) if r.get("host_us") else None, "verified": r["verified"],
+             "peak_mib": round(ours_peak_mib(r), 1) if r.get("torch_peak_mib") else None,
+             "torch_peak_mib": round(r["torch_peak_mib"], 1) if r.get("torch_peak_mib") else None,
              "operands": r["operands"], "repro": r["repro"], "device": device, "torch_version": torch.__version__,
              "commit": args.commit, "date": args.date}
         fams.setdefault(r["family"], []).append(o)

@@ -8,10 +8,12 @@
 // pointwise_loss: each element through pointwise_loss / pointwise_loss_grad, inputs in each op's
 // domain; the scale is |value| plus its sensitivity to a relative change of each operand.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 #include <random>
 
+#include "baracuda/ops/fused_linear_cross_entropy.hpp"
 #include "baracuda/ops/loss.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
@@ -355,8 +357,156 @@ Status pw_backward(RefCall& c) {
   return {};
 }
 
+// ---------------------------------------------------------------- fused linear cross entropy
+// z = input @ weightᵀ + bias in float64, then class_loss_row / class_loss_backward_row per token,
+// dz through the two products. Error scales: each logit is stored in dtype (e_c = 2·eps_d·Σ|x||w|
+// plus the GEMM's accumulation), which moves a token's loss by Σ_c |∂l/∂z_c|·e_c and each dz_c by
+// |g|·coef·p_c·(e_c + Σ_k p_k e_k), plus dz's own rounding to dtype; the products carry those
+// through |weight| / |input| (twice: the bounds are first order), and dweight / dbias one
+// rounding to dtype per chunk.
+void flce_fill(RefCall& c) {
+  const FusedLinearCrossEntropyDescriptor& d = c.desc<FusedLinearCrossEntropyDescriptor>();
+  const int64_t S = d.input.shape[0], V = d.weight.shape[0];
+  c["input"].lo = -1, c["input"].hi = 1;
+  c["weight"].lo = -0.5, c["weight"].hi = 0.5;
+  if (RefOperand* b = c.find("bias")) b->lo = -1, b->hi = 1;
+  if (RefOperand* w = c.find("ce_weight")) w->lo = 0.25, w->hi = 2.0;
+  RefOperand& t = c["target"];
+  t.in.assign(static_cast<size_t>(S), 0.0);
+  for (double& e : t.in) {  // (no out-of-range target: its NaN row would fill dweight with NaN)
+    e = V > 0 ? static_cast<double>(c.rng()() % static_cast<uint64_t>(V)) : 0.0;
+    if (c.rng()() % 8 == 0) e = static_cast<double>(d.ignore_index);
+  }
+  t.given = true;
+}
+
+// The chunks the plan runs (fused_linear_cross_entropy.cpp's choice: the caller's chunk, or the
+// largest power of two whose logits fit 256 MiB).
+int64_t flce_chunks(const FusedLinearCrossEntropyDescriptor& d) {
+  const int64_t S = d.input.shape[0], V = std::max<int64_t>(1, d.weight.shape[0]);
+  int64_t chunk = d.chunk_tokens;
+  if (chunk == 0) {
+    chunk = std::max<int64_t>(1, (int64_t{256} << 20) / (V * static_cast<int64_t>(dtype_size(d.input.dtype))));
+    chunk = int64_t{1} << (63 - std::countl_zero(static_cast<uint64_t>(chunk)));
+  }
+  return S == 0 ? 0 : (S + chunk - 1) / chunk;
+}
+
+Status flce_forward(RefCall& c) {
+  const FusedLinearCrossEntropyDescriptor& d = c.desc<FusedLinearCrossEntropyDescriptor>();
+  const int64_t S = d.input.shape[0], H = d.input.shape[1], V = d.weight.shape[0];
+  const size_t nS = static_cast<size_t>(S), nH = static_cast<size_t>(H), nV = static_cast<size_t>(V);
+  const DType dt = d.input.dtype;
+  const double ed = rounding_eps(dt), ea = accumulator_eps(dt == DType::f64 ? DType::f64 : DType::f32);
+  const std::vector<double>& x = c["input"].in;
+  const std::vector<double>& W = c["weight"].in;
+  const std::vector<double>& b = in_or_empty(c, "bias");
+  const std::vector<double>& cw = in_or_empty(c, "ce_weight");
+  const std::vector<double>& t = c["target"].in;
+  const bool mean = d.reduction == LossReduction::kMean;
+  const ref::FlceResult r = ref::fused_linear_cross_entropy(x, W, b, t, cw, S, H, V, d.ignore_index, d.label_smoothing, d.z_loss, mean);
+  auto row = [&](const std::vector<double>& v, size_t i) {
+    return std::vector<double>(v.begin() + static_cast<ptrdiff_t>(i * nV), v.begin() + static_cast<ptrdiff_t>((i + 1) * nV));
+  };
+  // each logit's storage error e (its |terms| Σ|x||w| + |b|)
+  std::vector<double> e(nS * nV);
+  for (size_t i = 0; i < nS; ++i)
+    for (size_t k = 0; k < nV; ++k) {
+      double a = b.empty() ? 0.0 : std::fabs(b[k]);
+      for (size_t h = 0; h < nH; ++h) a += std::fabs(x[i * nH + h] * W[k * nH + h]);
+      e[i * nV + k] = (2 * ed + 2 * static_cast<double>(H + 1) * ea) * a;
+    }
+  const double g = mean ? (r.total_weight != 0 ? 1.0 / r.total_weight : 0.0) : 1.0;
+  double W_all = 0;
+  for (size_t k = 0; k < nV; ++k) W_all += cw.empty() ? 1.0 : std::fabs(cw[k]);
+  CrossEntropyDescriptor ced;
+  ced.label_smoothing = d.label_smoothing, ced.z_loss = d.z_loss;
+  std::vector<double> q(nS * nV, 0.0);  // dz's error bound
+  double mags = 0, lerr = 0, wabs = 0;
+  RefOperand* lse = c.find("lse");
+  if (lse) lse->want = r.lse, lse->mag.assign(nS, 0.0), lse->extra.assign(nS, 0.0);
+  for (size_t i = 0; i < nS; ++i) {
+    const std::vector<double> zs = row(r.z, i);
+    const int64_t ti = static_cast<int64_t>(t[i]);
+    const bool kept = ti != d.ignore_index;
+    const double wt = kept ? (cw.empty() ? 1.0 : std::fabs(cw[static_cast<size_t>(ti)])) : 0.0;
+    const std::vector<double> p = ref::softmax_row(zs, false);
+    const double al = std::fabs(r.lse[i]);
+    double ebar = 0, zmax = 0, sens = 0;
+    for (size_t k = 0; k < nV; ++k)  // (g != 0: dz / g is the token's d l / d z)
+      ebar += p[k] * e[i * nV + k], zmax = std::max(zmax, std::fabs(zs[k])),
+          sens += (g != 0 ? std::fabs(r.dz[i * nV + k] / g) : 0.0) * e[i * nV + k];
+    const double coef = kept ? (1 - d.label_smoothing) * wt + d.label_smoothing / static_cast<double>(V) * W_all + 2 * d.z_loss * al : 0.0;
+    for (size_t k = 0; k < nV; ++k)
+      q[i * nV + k] = std::fabs(g) * coef * p[k] * (e[i * nV + k] + ebar + 4 * ea * (std::fabs(zs[k]) + al + 1)) + ed * std::fabs(r.dz[i * nV + k]);
+    SampleIn in;
+    in.x = zs, in.t = kept ? ti : -1;
+    mags += loss_scale(ced, in, cw, r.lse[i]), lerr += sens, wabs += wt;
+    if (lse) lse->mag[i] = (zmax + 1) * (2 + std::log2(static_cast<double>(V) + 1)), lse->extra[i] = 2 * ebar;
+  }
+  const double grow = 1 + std::log2(static_cast<double>(S) + 1), tw = r.total_weight;
+  RefOperand& loss = c["loss"];
+  loss.want.assign(1, r.loss);
+  loss.mag.assign(1, mean ? (mags + std::fabs(r.loss) * wabs) * grow / std::fabs(tw) : mags * grow);
+  loss.extra.assign(1, 2 * lerr * (mean ? 1 / std::fabs(tw) : 1.0));
+  if (RefOperand* o = c.find("total_weight")) o->want.assign(1, tw), o->mag.assign(1, wabs * grow);
+  if (!d.compute_grad) return {};
+  const double chunks = static_cast<double>(flce_chunks(d));
+  RefOperand& dx = c["dinput"];
+  dx.want = r.dx, dx.mag.assign(nS * nH, 0.0), dx.extra.assign(nS * nH, 0.0);
+  for (size_t i = 0; i < nS; ++i)
+    for (size_t h = 0; h < nH; ++h) {
+      double a = 0, er = 0;
+      for (size_t k = 0; k < nV; ++k) a += std::fabs(r.dz[i * nV + k] * W[k * nH + h]), er += q[i * nV + k] * std::fabs(W[k * nH + h]);
+      dx.mag[i * nH + h] = std::max(1.0, static_cast<double>(V) / 32) * a, dx.extra[i * nH + h] = 2 * er;
+    }
+  RefOperand& dw = c["dweight"];
+  RefOperand* db = c.find("dbias");
+  dw.want = r.dW, dw.mag.assign(nV * nH, 0.0), dw.extra.assign(nV * nH, 0.0);
+  if (db) db->want = r.db, db->mag.assign(nV, 0.0), db->extra.assign(nV, 0.0);
+  const double kmag = std::max(1.0, static_cast<double>(S) / 32);
+  for (size_t k = 0; k < nV; ++k) {
+    for (size_t h = 0; h < nH; ++h) {
+      double a = 0, er = 0;
+      for (size_t i = 0; i < nS; ++i) a += std::fabs(r.dz[i * nV + k] * x[i * nH + h]), er += q[i * nV + k] * std::fabs(x[i * nH + h]);
+      dw.mag[k * nH + h] = kmag * a, dw.extra[k * nH + h] = 2 * er + chunks * ed * a;
+    }
+    if (db) {
+      double a = 0, er = 0;
+      for (size_t i = 0; i < nS; ++i) a += std::fabs(r.dz[i * nV + k]), er += q[i * nV + k];
+      db->mag[k] = kmag * a, db->extra[k] = 2 * er + chunks * ed * a;
+    }
+  }
+  return {};
+}
+
+// The backward scales the forward's gradients (in-out) by dloss.
+Status flce_backward(RefCall& c) {
+  const double g = c["dloss"].in[0];
+  for (const char* name : {"dinput", "dweight", "dbias"}) {
+    RefOperand* o = c.find(name);
+    if (!o) continue;
+    o->want.resize(o->in.size());
+    for (size_t i = 0; i < o->in.size(); ++i) o->want[i] = g * o->in[i];
+  }
+  return {};
+}
+
+Cost flce_cost(const AnyPlan& p, const CaseOptions&) {
+  Cost c;
+  for (const OperandSpec& s : p.operands()) c.bytes += static_cast<double>(s.numel()) * static_cast<double>(dtype_size(s.dtype));
+  if (p.op().direction == Direction::kForward) {
+    const FusedLinearCrossEntropyDescriptor& d = *p.descriptor<FusedLinearCrossEntropyDescriptor>();
+    c.flops = (d.compute_grad ? 6.0 : 2.0) * static_cast<double>(d.input.shape[0]) * static_cast<double>(d.weight.shape[0]) *
+              static_cast<double>(d.input.shape[1]);
+  }
+  return c;
+}
+
 }  // namespace
 
+OpRef ref_fused_linear_cross_entropy() { return {&flce_fill, &flce_forward, &flce_cost}; }
+OpRef ref_fused_linear_cross_entropy_backward() { return {nullptr, &flce_backward, nullptr}; }
 OpRef ref_cross_entropy() { return {&forward_fill, &forward, nullptr}; }
 OpRef ref_cross_entropy_backward() { return {&backward_fill, &backward, nullptr}; }
 OpRef ref_pointwise_loss() { return {&pw_fill, &pw_forward, nullptr}; }

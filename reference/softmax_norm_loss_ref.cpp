@@ -397,4 +397,39 @@ PwGrad pointwise_loss_grad(const PwOptions& o, const PwElem& e) {
   return r;
 }
 
+FlceResult fused_linear_cross_entropy(const std::vector<double>& x, const std::vector<double>& W, const std::vector<double>& b,
+                                      const std::vector<double>& t, const std::vector<double>& w, int64_t S, int64_t H, int64_t V,
+                                      int64_t ignore_index, double s, double z, bool mean) {
+  const size_t nS = static_cast<size_t>(S), nH = static_cast<size_t>(H), nV = static_cast<size_t>(V);
+  FlceResult r;
+  r.z.assign(nS * nV, 0.0), r.lse.assign(nS, 0.0), r.dz.assign(nS * nV, 0.0);
+  r.dx.assign(nS * nH, 0.0), r.dW.assign(nV * nH, 0.0), r.db.assign(nV, 0.0);
+  for (size_t i = 0; i < nS; ++i)
+    for (size_t k = 0; k < nV; ++k) {
+      double v = b.empty() ? 0.0 : b[k];
+      for (size_t h = 0; h < nH; ++h) v += x[i * nH + h] * W[k * nH + h];
+      r.z[i * nV + k] = v;
+    }
+  auto row = [&](size_t i) {
+    return std::vector<double>(r.z.begin() + static_cast<ptrdiff_t>(i * nV), r.z.begin() + static_cast<ptrdiff_t>((i + 1) * nV));
+  };
+  double total = 0;
+  for (size_t i = 0; i < nS; ++i) {
+    const ClassLossRow c = class_loss_row(row(i), static_cast<int64_t>(t[i]), {}, w, ignore_index, s, z, false);
+    total += c.loss, r.total_weight += c.weight, r.lse[i] = c.lse;
+  }
+  r.loss = mean ? total / r.total_weight : total;
+  const double g = mean ? (r.total_weight != 0 ? 1.0 / r.total_weight : 0.0) : 1.0;
+  for (size_t i = 0; i < nS; ++i) {
+    const std::vector<double> d = class_loss_backward_row(row(i), static_cast<int64_t>(t[i]), {}, w, ignore_index, s, z, false, g);
+    for (size_t k = 0; k < nV; ++k) {
+      const double dzk = d[k];
+      r.dz[i * nV + k] = dzk;
+      r.db[k] += dzk;
+      for (size_t h = 0; h < nH; ++h) r.dx[i * nH + h] += dzk * W[k * nH + h], r.dW[k * nH + h] += dzk * x[i * nH + h];
+    }
+  }
+  return r;
+}
+
 }  // namespace baracuda::ref

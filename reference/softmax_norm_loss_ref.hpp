@@ -94,6 +94,19 @@ std::vector<double> class_loss_backward_row(const std::vector<double>& x, int64_
                                             const std::vector<double>& w, std::optional<int64_t> ignore_index, double s, double z,
                                             bool nll, double g);
 
+// The fused linear cross entropy (baracuda/ops/fused_linear_cross_entropy.hpp): x [S, H], W [V, H],
+// b [V] (empty: none), class indices t [S], class weights w [V] (empty: all 1); z = x Wᵀ + b, each
+// token through class_loss_row, loss = Σ l / Σ weight (mean; every token ignored: NaN) or Σ l;
+// dz = d loss / d z (mean: each token's row over Σ weight; 0 when nothing is kept), dx = dz W,
+// dW = dzᵀ x, db = Σ_tokens dz. Row-major vectors.
+struct FlceResult {
+  std::vector<double> z, lse, dz, dx, dW, db;
+  double loss = 0, total_weight = 0;
+};
+FlceResult fused_linear_cross_entropy(const std::vector<double>& x, const std::vector<double>& W, const std::vector<double>& b,
+                                      const std::vector<double>& t, const std::vector<double>& w, int64_t S, int64_t H, int64_t V,
+                                      int64_t ignore_index, double s, double z, bool mean);
+
 // cross_entropy over rows of class scores with class-index targets (F.cross_entropy; the label
 // smoothing as aten's cross_entropy_loss_label_smoothing, both terms over the same divisor): per row
 // loss = (1 - s) * (-w[t] * logp[t]) + s / C * sum_c (-w[c] * logp[c]) (s: label_smoothing;

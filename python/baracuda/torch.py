@@ -168,12 +168,13 @@ def _make_backward(row: str, bwd_row: str):
         out_names = [spec["name"] for spec in fwd.outputs]
         for name, t in zip(out_names, outs):
             named[name] = t
+        bwd = select(bwd_row, ctx.problem, ctx.pref)
+        need = {spec["name"] for spec in bwd.inputs}
         for name, g, t in zip(out_names, grads, outs):
             if t.is_floating_point():
-                named_g = g if g is not None else torch.zeros_like(t)
                 for gn in _grad_names(name):
-                    named[gn] = named_g
-        bwd = select(bwd_row, ctx.problem, ctx.pref)
+                    if gn in need:  # (zeros only for a gradient the backward reads)
+                        named[gn] = g if g is not None else torch.zeros_like(t)
         b_inputs = [named.get(spec["name"]) for spec in bwd.inputs]
         b_outs = custom_op(bwd_row)(ctx.problem, ctx.pref, b_inputs)
         produced = {spec["name"]: t for spec, t in zip(bwd.outputs, b_outs)}
@@ -690,6 +691,110 @@ def instance_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor] = No
                   eps: float = 1e-5) -> torch.Tensor:
     """F.instance_norm (running stats: averaged over the batch, as PyTorch's)."""
     return _channel_norm("instance_norm", input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+
+
+# ---------------------------------------------------------------- losses
+
+def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0, *, z_loss: float = 0.0) -> torch.Tensor:
+    """F.cross_entropy: class indices (an integer target) or class probabilities (a float target of
+    input's shape); ``z_loss`` adds PaLM's z_loss · logsumexp² per sample (not in PyTorch)."""
+    prob = target.is_floating_point()
+    return call("cross_entropy", op="cross_entropy", dtype=dtype_of(input.dtype),
+                index_dtype=None if prob else dtype_of(target.dtype), target_kind="probability" if prob else "index",
+                rank=input.dim(), shape=[int(n) for n in input.shape], weight=weight if weight is not None else False,
+                ignore_index=int(ignore_index), label_smoothing=float(label_smoothing), reduction=reduction,
+                z_loss=float(z_loss), input=input, target=target)["loss"]
+
+
+def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
+             reduction: str = "mean") -> torch.Tensor:
+    """F.nll_loss (input: log-probabilities)."""
+    return call("cross_entropy", op="nll_loss", dtype=dtype_of(input.dtype), index_dtype=dtype_of(target.dtype),
+                rank=input.dim(), shape=[int(n) for n in input.shape], weight=weight if weight is not None else False,
+                ignore_index=int(ignore_index), reduction=reduction, input=input, target=target)["loss"]
+
+
+def fused_linear_cross_entropy(input: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+                               bias: Optional[torch.Tensor] = None, *, ce_weight: Optional[torch.Tensor] = None,
+                               ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean",
+                               z_loss: float = 0.0, chunk_tokens: int = 0) -> torch.Tensor:
+    """cross_entropy(F.linear(input, weight, bias), target) without the [tokens, classes] logits
+    (Liger's fused linear cross entropy): input [tokens, hidden], weight [classes, hidden]. The
+    gradients of input, weight and bias are formed in the forward (when any of them requires
+    grad) and scaled by the incoming gradient in the backward; reduction mean or sum."""
+    grad = torch.is_grad_enabled() and builtins.any(t is not None and t.requires_grad for t in (input, weight, bias))
+    return call("fused_linear_cross_entropy", input=input, weight=weight, bias=bias if bias is not None else False,
+                index_dtype=dtype_of(target.dtype), ce_weight=ce_weight if ce_weight is not None else False,
+                ignore_index=int(ignore_index), label_smoothing=float(label_smoothing), reduction=reduction,
+                z_loss=float(z_loss), compute_grad=bool(grad), chunk_tokens=int(chunk_tokens), target=target)["loss"]
+
+
+def _pointwise_loss(op: str, input: torch.Tensor, target: torch.Tensor, reduction: str, **kw: Any) -> torch.Tensor:
+    """An element-wise loss: every operand broadcast to input's shape (stride-0 views, no copy)."""
+    shape = input.shape
+    ops = {k: (v.expand(shape) if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+    for flag in ("weight", "pos_weight"):
+        if flag in ops and ops[flag] is None:
+            ops[flag] = False
+    return call("pointwise_loss", op=op, dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in shape],
+                reduction=reduction, input=input, target=target.expand(shape), **ops)["loss"]
+
+
+def mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("mse", input, target, reduction)
+
+
+def l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("l1", input, target, reduction)
+
+
+def smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean", beta: float = 1.0) -> torch.Tensor:
+    return _pointwise_loss("smooth_l1", input, target, reduction, beta=float(beta))
+
+
+def huber_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean", delta: float = 1.0) -> torch.Tensor:
+    return _pointwise_loss("huber", input, target, reduction, delta=float(delta))
+
+
+def binary_cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                         reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("binary_cross_entropy", input, target, reduction, weight=weight)
+
+
+def binary_cross_entropy_with_logits(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                                     reduction: str = "mean", pos_weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return _pointwise_loss("binary_cross_entropy_with_logits", input, target, reduction, weight=weight, pos_weight=pos_weight)
+
+
+def kl_div(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean", log_target: bool = False) -> torch.Tensor:
+    return _pointwise_loss("kl_div", input, target, reduction, log_target=bool(log_target))
+
+
+def poisson_nll_loss(input: torch.Tensor, target: torch.Tensor, log_input: bool = True, full: bool = False,
+                     eps: float = 1e-8, reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("poisson_nll", input, target, reduction, log_input=bool(log_input), full=bool(full), eps=float(eps))
+
+
+def gaussian_nll_loss(input: torch.Tensor, target: torch.Tensor, var: torch.Tensor, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> torch.Tensor:
+    """F.gaussian_nll_loss (a var of input's shape without its last axis gains it, as PyTorch's)."""
+    if var.dim() == input.dim() - 1 and var.shape == input.shape[:-1]:
+        var = var.unsqueeze(-1)
+    return _pointwise_loss("gaussian_nll", input, target, reduction, var=var, full=bool(full), eps=float(eps))
+
+
+def soft_margin_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("soft_margin", input, target, reduction)
+
+
+def hinge_embedding_loss(input: torch.Tensor, target: torch.Tensor, margin: float = 1.0, reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("hinge_embedding", input, target, reduction, margin=float(margin))
+
+
+def margin_ranking_loss(input1: torch.Tensor, input2: torch.Tensor, target: torch.Tensor, margin: float = 0.0,
+                        reduction: str = "mean") -> torch.Tensor:
+    return _pointwise_loss("margin_ranking", input1, target, reduction, input2=input2, margin=float(margin))
 
 
 # ---------------------------------------------------------------- modules (the stateful ops)

@@ -483,3 +483,70 @@ def test_gradcheck_softmax_and_norms():
     assert torch.autograd.gradcheck(lambda a, ww, bb: bt.layer_norm(a, (9,), ww, bb), (x, w, b))
     assert torch.autograd.gradcheck(lambda a, ww: bt.rms_norm(a, (9,), ww, 1e-6), (x, w))
 
+
+
+def test_losses_against_torch():
+    x = torch.randn(16, 10, device="cuda")
+    t = torch.randint(0, 10, (16,), device="cuda")
+    t[3] = -100
+    w = torch.rand(10, device="cuda") + 0.5
+    tol = dict(rtol=1e-5, atol=1e-6)
+    for red in ("mean", "sum", "none"):
+        torch.testing.assert_close(bt.cross_entropy(x, t, w, reduction=red, label_smoothing=0.1),
+                                   F.cross_entropy(x, t, w, reduction=red, label_smoothing=0.1), **tol)
+        lp = torch.log_softmax(x, 1)
+        torch.testing.assert_close(bt.nll_loss(lp, t, w, reduction=red), F.nll_loss(lp, t, w, reduction=red), **tol)
+    p = torch.softmax(torch.randn(16, 10, device="cuda"), 1)
+    torch.testing.assert_close(bt.cross_entropy(x, p), F.cross_entropy(x, p), **tol)
+    y = torch.randn(16, 10, device="cuda")
+    sign = torch.where(torch.rand(16, 10, device="cuda") > 0.5, 1.0, -1.0)
+    prob, z01 = torch.rand(16, 10, device="cuda") * 0.9 + 0.05, torch.rand(16, 10, device="cuda")
+    pw, var = torch.rand(10, device="cuda") + 0.5, torch.rand(16, device="cuda") + 0.1
+    cases = [
+        (bt.mse_loss(x, y), F.mse_loss(x, y)), (bt.l1_loss(x, y, "sum"), F.l1_loss(x, y, reduction="sum")),
+        (bt.smooth_l1_loss(x, y, beta=0.5), F.smooth_l1_loss(x, y, beta=0.5)),
+        (bt.huber_loss(x, y, "none", 0.7), F.huber_loss(x, y, reduction="none", delta=0.7)),
+        (bt.binary_cross_entropy(prob, z01, w), F.binary_cross_entropy(prob, z01, w)),
+        (bt.binary_cross_entropy_with_logits(x, z01, pos_weight=pw), F.binary_cross_entropy_with_logits(x, z01, pos_weight=pw)),
+        (bt.kl_div(torch.log_softmax(x, 1), p, "batchmean"), F.kl_div(torch.log_softmax(x, 1), p, reduction="batchmean")),
+        (bt.poisson_nll_loss(x, z01), F.poisson_nll_loss(x, z01)),
+        (bt.gaussian_nll_loss(x, y, var), F.gaussian_nll_loss(x, y, var.unsqueeze(-1))),
+        (bt.soft_margin_loss(x, sign), F.soft_margin_loss(x, sign)),
+        (bt.hinge_embedding_loss(x, sign, 0.5), F.hinge_embedding_loss(x, sign, 0.5)),
+        (bt.margin_ranking_loss(x, y, sign, 0.2), F.margin_ranking_loss(x, y, sign, 0.2)),
+    ]
+    for i, (ours, ref) in enumerate(cases):
+        torch.testing.assert_close(ours, ref, **tol, msg=lambda m: f"case {i}: {m}")
+
+
+def test_gradcheck_losses():
+    x = torch.randn(5, 4, device="cuda", dtype=torch.float64, requires_grad=True)
+    y = torch.randn(5, 4, device="cuda", dtype=torch.float64, requires_grad=True)
+    t = torch.tensor([1, 3, -100, 0, 2], device="cuda")
+    var = (torch.rand(5, 4, device="cuda", dtype=torch.float64) + 0.5).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a: bt.cross_entropy(a, t, label_smoothing=0.2), (x,))
+    assert torch.autograd.gradcheck(lambda a, b: bt.mse_loss(a, b), (x, y))
+    assert torch.autograd.gradcheck(lambda a, v: bt.gaussian_nll_loss(a, y.detach(), v), (x, var))
+    assert torch.autograd.gradcheck(lambda a: bt.binary_cross_entropy_with_logits(a, torch.sigmoid(y.detach())), (x,))
+
+
+def test_fused_linear_cross_entropy_against_torch():
+    x = torch.randn(64, 32, device="cuda", requires_grad=True)
+    w = (0.3 * torch.randn(500, 32, device="cuda")).requires_grad_()
+    b = torch.randn(500, device="cuda", requires_grad=True)
+    t = torch.randint(0, 500, (64,), device="cuda")
+    t[::7] = -100
+    loss = bt.fused_linear_cross_entropy(x, w, t, b, label_smoothing=0.1, chunk_tokens=16)
+    gx, gw, gb = torch.autograd.grad(3.0 * loss, (x, w, b))
+    ref = F.cross_entropy(F.linear(x, w, b), t, label_smoothing=0.1)
+    rx, rw, rb = torch.autograd.grad(3.0 * ref, (x, w, b))
+    for ours, want in ((loss, ref), (gx, rx), (gw, rw), (gb, rb)):
+        torch.testing.assert_close(ours, want, rtol=1e-4, atol=1e-6)
+    with torch.no_grad():  # the loss alone (no gradient formed)
+        torch.testing.assert_close(bt.fused_linear_cross_entropy(x, w, t, b, label_smoothing=0.1), ref.detach(), rtol=1e-5, atol=1e-6)
+    xd = torch.randn(5, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    wd = torch.randn(7, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    bd = torch.randn(7, device="cuda", dtype=torch.float64, requires_grad=True)
+    td = torch.tensor([1, 6, -100, 0, 2], device="cuda")
+    assert torch.autograd.gradcheck(lambda a, ww, bb: bt.fused_linear_cross_entropy(a, ww, td, bb, reduction="sum", chunk_tokens=2),
+                                    (xd, wd, bd))

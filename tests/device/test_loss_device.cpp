@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "baracuda/ops/fused_linear_cross_entropy.hpp"
 #include "baracuda/ops/loss.hpp"
 #include "device/device_harness.hpp"
 
@@ -199,4 +200,154 @@ TEST(LossDevice, BeyondTwoToThe31) {
   BARACUDA_CUDA_OK(cudaMemcpy(&h_loss, loss, 2, cudaMemcpyDeviceToHost));
   EXPECT_EQ(h_loss, one_bf16) << "mse mean";
   cudaFree(ws), cudaFree(x), cudaFree(dx), cudaFree(t), cudaFree(lse), cudaFree(tw), cudaFree(loss), cudaFree(dl);
+}
+
+// ---------------------------------------------------------------- fused linear cross entropy
+
+namespace {
+
+float bf16_to_float(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// An f32 plan over S tokens, H = 8, V = 40 in chunks of 4, with the given targets; returns loss,
+// total_weight, dinput, dweight and dbias.
+struct FlceOut {
+  float loss = 0, tw = 0;
+  std::vector<float> dx, dw, db;
+};
+FlceOut run_flce_f32(const std::vector<int64_t>& target) {
+  const int64_t S = static_cast<int64_t>(target.size()), H = 8, V = 40;
+  FusedLinearCrossEntropyDescriptor d;
+  const int64_t xs[2] = {S, H}, ws_[2] = {V, H};
+  d.input = TensorLayout::make(DType::f32, xs);
+  d.weight = TensorLayout::make(DType::f32, ws_);
+  d.bias = true;
+  d.chunk_tokens = 4;
+  auto p = FusedLinearCrossEntropyPlan::select(d);
+  EXPECT_TRUE(p) << p.status().to_string();
+  std::vector<float> x(static_cast<size_t>(S * H)), w(static_cast<size_t>(V * H)), b(static_cast<size_t>(V));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * static_cast<float>(static_cast<int>(i % 13) - 6);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i % 3);
+  float *dxp = device_copy(x), *dwp = device_copy(w), *dbp = device_copy(b);
+  int64_t* dt = device_copy(target);
+  float *loss = nullptr, *tw = nullptr, *gx = nullptr, *gw = nullptr, *gb = nullptr;
+  void* ws = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&loss), 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&tw), 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&gx), x.size() * 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&gw), w.size() * 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&gb), b.size() * 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&ws, p->workspace_size()), cudaSuccess);
+  FusedLinearCrossEntropyArgs a;
+  a.input = TensorRef::make(dxp, DType::f32, {S, H});
+  a.weight = TensorRef::make(dwp, DType::f32, {V, H});
+  a.bias = TensorRef::make(dbp, DType::f32, {V});
+  a.target = TensorRef::make(dt, DType::i64, {S});
+  a.loss = TensorMut::make(loss, DType::f32, std::vector<int64_t>{});
+  a.total_weight = TensorMut::make(tw, DType::f32, std::vector<int64_t>{});
+  a.dinput = TensorMut::make(gx, DType::f32, {S, H});
+  a.dweight = TensorMut::make(gw, DType::f32, {V, H});
+  a.dbias = TensorMut::make(gb, DType::f32, {V});
+  const Status s = p->run(nullptr, {ws, p->workspace_size()}, a);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  FlceOut o;
+  EXPECT_EQ(cudaMemcpy(&o.loss, loss, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(&o.tw, tw, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  o.dx = host_copy(gx, x.size()), o.dw = host_copy(gw, w.size()), o.db = host_copy(gb, b.size());
+  for (void* q : {static_cast<void*>(dxp), static_cast<void*>(dwp), static_cast<void*>(dbp), static_cast<void*>(dt), static_cast<void*>(loss),
+                  static_cast<void*>(tw), static_cast<void*>(gx), static_cast<void*>(gw), static_cast<void*>(gb), ws})
+    cudaFree(q);
+  return o;
+}
+
+}  // namespace
+
+// Every token ignored (mean): loss 0 / 0 = NaN, total_weight 0, every gradient exactly 0 (no
+// 0 · inf). A target out of range (not ignore_index): NaN loss, NaN in its own dinput row only,
+// and NaN through dweight / dbias (its dz row is NaN), as cross_entropy's backward.
+TEST(FusedLinearCrossEntropyDevice, IgnoredAndOutOfRangeTargets) {
+  BARACUDA_REQUIRE_GPU();
+  const FlceOut all = run_flce_f32(std::vector<int64_t>(10, -100));
+  EXPECT_TRUE(std::isnan(all.loss)) << all.loss;
+  EXPECT_EQ(all.tw, 0.0f);
+  for (float v : all.dx) ASSERT_EQ(v, 0.0f);
+  for (float v : all.dw) ASSERT_EQ(v, 0.0f);
+  for (float v : all.db) ASSERT_EQ(v, 0.0f);
+  const FlceOut bad = run_flce_f32({1, 2, 3, 4, 5, 99, 7, 8, -100, 9});  // token 5: class 99 of 40
+  EXPECT_TRUE(std::isnan(bad.loss)) << bad.loss;
+  EXPECT_EQ(bad.tw, 8.0f);  // the kept, in-range tokens
+  for (int64_t s = 0; s < 10; ++s)
+    for (int64_t h = 0; h < 8; ++h) {
+      const float v = bad.dx[static_cast<size_t>(s * 8 + h)];
+      if (s == 5) ASSERT_TRUE(std::isnan(v)) << "dinput[5, " << h << "]";
+      else ASSERT_TRUE(std::isfinite(v)) << "dinput[" << s << ", " << h << "] = " << v;
+    }
+  EXPECT_TRUE(std::isnan(bad.db[0]));
+}
+
+// dweight past 2^31 elements: V = 2^17 + 8 classes, H = 16384, 4 tokens of x = 1, weight 0 (z = 0,
+// p = 1 / V): dweight[c, h] = (4 / V - #{t = c}) / 4 for every h, probed in the last class row;
+// then the backward scales it by dloss = 2 (64-bit indexing in both).
+TEST(FusedLinearCrossEntropyDevice, BeyondTwoToThe31) {
+  BARACUDA_REQUIRE_GPU();
+  const int64_t S = 4, H = 16384, V = (int64_t{1} << 17) + 8, numel = V * H;
+  if (!enough_memory(static_cast<size_t>(numel) * 4 + (size_t{1} << 30))) GTEST_SKIP() << "needs ~9 GB of device memory";
+  FusedLinearCrossEntropyDescriptor d;
+  const int64_t xs[2] = {S, H}, wsh[2] = {V, H};
+  d.input = TensorLayout::make(DType::bf16, xs);
+  d.weight = TensorLayout::make(DType::bf16, wsh);
+  auto p = FusedLinearCrossEntropyPlan::select(d);
+  ASSERT_TRUE(p) << p.status().to_string();
+  uint16_t *w = nullptr, *gw = nullptr, *gx = nullptr, *loss = nullptr;
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&w), static_cast<size_t>(numel) * 2));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&gw), static_cast<size_t>(numel) * 2));
+  BARACUDA_CUDA_OK(cudaMemset(w, 0, static_cast<size_t>(numel) * 2));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&gx), static_cast<size_t>(S * H) * 2));
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&loss), 2));
+  uint16_t* x = device_copy(std::vector<uint16_t>(static_cast<size_t>(S * H), 0x3f80));
+  int64_t* t = device_copy(std::vector<int64_t>{V - 1, 0, V - 1, 5});
+  void* ws = nullptr;
+  BARACUDA_CUDA_OK(cudaMalloc(&ws, p->workspace_size()));
+  FusedLinearCrossEntropyArgs a;
+  a.input = TensorRef::make(x, DType::bf16, {S, H});
+  a.weight = TensorRef::make(w, DType::bf16, {V, H});
+  a.target = TensorRef::make(t, DType::i64, {S});
+  a.loss = TensorMut::make(loss, DType::bf16, std::vector<int64_t>{});
+  a.dinput = TensorMut::make(gx, DType::bf16, {S, H});
+  a.dweight = TensorMut::make(gw, DType::bf16, {V, H});
+  const Status s = p->run(nullptr, {ws, p->workspace_size()}, a);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  BARACUDA_CUDA_OK(cudaDeviceSynchronize());
+  auto probe = [&](int64_t c, int64_t h) {
+    uint16_t v = 0;
+    EXPECT_EQ(cudaMemcpy(&v, gw + c * H + h, 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    return bf16_to_float(v);
+  };
+  const double last = (4.0 / static_cast<double>(V) - 2.0) / 4.0, other = 1.0 / static_cast<double>(V);
+  for (int64_t h : {int64_t{0}, H / 2, H - 1}) {
+    EXPECT_NEAR(probe(V - 1, h), last, 1e-2 * std::fabs(last)) << "dweight[V - 1, " << h << "]";
+    EXPECT_NEAR(probe(V - 2, h), other, 1e-2 * other) << "dweight[V - 2, " << h << "]";
+  }
+  uint16_t h_loss = 0;
+  BARACUDA_CUDA_OK(cudaMemcpy(&h_loss, loss, 2, cudaMemcpyDeviceToHost));
+  EXPECT_NEAR(bf16_to_float(h_loss), std::log(static_cast<double>(V)), 0.05);
+  // the backward: dweight (and dinput) times dloss = 2
+  auto b = FusedLinearCrossEntropyBackwardPlan::select(d);
+  ASSERT_TRUE(b) << b.status().to_string();
+  uint16_t* two = device_copy(std::vector<uint16_t>{0x4000});
+  FusedLinearCrossEntropyBackwardArgs ba;
+  ba.dloss = TensorRef::make(two, DType::bf16, std::vector<int64_t>{});
+  ba.dweight = TensorMut::make(gw, DType::bf16, {V, H});
+  ASSERT_TRUE(b->run(nullptr, {}, ba).ok());
+  BARACUDA_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_NEAR(probe(V - 1, H - 1), 2 * last, 2e-2 * std::fabs(last)) << "2 · dweight[V - 1, H - 1]";
+  for (void* q : {static_cast<void*>(w), static_cast<void*>(gw), static_cast<void*>(gx), static_cast<void*>(loss), static_cast<void*>(x),
+                  static_cast<void*>(t), static_cast<void*>(two), ws})
+    cudaFree(q);
 }

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "baracuda/ops/fused_linear_cross_entropy.hpp"
 #include "baracuda/ops/loss.hpp"
 #include "host/host_test_util.hpp"
 
@@ -204,4 +205,92 @@ TEST(CrossEntropyPlan, UndeclaredOperandIsRefused) {
   auto r = CrossEntropyPlan::select(pr, hopper());
   ASSERT_FALSE(r);
   expect_error(r.status(), StatusCode::kInvalidProblem, "ignore_index");
+}
+
+// ---------------------------------------------------------------- fused linear cross entropy
+
+namespace {
+
+FusedLinearCrossEntropyDescriptor flce(DType dt, int64_t S, int64_t H, int64_t V) {
+  FusedLinearCrossEntropyDescriptor d;
+  const int64_t x[2] = {S, H}, w[2] = {V, H};
+  d.input = TensorLayout::make(dt, x);
+  d.weight = TensorLayout::make(dt, w);
+  return d;
+}
+
+}  // namespace
+
+// The LM-head shape: 1024-token chunks (256 MiB of bf16 logits), the workspace that holds them,
+// contiguous 16-byte-aligned gradients; loss only declares no gradient; a caller's chunk.
+TEST(FusedLinearCrossEntropyPlan, ChunkWorkspaceAndOperands) {
+  FusedLinearCrossEntropyDescriptor d = flce(DType::bf16, 8192, 4096, 128256);
+  d.bias = true;
+  auto p = FusedLinearCrossEntropyPlan::select(d, hopper());
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->chunk_tokens(), 1024);
+  EXPECT_GE(p->workspace_size(), size_t{1024} * 128256 * 2);
+  EXPECT_LT(p->workspace_size(), size_t{1024} * 128256 * 2 + (size_t{200} << 20));  // the logits chunk, not [S, V]
+  const OperandSpecs& o = p->expected_operands();
+  EXPECT_EQ(dims(o.find("dweight")), (std::vector<int64_t>{128256, 4096}));
+  EXPECT_TRUE(o.find("dweight")->fixed_strides);
+  EXPECT_EQ(o.find("dinput")->alignment, 16);
+  EXPECT_EQ(dims(o.find("dbias")), (std::vector<int64_t>{128256}));
+  EXPECT_TRUE(dims(o.find("loss")).empty());
+  EXPECT_EQ(o.find("lse")->dtype, DType::f32);
+  EXPECT_EQ(p->sku().variant, "chunk1024");
+  d.compute_grad = false;
+  auto l = FusedLinearCrossEntropyPlan::select(d, hopper());
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->expected_operands().find("dinput"), nullptr);
+  d = flce(DType::f32, 100, 64, 1000);
+  d.chunk_tokens = 32;
+  EXPECT_EQ(FusedLinearCrossEntropyPlan::select(d, hopper())->chunk_tokens(), 32);
+  d.chunk_tokens = 4096;  // at most the tokens
+  EXPECT_EQ(FusedLinearCrossEntropyPlan::select(d, hopper())->chunk_tokens(), 100);
+  PlanPreference small = hopper();
+  small.max_workspace_bytes = size_t{64} << 20;  // the chosen chunk shrinks to the budget
+  auto s = FusedLinearCrossEntropyPlan::select(flce(DType::bf16, 8192, 4096, 128256), small);
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_LE(s->workspace_size(), small.max_workspace_bytes);
+  EXPECT_EQ(FusedLinearCrossEntropyBackwardPlan::select(flce(DType::bf16, 8, 16, 32), hopper())->expected_operands().find("dinput")->role,
+            OperandRole::kInOut);
+}
+
+TEST(FusedLinearCrossEntropyPlan, RefusalsNameTheField) {
+  auto refused = [](const FusedLinearCrossEntropyDescriptor& d, StatusCode code, const char* what) {
+    auto p = FusedLinearCrossEntropyPlan::select(d, hopper());
+    ASSERT_FALSE(p) << what;
+    expect_error(p.status(), code, what);
+  };
+  FusedLinearCrossEntropyDescriptor d = flce(DType::bf16, 16, 32, 100);
+  d.reduction = LossReduction::kNone;
+  refused(d, StatusCode::kUnsupported, "reduction none");
+  d = flce(DType::bf16, 16, 32, 100);
+  d.weight.dtype = DType::f32;
+  refused(d, StatusCode::kInvalidProblem, "weight.dtype");
+  d = flce(DType::bf16, 16, 32, 100);
+  d.weight.shape[1] = 31;
+  refused(d, StatusCode::kInvalidProblem, "weight.shape[1]");
+  d = flce(DType::i32, 16, 32, 100);
+  refused(d, StatusCode::kUnsupported, "input.dtype");
+  d = flce(DType::f32, 16, 32, 100);
+  d.chunk_tokens = -1;
+  refused(d, StatusCode::kInvalidProblem, "chunk_tokens");
+  d = flce(DType::f32, 16, 32, 0);
+  refused(d, StatusCode::kInvalidProblem, "weight.shape[0]");
+  d = flce(DType::f32, 16, 32, 100);
+  d.label_smoothing = 1.5;
+  refused(d, StatusCode::kInvalidProblem, "label_smoothing");
+  d = flce(DType::f32, 16, 32, 100);
+  d.input.rank = 3;
+  refused(d, StatusCode::kInvalidProblem, "input must be");
+  d = flce(DType::f32, 16, 32, 100);
+  d.chunk_tokens = INT64_MAX / 2;  // chunk · V · 4 bytes past int64 (the chunk is capped at S first)
+  EXPECT_TRUE(FusedLinearCrossEntropyPlan::select(d, hopper()));
+  d = flce(DType::f32, 16, 32, 100);
+  d.compute_grad = false;
+  auto b = FusedLinearCrossEntropyBackwardPlan::select(d, hopper());
+  ASSERT_FALSE(b);
+  expect_error(b.status(), StatusCode::kInvalidProblem, "compute_grad");
 }

@@ -318,3 +318,31 @@ TEST(SoftmaxNormLossReference, PointwiseLossGradientsMatchFiniteDifferences) {
   EXPECT_DOUBLE_EQ(ref::pointwise_loss(opt(PwLoss::kl_div), {-5.0, 0, 0.0, 1, 1, 1}), 0.0);
   EXPECT_EQ(ref::pointwise_loss_grad(opt(PwLoss::l1), {0.5, 0, 0.5, 1, 1, 1}).dx, 0.0);  // sign(0) = 0
 }
+
+// The fused linear cross entropy's gradients (input, weight, bias) against central differences
+// of its loss, for mean (a token ignored) and sum with class weights, label smoothing and z-loss;
+// its loss against the plain sum of class_loss_row over the logits.
+TEST(SoftmaxNormLossReference, FusedLinearCrossEntropyMatchesFiniteDifferences) {
+  std::mt19937_64 rng(23);
+  const int64_t S = 4, H = 3, V = 5;
+  const std::vector<double> x = random_row(rng, S * H, -1, 1), W = random_row(rng, V * H, -1, 1), b = random_row(rng, V, -1, 1);
+  const std::vector<double> cw = random_row(rng, V, 0.3, 2), t = {2, -100, 0, 4};
+  for (bool mean : {true, false}) {
+    const double s = mean ? 0.1 : 0.0, z = mean ? 0.0 : 0.01;
+    const ref::FlceResult r = ref::fused_linear_cross_entropy(x, W, b, t, cw, S, H, V, -100, s, z, mean);
+    double total = 0, wsum = 0;
+    for (int64_t i = 0; i < S; ++i) {
+      std::vector<double> zi(r.z.begin() + i * V, r.z.begin() + (i + 1) * V);
+      const ref::ClassLossRow c = ref::class_loss_row(zi, static_cast<int64_t>(t[static_cast<size_t>(i)]), {}, cw, -100, s, z, false);
+      total += c.loss, wsum += c.weight;
+    }
+    EXPECT_NEAR(r.loss, mean ? total / wsum : total, 1e-12);
+    EXPECT_NEAR(r.total_weight, wsum, 1e-12);
+    auto loss_of = [&](const std::vector<double>& xv, const std::vector<double>& Wv, const std::vector<double>& bv) {
+      return ref::fused_linear_cross_entropy(xv, Wv, bv, t, cw, S, H, V, -100, s, z, mean).loss;
+    };
+    expect_near_all(r.dx, numeric_grad([&](const std::vector<double>& v) { return loss_of(v, W, b); }, x), 1e-7);
+    expect_near_all(r.dW, numeric_grad([&](const std::vector<double>& v) { return loss_of(x, v, b); }, W), 1e-7);
+    expect_near_all(r.db, numeric_grad([&](const std::vector<double>& v) { return loss_of(x, W, v); }, b), 1e-7);
+  }
+}

@@ -50,11 +50,34 @@ struct LossGeom {
   double smoothing = 0.0, z = 0.0;
   int path = kColumns;
   bool vec = false;  // 16-byte pieces in every class view
+  // What the forward launcher runs (FusedLinearCrossEntropyPlan runs the stages apart: the
+  // samples chunk by chunk, the finish once over every chunk's partials): kSamples the
+  // per-sample kernel, kFinish (reduction mean / sum) the sum of the partials, kPrep only the
+  // prep kernel (below).
+  int stages = kSamples | kFinish;
+  int64_t part_stride = 0;  // a sample's weight sits part_stride after its loss (0: samples)
+  // kPrep: total_weight = Σ over the samples kept and in range of w_t (the finish's Σ w, in the
+  // same order: the same bits), *one = 1 and ones[0 .. n_ones) = 1, all of the input's dtype.
+  void* one = nullptr;
+  void* ones = nullptr;
+  int64_t n_ones = 0;
+  static constexpr int kSamples = 1, kFinish = 2, kPrep = 4;
 };
 using LossLaunchFn = LaunchFn<LossGeom>;
 
 // The launcher of the input's dtype (forward or backward); nullptr when there is none.
 LossLaunchFn find_cross_entropy(DType x, bool backward);
+
+// ---------------------------------------------------------------- scaling
+// buf[i][0 .. n[i]) *= *scale for every i with buf[i] set (contiguous arrays of one float dtype,
+// scale a scalar of it; the fused linear cross entropy's backward).
+struct ScaleGeom {
+  const void* scale = nullptr;
+  void* buf[3] = {};
+  int64_t n[3] = {};
+};
+using ScaleLaunchFn = LaunchFn<ScaleGeom>;
+ScaleLaunchFn find_scale_by(DType x);
 
 // ---------------------------------------------------------------- pointwise losses
 // Every view has the input's shape (size[0..rank)) with its own strides; flat: all of them

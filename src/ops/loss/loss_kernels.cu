@@ -155,7 +155,7 @@ __device__ __forceinline__ void forward_sample(const LossGeom& g, int64_t s, con
   } else {
     C* part = static_cast<C*>(g.partials);
     part[s] = l;
-    part[g.samples + s] = wt;
+    part[(g.part_stride ? g.part_stride : g.samples) + s] = wt;
   }
 }
 
@@ -300,8 +300,9 @@ __global__ void __launch_bounds__(kFinishThreads) finish_kernel(const LossGeom g
   __shared__ Pair<C> mine[2];
   const int tid = static_cast<int>(threadIdx.x);
   const C* part = static_cast<const C*>(g.partials);
+  const int64_t ws = g.part_stride ? g.part_stride : g.samples;
   Pair<C> a{C(0), C(0)};
-  for (int64_t s = tid; s < g.samples; s += kFinishThreads) a.l += part[s], a.w += part[g.samples + s];
+  for (int64_t s = tid; s < g.samples; s += kFinishThreads) a.l += part[s], a.w += part[ws + s];
   const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
   a = grp.reduce(a, PairSum{}, slots, mine);
   if (tid != 0) return;
@@ -310,10 +311,38 @@ __global__ void __launch_bounds__(kFinishThreads) finish_kernel(const LossGeom g
   if (g.total_weight) static_cast<C*>(g.total_weight)[0] = a.w;
 }
 
+// kPrep (the fused linear cross entropy): the finish's Σ w without the losses, in its order
+// (thread k adds samples k, k + kFinishThreads, ..., then the same fixed tree), and the ones.
+template <class T>
+__global__ void __launch_bounds__(kFinishThreads) prep_kernel(const LossGeom g) {
+  using C = acc_t<T>;
+  __shared__ C slots[kFinishThreads / 32];
+  __shared__ C mine[2];
+  const int tid = static_cast<int>(threadIdx.x);
+  C w = C(0);
+  if (g.total_weight)
+    for (int64_t s = tid; s < g.samples; s += kFinishThreads) {
+      Off o;
+      sample_offsets(g, s, o);
+      const int64_t t = target_at(g, o);
+      if (t != g.ignore_index && t >= 0 && t < g.C) w += weight_at<T, C>(g, t);
+    }
+  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
+  w = grp.reduce(w, rows::SumOp{}, slots, mine);
+  for (int64_t i = tid; i < g.n_ones; i += kFinishThreads) static_cast<T*>(g.ones)[i] = from_c<T>(acc_t<T>(1), false);
+  if (tid != 0) return;
+  if (g.total_weight) static_cast<C*>(g.total_weight)[0] = w;
+  if (g.one) static_cast<T*>(g.one)[0] = from_c<T>(acc_t<T>(1), false);
+}
+
 template <class T, bool Bwd>
 cudaError_t launch(const LossGeom& g, cudaStream_t stream) {
   constexpr int VW = 16 / static_cast<int>(sizeof(T));
-  if (g.samples > 0 && g.C > 0) {
+  if (g.stages & LossGeom::kPrep) {
+    if constexpr (!Bwd) BARACUDA_CUDA_TRY(launch_kernel(prep_kernel<T>, dim3(1), dim3(kFinishThreads), 0, stream, g));
+    return cudaSuccess;
+  }
+  if ((g.stages & LossGeom::kSamples) && g.samples > 0 && g.C > 0) {
     const int64_t cap = kMaxGrid;
     if (g.path == kColumns) {
       const int64_t blocks = std::min<int64_t>((g.samples + kThreads - 1) / kThreads, cap);
@@ -328,12 +357,41 @@ cudaError_t launch(const LossGeom& g, cudaStream_t stream) {
       BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
     }
   }
-  if (!Bwd && g.reduction != kNone)
+  if (!Bwd && g.reduction != kNone && (g.stages & LossGeom::kFinish))
     BARACUDA_CUDA_TRY(launch_kernel(finish_kernel<T>, dim3(1), dim3(kFinishThreads), 0, stream, g));
   return cudaSuccess;
 }
 
 }  // namespace
+
+// buf[i] *= *scale: grid-stride over each array in turn (one launch for all three).
+template <class T>
+__global__ void __launch_bounds__(kThreads) scale_kernel(const ScaleGeom g) {
+  using C = acc_t<T>;
+  const C k = static_cast<C>(to_acc(static_cast<const T*>(g.scale)[0]));
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+#pragma unroll 1
+  for (int b = 0; b < 3; ++b) {
+    T* p = static_cast<T*>(g.buf[b]);
+    if (!p) continue;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < g.n[b]; i += step)
+      p[i] = from_c<T>(static_cast<acc_t<T>>(static_cast<C>(to_acc(p[i])) * k), false);
+  }
+}
+
+template <class T>
+cudaError_t launch_scale(const ScaleGeom& g, cudaStream_t stream) {
+  int64_t n = 0;
+  for (int b = 0; b < 3; ++b)
+    if (g.buf[b]) n = std::max(n, g.n[b]);
+  if (n == 0) return cudaSuccess;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxGrid);
+  return launch_kernel(scale_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g);
+}
+
+ScaleLaunchFn find_scale_by(DType x) {
+  return pick_float_type<ScaleLaunchFn>(x, [&]<class T>() -> ScaleLaunchFn { return &launch_scale<T>; });
+}
 
 LossLaunchFn find_cross_entropy(DType x, bool backward) {
   auto pick = [&]<class T>() -> LossLaunchFn { return backward ? &launch<T, true> : &launch<T, false>; };
