@@ -101,7 +101,7 @@ class FusedLinearCrossEntropyPlan : public PlanBase<FusedLinearCrossEntropyDescr
 // ---------------------------------------------------------------- backward
 // The gradients the forward formed, times the incoming dloss (a scalar of dtype), in place:
 // dinput, dweight, dbias *= dloss (each optional: a null view is skipped). Workspace: none.
-// Determinism: exact (one multiplication per element).
+// Determinism: bitwise (one multiplication per element in f32 (f64), rounded to dtype).
 using FusedLinearCrossEntropyBackwardDescriptor = FusedLinearCrossEntropyDescriptor;
 
 struct FusedLinearCrossEntropyBackwardArgs {

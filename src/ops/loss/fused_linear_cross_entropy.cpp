@@ -345,14 +345,16 @@ Status FusedLinearCrossEntropyPlan::run(cudaStream_t stream, Workspace ws, const
       const int64_t ts[2] = {ex.V, n}, tst[2] = {1, ex.V};
       GemmArgs gw;
       gw.a = ref_at(L, TensorLayout::make(dt, ts, tst)), gw.b = x;
-      gw.c = a.dweight, gw.out = a.dweight;
+      if (t0 > 0) gw.c = a.dweight;  // (the first chunk overwrites)
+      gw.out = a.dweight;
       if (Status s = c.dweight.run(stream, gws, gw); !s.ok()) return s;
     }
     if (d.bias) {
       const TensorLayout db = contiguous2(dt, 1, ex.V);
       GemmArgs gb;
       gb.a = ref_at(base + ex.off_ones, contiguous2(dt, 1, n)), gb.b = ref_at(L, Ll);
-      gb.c = ref_at(a.dbias.data, db), gb.out = mut_at(a.dbias.data, db);
+      if (t0 > 0) gb.c = ref_at(a.dbias.data, db);
+      gb.out = mut_at(a.dbias.data, db);
       if (Status s = c.dbias.run(stream, gws, gb); !s.ok()) return s;
     }
   }
@@ -378,7 +380,10 @@ Result<FusedLinearCrossEntropyBackwardPlan> FusedLinearCrossEntropyBackwardPlan:
   p.desc_ = d;
   const int64_t v_shape[1] = {m->V};
   p.operands_.input("dloss", m->dt, {});
-  auto inout = [&](std::string_view name, const TensorLayout& l) { p.operands_.add_layout(name, OperandRole::kInOut, l).optional = true; };
+  auto inout = [&](std::string_view name, const TensorLayout& l) {
+    OperandSpec& o = p.operands_.add_layout(name, OperandRole::kInOut, l);
+    o.optional = true, o.alignment = 16;  // (16-byte pieces)
+  };
   inout("dinput", contiguous2(m->dt, m->S, m->H));
   inout("dweight", contiguous2(m->dt, m->V, m->H));
   if (d.bias) inout("dbias", TensorLayout::make(m->dt, v_shape));
@@ -387,7 +392,7 @@ Result<FusedLinearCrossEntropyBackwardPlan> FusedLinearCrossEntropyBackwardPlan:
   p.sku_.direction = Direction::kBackward;
   p.sku_.dtype = m->dt;
   p.sku_.variant = "scale";
-  p.guarantee_ = float_guarantee(m->dt, true);
+  p.guarantee_ = float_guarantee(m->dt);
   return p;
 }
 
