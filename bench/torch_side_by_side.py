@@ -472,6 +472,22 @@ def torch_cross_entropy(R, bwd, wrap=None):
     return lambda: torch.autograd.grad(y, [xl], dl, retain_graph=True)
 
 
+def torch_normalize(R, bwd, wrap=None):
+    """F.normalize(x, p, dim, eps) / torch._weight_norm(v, g, dim); backward = torch.autograd.grad of it."""
+    dim, p, eps = R.i("dim", 1), float(R.f.get("p", 2.0)), float(R.f.get("eps", 1e-12))
+    x = R.t("input") if R.has("input") else R.t("dinput")
+    wn = R.f.get("op", "normalize") == "weight_norm"
+    g = (R.t("g", 0.5, 2.0)) if wn else None
+    f = (lambda a, b: torch._weight_norm(a, b, dim)) if wn else (lambda a: F.normalize(a, p, dim, eps))
+    if not bwd:
+        h = wrap(f) if wrap else f
+        return (lambda: h(x, g)) if wn else (lambda: h(x))
+    if wrap:
+        return None
+    leaves = [leaf(x)] + ([leaf(g)] if wn else [])
+    return grad_call(f, leaves)
+
+
 def torch_fused_linear_cross_entropy(R, bwd, wrap=None):
     """The unfused path: F.linear into [tokens, classes] logits, F.cross_entropy of them (same ignore_index,
     class weights, label smoothing, reduction; z_loss: + z * logsumexp^2), torch.autograd.grad of the loss for
@@ -723,6 +739,7 @@ TORCH = {
     "channel_norm": torch_channel_norm, "channel_norm_backward": torch_channel_norm,
     "cross_entropy": torch_cross_entropy, "cross_entropy_backward": torch_cross_entropy,
     "pointwise_loss": torch_pointwise_loss, "pointwise_loss_backward": torch_pointwise_loss,
+    "normalize": torch_normalize, "normalize_backward": torch_normalize,
     "fused_linear_cross_entropy": torch_fused_linear_cross_entropy,
     "fused_linear_cross_entropy_backward": torch_fused_linear_cross_entropy,
 }
@@ -760,6 +777,8 @@ TORCH_SIDE = {
             "fused_linear_cross_entropy: F.linear + F.cross_entropy and torch.autograd.grad for input, weight (and "
             "bias) — the unfused path it replaces; peak MiB: PyTorch's allocator peak over the call (outputs "
             "included) beside ours (workspace + outputs).",
+    "normalize": "F.normalize with the same p, dim and eps / torch._weight_norm (PyTorch's fused weight-norm kernel for "
+                 "dim 0 and the last dim); backward = torch.autograd.grad of it; torch.compile of the forwards.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
                  "autograd runs (embedding_dense_backward, _embedding_bag_dense_backward); both of our backward forms "
                  "(sort: deterministic, scatter: atomic) beside the same PyTorch kernel.",
@@ -783,7 +802,7 @@ def median_us(fn, warm=3, reps=15):
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
               "softmax_backward", "norm", "norm_backward", "channel_norm", "channel_norm_backward", "cross_entropy", "cross_entropy_backward",
-              "pointwise_loss", "pointwise_loss_backward"}
+              "pointwise_loss", "pointwise_loss_backward", "normalize", "normalize_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
 DIRECT_BACKWARD = {"softmax_backward", "norm_backward", "channel_norm_backward"}

@@ -432,4 +432,52 @@ FlceResult fused_linear_cross_entropy(const std::vector<double>& x, const std::v
   return r;
 }
 
+double vector_norm(const std::vector<double>& x, double p) {
+  double a = 0;
+  for (double v : x) {
+    if (std::isinf(p)) a = (std::fabs(v) > a || std::isnan(v)) ? std::fabs(v) : a;
+    else a += std::pow(std::fabs(v), p);
+  }
+  return std::isinf(p) ? a : std::pow(a, 1.0 / p);
+}
+
+std::vector<double> normalize_line(const std::vector<double>& x, double p, double eps) {
+  const double n = vector_norm(x, p), den = n < eps ? eps : n;
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] / den;
+  return y;
+}
+
+std::vector<double> normalize_line_backward(const std::vector<double>& x, const std::vector<double>& dy, double p, double eps) {
+  const double n = vector_norm(x, p), den = n < eps ? eps : n;
+  double dot = 0, ties = 0;
+  for (size_t i = 0; i < x.size(); ++i) dot += dy[i] * x[i], ties += std::fabs(x[i]) == n ? 1.0 : 0.0;
+  const double coef = n >= eps && n > 0 ? dot / (den * den) : 0.0;
+  std::vector<double> dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double a = std::fabs(x[i]), sg = x[i] > 0 ? 1.0 : x[i] < 0 ? -1.0 : 0.0;
+    const double dn = std::isinf(p) ? (a == n ? sg / ties : 0.0) : a == 0 ? 0.0 : sg * std::pow(a / n, p - 1);
+    dx[i] = dy[i] / den - coef * dn;
+  }
+  return dx;
+}
+
+std::vector<double> weight_norm_line(const std::vector<double>& v, double g, double* norm) {
+  const double n = vector_norm(v, 2.0);
+  *norm = n;
+  std::vector<double> w(v.size());
+  for (size_t i = 0; i < v.size(); ++i) w[i] = v[i] * (g / n);
+  return w;
+}
+
+std::vector<double> weight_norm_line_backward(const std::vector<double>& v, double g, double norm, const std::vector<double>& dw,
+                                              double* dg) {
+  double dot = 0;
+  for (size_t i = 0; i < v.size(); ++i) dot += dw[i] * v[i];
+  *dg = dot / norm;
+  std::vector<double> dv(v.size());
+  for (size_t i = 0; i < v.size(); ++i) dv[i] = g / norm * (dw[i] - dot / (norm * norm) * v[i]);
+  return dv;
+}
+
 }  // namespace baracuda::ref

@@ -94,6 +94,17 @@ std::vector<double> class_loss_backward_row(const std::vector<double>& x, int64_
                                             const std::vector<double>& w, std::optional<int64_t> ignore_index, double s, double z,
                                             bool nll, double g);
 
+// One line of F.normalize / torch._weight_norm (baracuda/ops/normalize.hpp): the p-norm (p > 0,
+// inf: max |x|), y = x / max(n, eps); weight_norm: w = x · g / n. Backward: dx (and dg) from dy, as
+// PyTorch differentiates them (norm_backward's sign · |x|^(p-1) / n^(p-1), inf's ties sharing,
+// clamp_min passing at n = eps).
+double vector_norm(const std::vector<double>& x, double p);
+std::vector<double> normalize_line(const std::vector<double>& x, double p, double eps);
+std::vector<double> normalize_line_backward(const std::vector<double>& x, const std::vector<double>& dy, double p, double eps);
+std::vector<double> weight_norm_line(const std::vector<double>& v, double g, double* norm);
+std::vector<double> weight_norm_line_backward(const std::vector<double>& v, double g, double norm, const std::vector<double>& dw,
+                                              double* dg);
+
 // The fused linear cross entropy (baracuda/ops/fused_linear_cross_entropy.hpp): x [S, H], W [V, H],
 // b [V] (empty: none), class indices t [S], class weights w [V] (empty: all 1); z = x Wᵀ + b, each
 // token through class_loss_row, loss = Σ l / Σ weight (mean; every token ignored: NaN) or Σ l;

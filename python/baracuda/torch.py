@@ -693,6 +693,19 @@ def instance_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor] = No
     return _channel_norm("instance_norm", input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 
+def normalize(input: torch.Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> torch.Tensor:
+    """F.normalize: input / max(||input||_p, eps) along dim (p > 0, inf allowed)."""
+    return call("normalize", op="normalize", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                dim=int(dim), p=float(p), eps=float(eps), input=input)["output"]
+
+
+def weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """torch._weight_norm: g · v / ||v|| with the norm over every axis but dim (0 or the last);
+    g has v's rank with 1 on every other axis (nn.utils.weight_norm's weight_g)."""
+    return call("normalize", op="weight_norm", dtype=dtype_of(v.dtype), rank=v.dim(), shape=[int(n) for n in v.shape], dim=int(dim),
+                input=v, g=g)["output"]
+
+
 # ---------------------------------------------------------------- losses
 
 def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,

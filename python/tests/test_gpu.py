@@ -550,3 +550,20 @@ def test_fused_linear_cross_entropy_against_torch():
     td = torch.tensor([1, 6, -100, 0, 2], device="cuda")
     assert torch.autograd.gradcheck(lambda a, ww, bb: bt.fused_linear_cross_entropy(a, ww, td, bb, reduction="sum", chunk_tokens=2),
                                     (xd, wd, bd))
+
+
+def test_normalize_and_weight_norm_against_torch():
+    x = torch.randn(6, 33, 9, device="cuda")
+    for p, dim in ((2.0, 1), (1.0, -1), (3.0, 0), (float("inf"), 1)):
+        torch.testing.assert_close(bt.normalize(x, p, dim), F.normalize(x, p, dim), rtol=1e-5, atol=1e-6)
+    v = torch.randn(16, 8, 3, 3, device="cuda")
+    g = torch.rand(16, 1, 1, 1, device="cuda") + 0.5
+    torch.testing.assert_close(bt.weight_norm(v, g, 0), torch._weight_norm(v, g, 0), rtol=1e-5, atol=1e-6)
+    v2, g2 = torch.randn(30, 24, device="cuda"), torch.rand(1, 24, device="cuda")
+    torch.testing.assert_close(bt.weight_norm(v2, g2, 1), torch._weight_norm(v2, g2, 1), rtol=1e-5, atol=1e-6)
+    xd = torch.randn(4, 7, device="cuda", dtype=torch.float64, requires_grad=True)
+    for p in (2.0, 3.0, float("inf")):
+        assert torch.autograd.gradcheck(lambda a: bt.normalize(a, p, 1), (xd,))
+    vd = torch.randn(5, 6, device="cuda", dtype=torch.float64, requires_grad=True)
+    gd = torch.randn(5, 1, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bt.weight_norm(a, b, 0), (vd, gd))

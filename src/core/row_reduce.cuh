@@ -228,6 +228,43 @@ struct ClusterGroup {
   }
 };
 
+// A lone thread per line (lines along a strided axis): nothing to combine.
+struct ThreadGroup {
+  static constexpr int tid = 0, size = 1;
+};
+
+// The three ways a kernel walks lines with a group per line; body(line, grp, red) runs the line
+// on every thread of its group, red(v, op) giving the group's total (the line bodies of the loss
+// and normalize families). kWarps lines (warps) per block of 32·kWarps threads:
+template <int kWarps, class Body>
+__device__ __forceinline__ void warp_lines(int64_t lines, Body&& body) {
+  const int w = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const WarpGroup grp{lane};
+  auto red = [&](auto v, auto op) { return grp.reduce(v, op); };
+  for (int64_t l = static_cast<int64_t>(blockIdx.x) * kWarps + w; l < lines; l += static_cast<int64_t>(gridDim.x) * kWarps) body(l, grp, red);
+}
+// a block of kThreads per line, reducing values of at most kSlotBytes:
+template <int kThreads, int kSlotBytes, class Body>
+__device__ __forceinline__ void block_lines(int64_t lines, Body&& body) {
+  __shared__ __align__(16) unsigned char slots[kThreads / 32 * kSlotBytes];
+  __shared__ __align__(16) unsigned char mine[2 * kSlotBytes];
+  const ClusterGroup<kThreads> grp{static_cast<int>(threadIdx.x), 0, 1};
+  auto red = [&](auto v, auto op) {
+    using VT = decltype(v);
+    static_assert(sizeof(VT) <= kSlotBytes, "a reduced value fits its slot");
+    return grp.reduce(v, op, reinterpret_cast<VT*>(slots), reinterpret_cast<VT*>(mine));
+  };
+  for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) body(l, grp, red);
+}
+// a thread per line, adjacent lines on adjacent threads:
+template <int kThreads, class Body>
+__device__ __forceinline__ void thread_lines(int64_t lines, Body&& body) {
+  const ThreadGroup grp;
+  auto red = [](auto v, auto) { return v; };
+  for (int64_t l = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; l < lines; l += static_cast<int64_t>(gridDim.x) * kThreads)
+    body(l, grp, red);
+}
+
 // Starts copying elements [0, n) of a line at src (unit stride) into stage: thread tid of nt
 // takes the pieces tid, tid + nt, ... — pieces of V elements (V·sizeof(T) a multiple of 16:
 // whole 16-byte vectors by cp.async) when vec (src 16-byte aligned, n a multiple of V), else

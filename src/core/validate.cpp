@@ -205,4 +205,21 @@ Status check_operands(std::string_view op, const OperandList& list) {
   return {};
 }
 
+bool merged_stride(const TensorLayout& v, int from, int to, int64_t* stride) {
+  int64_t s = 1, extent = 1;
+  bool first = true;
+  for (int a = to - 1; a >= from; --a) {
+    if (v.shape[a] == 1) continue;
+    if (first) {
+      s = v.stride[a];
+      first = false;
+    } else if (v.stride[a] != s * extent) {
+      return false;
+    }
+    extent *= v.shape[a];
+  }
+  *stride = s;
+  return true;
+}
+
 }  // namespace baracuda

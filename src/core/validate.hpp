@@ -52,6 +52,10 @@ Status check_layout(std::string_view op, std::string_view field, const TensorLay
 Status check_view(std::string_view op, std::string_view field, const TensorLayout& t,
                   const void* data, DType want_dtype, std::span<const int64_t> want_shape);
 
+// The stride of v's axes [from, to) merged into one (size-1 axes skipped; 1 when every one is
+// size 1); false when their strides do not nest (the axes are not one strided run).
+bool merged_stride(const TensorLayout& v, int from, int to, int64_t* stride);
+
 // An output whose distinct indices could share memory (a stride-0 axis, interleaved strides).
 Status check_no_internal_overlap(std::string_view op, std::string_view field, const TensorLayout& t);
 

@@ -346,3 +346,38 @@ TEST(SoftmaxNormLossReference, FusedLinearCrossEntropyMatchesFiniteDifferences) 
     expect_near_all(r.db, numeric_grad([&](const std::vector<double>& v) { return loss_of(x, W, v); }, b), 1e-7);
   }
 }
+
+// F.normalize's line against hand values (p = 2, 1, inf; the eps clamp) and its gradient against
+// central differences for p = 2, 1, 3, 0.5 and inf; weight_norm's w, norm, dv and dg likewise.
+TEST(SoftmaxNormLossReference, NormalizeAndWeightNormMatchFiniteDifferences) {
+  const std::vector<double> x = {3, -4, 0.5, 1.5};
+  EXPECT_NEAR(ref::vector_norm({3, -4}, 2.0), 5.0, 1e-15);
+  EXPECT_NEAR(ref::vector_norm({3, -4}, 1.0), 7.0, 1e-15);
+  EXPECT_EQ(ref::vector_norm({3, -4}, INFINITY), 4.0);
+  EXPECT_EQ(ref::normalize_line({3, -4}, 2.0, 1e-12), (std::vector<double>{0.6, -0.8}));
+  EXPECT_EQ(ref::normalize_line({0.3, -0.4}, 2.0, 2.0), (std::vector<double>{0.15, -0.2}));  // clamped to eps
+  std::mt19937_64 rng(5);
+  const std::vector<double> dy = random_row(rng, x.size());
+  for (double p : {2.0, 1.0, 3.0, 0.5, static_cast<double>(INFINITY)}) {
+    auto f = [&](const std::vector<double>& v) { return dot(ref::normalize_line(v, p, 1e-12), dy); };
+    expect_near_all(ref::normalize_line_backward(x, dy, p, 1e-12), numeric_grad(f, x), 1e-6);
+  }
+  // clamped: the projection term vanishes (dx = dy / eps)
+  expect_near_all(ref::normalize_line_backward({0.3, -0.4}, {1, 2}, 2.0, 2.0), {0.5, 1.0}, 1e-15);
+  double n = 0, dg = 0;
+  const double g = -1.7;
+  const std::vector<double> w = ref::weight_norm_line(x, g, &n);
+  EXPECT_NEAR(n, ref::vector_norm(x, 2.0), 1e-15);
+  EXPECT_NEAR(w[1], -4 * g / n, 1e-15);
+  const std::vector<double> dv = ref::weight_norm_line_backward(x, g, n, dy, &dg);
+  auto fv = [&](const std::vector<double>& v) {
+    double m = 0;
+    return dot(ref::weight_norm_line(v, g, &m), dy);
+  };
+  expect_near_all(dv, numeric_grad(fv, x), 1e-6);
+  auto fg = [&](const std::vector<double>& gv) {
+    double m = 0;
+    return dot(ref::weight_norm_line(x, gv[0], &m), dy);
+  };
+  EXPECT_NEAR(dg, numeric_grad(fg, {g})[0], 1e-7);
+}

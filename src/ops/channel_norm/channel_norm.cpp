@@ -99,26 +99,8 @@ Result<Shapes> check_channel_norm(std::string_view op, const ChannelNormDescript
   return sh;
 }
 
-// The stride of `v`'s axes [2, rank) merged into one (size-1 axes skipped); false when they do not merge.
-bool spatial_stride(const TensorLayout& v, int64_t* stride) {
-  int64_t s = 1, extent = 1;
-  bool first = true;
-  for (int a = v.rank - 1; a >= 2; --a) {
-    if (v.shape[a] == 1) continue;
-    if (first) {
-      s = v.stride[a];
-      first = false;
-    } else if (v.stride[a] != s * extent) {
-      return false;
-    }
-    extent *= v.shape[a];
-  }
-  *stride = s;
-  return true;
-}
-
 Status check_spatial(std::string_view op, const char* name, const TensorLayout& v, int64_t* stride) {
-  if (spatial_stride(v, stride)) return {};
+  if (merged_stride(v, 2, v.rank, stride)) return {};
   return error(StatusCode::kUnsupported, op, ": ", name, "'s spatial axes do not merge into one axis (strides of axes 2..", v.rank - 1,
                " are not nested)");
 }

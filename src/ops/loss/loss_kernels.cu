@@ -32,11 +32,6 @@ __device__ __forceinline__ float exp_minus(float v, float lse) {
 }
 __device__ __forceinline__ double exp_minus(double v, double lse) { return exp(v - lse); }
 
-// A lone thread per sample (kColumns): nothing to combine.
-struct ThreadGroup {
-  static constexpr int tid = 0, size = 1;
-};
-
 // A sample's (max, Σ exp), x_t (picked from the stream by the thread that loads it: no dependent
 // load after the row) and the two weighted sums of label smoothing / a probability target:
 // a = Σ q_c · x_c, b = Σ q_c (q_c = w_c, or w_c · t'_c).
@@ -253,31 +248,18 @@ __device__ __forceinline__ void run_sample(const LossGeom& g, int64_t s, const a
 
 template <class T, bool Bwd, int V>
 __global__ void __launch_bounds__(32 * kRowWarps) warp_rows_kernel(const LossGeom g) {
-  const int w = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  const rows::WarpGroup grp{lane};
-  auto red = [&](auto v, auto op) { return grp.reduce(v, op); };
-  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kRowWarps + w; s < g.samples; s += static_cast<int64_t>(gridDim.x) * kRowWarps)
-    run_sample<T, Bwd, V>(g, s, grp, red);
+  rows::warp_lines<kRowWarps>(g.samples, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, V>(g, s, grp, red); });
 }
 
 template <class T, bool Bwd, int V>
 __global__ void __launch_bounds__(kThreads, 4) block_rows_kernel(const LossGeom g) {
-  __shared__ __align__(16) unsigned char slots[kThreads / 32 * sizeof(FwdAcc<double>)];
-  __shared__ __align__(16) unsigned char mine[2 * sizeof(FwdAcc<double>)];
-  const rows::ClusterGroup<kThreads> grp{static_cast<int>(threadIdx.x), 0, 1};
-  auto red = [&](auto v, auto op) {
-    using VT = decltype(v);
-    return grp.reduce(v, op, reinterpret_cast<VT*>(slots), reinterpret_cast<VT*>(mine));
-  };
-  for (int64_t s = blockIdx.x; s < g.samples; s += gridDim.x) run_sample<T, Bwd, V>(g, s, grp, red);
+  rows::block_lines<kThreads, sizeof(FwdAcc<double>)>(g.samples,
+                                                      [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, V>(g, s, grp, red); });
 }
 
 template <class T, bool Bwd>
 __global__ void __launch_bounds__(kThreads) columns_kernel(const LossGeom g) {
-  const ThreadGroup grp;
-  auto red = [](auto v, auto) { return v; };
-  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; s < g.samples; s += static_cast<int64_t>(gridDim.x) * kThreads)
-    run_sample<T, Bwd, 1>(g, s, grp, red);
+  rows::thread_lines<kThreads>(g.samples, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, 1>(g, s, grp, red); });
 }
 
 template <class C>

@@ -58,27 +58,8 @@ Result<Shapes> check_norm(std::string_view op, const NormDescriptor& d) {
   return sh;
 }
 
-// The stride of `v`'s axes [from, rank) merged into one (size-1 axes skipped); false when they
-// do not merge.
-bool merged_stride(const TensorLayout& v, int from, int64_t* stride) {
-  int64_t s = 1, extent = 1;
-  bool first = true;
-  for (int a = v.rank - 1; a >= from; --a) {
-    if (v.shape[a] == 1) continue;
-    if (first) {
-      s = v.stride[a];
-      first = false;
-    } else if (v.stride[a] != s * extent) {
-      return false;
-    }
-    extent *= v.shape[a];
-  }
-  *stride = s;
-  return true;
-}
-
 Status merge_view(std::string_view op, const char* name, const TensorLayout& v, int from, int64_t* stride) {
-  if (merged_stride(v, from, stride)) return {};
+  if (merged_stride(v, from, v.rank, stride)) return {};
   return error(StatusCode::kUnsupported, op, ": ", name, "'s normalized axes do not merge into one axis (strides of axes ", from,
                "..", v.rank - 1, " are not nested)");
 }
@@ -191,8 +172,8 @@ Status NormPlan::run(cudaStream_t stream, Workspace, const NormArgs& a) const {
                              a.mean.data, a.rstd.data};
   const char* names[nrm::kViews] = {"x", "residual", "y", "h", "", "", "", "mean", "rstd"};
   if (Status s = build(kOp, d, *sh, views, data, names, &g); !s.ok()) return s;
-  if (a.weight.data && !merged_stride(a.weight, 0, &g.ws)) return merge_view(kOp, "weight", a.weight, 0, &g.ws);
-  if (a.bias.data && !merged_stride(a.bias, 0, &g.bs)) return merge_view(kOp, "bias", a.bias, 0, &g.bs);
+  if (a.weight.data && !merged_stride(a.weight, 0, a.weight.rank, &g.ws)) return merge_view(kOp, "weight", a.weight, 0, &g.ws);
+  if (a.bias.data && !merged_stride(a.bias, 0, a.bias.rank, &g.bs)) return merge_view(kOp, "bias", a.bias, 0, &g.bs);
   g.w = a.weight.data;
   g.b = a.bias.data;
   const void* params[2] = {g.w, g.b};
@@ -259,9 +240,9 @@ Status NormBackwardPlan::run(cudaStream_t stream, Workspace ws, const NormBackwa
                              a.dx.data, const_cast<void*>(a.mean.data), const_cast<void*>(a.rstd.data)};
   const char* names[nrm::kViews] = {"x", "", "", "", "dy", "dh", "dx", "mean", "rstd"};
   if (Status s = build(kOpBwd, d, *sh, views, data, names, &g); !s.ok()) return s;
-  if (a.weight.data && !merged_stride(a.weight, 0, &g.ws)) return merge_view(kOpBwd, "weight", a.weight, 0, &g.ws);
-  if (a.dweight.data && !merged_stride(a.dweight, 0, &g.dws)) return merge_view(kOpBwd, "dweight", a.dweight, 0, &g.dws);
-  if (a.dbias.data && !merged_stride(a.dbias, 0, &g.dbs)) return merge_view(kOpBwd, "dbias", a.dbias, 0, &g.dbs);
+  if (a.weight.data && !merged_stride(a.weight, 0, a.weight.rank, &g.ws)) return merge_view(kOpBwd, "weight", a.weight, 0, &g.ws);
+  if (a.dweight.data && !merged_stride(a.dweight, 0, a.dweight.rank, &g.dws)) return merge_view(kOpBwd, "dweight", a.dweight, 0, &g.dws);
+  if (a.dbias.data && !merged_stride(a.dbias, 0, a.dbias.rank, &g.dbs)) return merge_view(kOpBwd, "dbias", a.dbias, 0, &g.dbs);
   g.w = a.weight.data;
   g.dw = a.dweight.data;
   g.db = a.dbias.data;
