@@ -265,6 +265,44 @@ __device__ __forceinline__ void thread_lines(int64_t lines, Body&& body) {
     body(l, grp, red);
 }
 
+// The group of a line along a strided axis with few lines: kY threads of one block column
+// (threadIdx.y = 0 .. kY - 1), kX lines side by side along threadIdx.x (adjacent lines on
+// adjacent lanes: their elements share sectors when the lines are adjacent in memory). reduce():
+// each column's kY values through shared memory (slots: kY · kX values), added in y order.
+template <int kX, int kY>
+struct ColumnGroup {
+  int tid;  // threadIdx.y
+  static constexpr int size = kY;
+  template <class V, class Op>
+  __device__ __forceinline__ V reduce(V v, Op op, V* slots) const {
+    const int x = static_cast<int>(threadIdx.x);
+    slots[tid * kX + x] = v;
+    __syncthreads();
+    V t = slots[x];
+#pragma unroll
+    for (int y = 1; y < kY; ++y) t = op(t, slots[y * kX + x]);
+    __syncthreads();  // slots are rewritten by the next call
+    return t;
+  }
+};
+// kX lines per block of (kX, kY) threads. Every thread runs the same number of lines (the
+// reduce's barriers): a lane past the last line redoes the last line (the same values to the same
+// places).
+template <int kX, int kY, int kSlotBytes, class Body>
+__device__ __forceinline__ void column_lines(int64_t lines, Body&& body) {
+  __shared__ __align__(16) unsigned char slots[kY * kX * kSlotBytes];
+  const ColumnGroup<kX, kY> grp{static_cast<int>(threadIdx.y)};
+  auto red = [&](auto v, auto op) {
+    using VT = decltype(v);
+    static_assert(sizeof(VT) <= kSlotBytes, "a reduced value fits its slot");
+    return grp.reduce(v, op, reinterpret_cast<VT*>(slots));
+  };
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kX; base < lines; base += static_cast<int64_t>(gridDim.x) * kX) {
+    const int64_t l = base + threadIdx.x;
+    body(l < lines ? l : lines - 1, grp, red);
+  }
+}
+
 // Starts copying elements [0, n) of a line at src (unit stride) into stage: thread tid of nt
 // takes the pieces tid, tid + nt, ... — pieces of V elements (V·sizeof(T) a multiple of 16:
 // whole 16-byte vectors by cp.async) when vec (src 16-byte aligned, n a multiple of V), else

@@ -46,7 +46,7 @@ TEST(NormalizePlan, OperandsAndPaths) {
   EXPECT_EQ(w->sku().variant, "warp_rows");  // 72 elements per line, unit stride
   auto wl = NormalizeBackwardPlan::select(desc(NormalizeKind::kWeightNorm, DType::f32, {300, 24}, 1), hopper());
   ASSERT_TRUE(wl);
-  EXPECT_EQ(wl->sku().variant, "columns");
+  EXPECT_EQ(wl->sku().variant, "column_blocks");  // 300 elements per strided line: 32 threads each
   EXPECT_EQ(dims(wl->expected_operands().find("norm")), (std::vector<int64_t>{1, 24}));
   EXPECT_TRUE(wl->expected_operands().find("dg")->optional);
 }

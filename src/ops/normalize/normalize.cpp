@@ -63,6 +63,16 @@ Result<Shapes> check_normalize(std::string_view op, const NormalizeDescriptor& d
   return sh;
 }
 
+int path_of(bool unit, int64_t N) {
+  if (!unit) return N >= nrmz::kColumnMinN ? nrmz::kColumnBlocks : nrmz::kColumns;
+  return N <= nrmz::kWarpMaxN ? nrmz::kWarpRows : nrmz::kBlockRows;
+}
+
+const char* path_name(int path) {
+  static const char* const names[] = {"warp_rows", "block_rows", "columns", "column_blocks"};
+  return names[path];
+}
+
 // The geometry of a call: line views (x, y, dy, dx) and per-line views (g, norm, dg), null when absent.
 Status build(std::string_view op, const NormalizeDescriptor& d, const Shapes& sh, const TensorLayout* const* views,
              const char* const* names, nrmz::NormalizeGeom* g) {
@@ -102,11 +112,9 @@ Status build(std::string_view op, const NormalizeDescriptor& d, const Shapes& sh
     }
     if (!per_line && g->s[v] != 1) unit = false;
   }
-  g->path = !unit ? nrmz::kColumns : sh.N <= nrmz::kWarpMaxN ? nrmz::kWarpRows : nrmz::kBlockRows;
+  g->path = path_of(unit, sh.N);
   return {};
 }
-
-const char* path_name(int path) { return path == nrmz::kColumns ? "columns" : path == nrmz::kWarpRows ? "warp_rows" : "block_rows"; }
 
 // The sku's path for contiguous views: the line is unit-stride when it runs along the last axes.
 int contiguous_path(const Shapes& sh, const NormalizeDescriptor& d) {
@@ -115,7 +123,7 @@ int contiguous_path(const Shapes& sh, const NormalizeDescriptor& d) {
   else
     for (int a = sh.axis + 1; a < d.rank; ++a)
       if (d.shape[a] > 1) unit = false;
-  return !unit ? nrmz::kColumns : sh.N <= nrmz::kWarpMaxN ? nrmz::kWarpRows : nrmz::kBlockRows;
+  return path_of(unit, sh.N);
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // The input is viewed as `lines` lines of N elements (element stride s[v] per view); the line
 // axes (outer-first, unmerged) give a line's offset in every view (g, norm and dg: one value per
 // line, s = 0). Paths: kWarpRows (s = 1 in every line view, N ≤ kWarpMaxN: a warp per line,
-// kRowWarps per block), kBlockRows (a block of kThreads per line), kColumns (a thread per line).
+// kRowWarps per block), kBlockRows (a block of kThreads per line); strided lines: kColumnBlocks
+// (N ≥ kColumnMinN: kColY threads per line, kColX lines per block) or kColumns (a thread per line).
+// A thread keeps its pieces of the line in registers when they are at most kRegPieces (the line is
+// read once), else reads the line again for the outputs.
 #pragma once
 
 #include <cstddef>
@@ -19,8 +22,11 @@ inline constexpr int kThreads = 256;
 inline constexpr int kRowWarps = 8;
 inline constexpr int64_t kWarpMaxN = 1024;
 inline constexpr int64_t kMaxGrid = int64_t{132} * 16;
+inline constexpr int kColX = 16, kColY = 32;
+inline constexpr int64_t kColumnMinN = 64;
+inline constexpr int kRegPieces = 4;
 
-enum Path : int { kWarpRows = 0, kBlockRows = 1, kColumns = 2 };
+enum Path : int { kWarpRows = 0, kBlockRows = 1, kColumns = 2, kColumnBlocks = 3 };
 enum View : int { kX = 0, kY, kDy, kDx, kG, kNorm, kDg, kViews };
 
 struct NormalizeGeom {
