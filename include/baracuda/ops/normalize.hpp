@@ -20,8 +20,9 @@
 // Dtypes: input, output, g `dtype` (f32, f16, bf16, f64); norm f32 (f64 for f64), as
 //   _weight_norm_interface's norms. Accumulation f32 (f64).
 // Layout: lines of unit stride (in every line view): a warp per line (N ≤ 1024) or a block of 256
-//   threads, reading the line twice (the norm, then the outputs; the second read mostly from L2);
-//   otherwise a thread per line, adjacent lines on adjacent threads.
+//   threads, 16-byte pieces where aligned; strided lines: 32 threads per line and 16 adjacent
+//   lines per block (N ≥ 64), else a thread per line. Every path reads a line twice (the norm,
+//   then the outputs; the second read mostly from L2).
 // Determinism: bitwise run-to-run (fixed-order sums, no atomics). Workspace: none. Aliasing: none.
 #pragma once
 

@@ -5,8 +5,7 @@
 // line, s = 0). Paths: kWarpRows (s = 1 in every line view, N ≤ kWarpMaxN: a warp per line,
 // kRowWarps per block), kBlockRows (a block of kThreads per line); strided lines: kColumnBlocks
 // (N ≥ kColumnMinN: kColY threads per line, kColX lines per block) or kColumns (a thread per line).
-// A thread keeps its pieces of the line in registers when they are at most kRegPieces (the line is
-// read once), else reads the line again for the outputs.
+// Every path reads a line twice: its sums, then the outputs (the second read mostly from L2).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +23,6 @@ inline constexpr int64_t kWarpMaxN = 1024;
 inline constexpr int64_t kMaxGrid = int64_t{132} * 16;
 inline constexpr int kColX = 16, kColY = 32;
 inline constexpr int64_t kColumnMinN = 64;
-inline constexpr int kRegPieces = 4;
 
 enum Path : int { kWarpRows = 0, kBlockRows = 1, kColumns = 2, kColumnBlocks = 3 };
 enum View : int { kX = 0, kY, kDy, kDx, kG, kNorm, kDg, kViews };

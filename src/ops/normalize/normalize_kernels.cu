@@ -64,26 +64,13 @@ __device__ __forceinline__ C load_c(const NormalizeGeom& g, int v, int64_t off) 
   return static_cast<C>(to_acc(static_cast<const T*>(g.p[v])[off]));
 }
 
-// The line's V-element pieces (V > 1: 16-byte vectors of unit-stride views; V = 1: one element
-// at the views' strides): f(k, i) for the thread's k-th piece, starting at element i. Held: at
-// most kRegPieces pieces a thread (k < kRegPieces, unrolled: the caller's arrays indexed by k
-// stay in registers); otherwise every piece streamed, four loads in flight.
-template <int V, class Grp, class F>
-__device__ __forceinline__ void held_pieces(const NormalizeGeom& g, const Grp& grp, F&& f) {
-#pragma unroll
-  for (int k = 0; k < kRegPieces; ++k) {
-    const int64_t i = (static_cast<int64_t>(grp.tid) + static_cast<int64_t>(k) * Grp::size) * V;
-    if (i < g.N) f(k, i);
-  }
-}
-template <int V, class Grp, class F>
-__device__ __forceinline__ void streamed_pieces(const NormalizeGeom& g, const Grp& grp, F&& f) {
-#pragma unroll 4
-  for (int64_t i = static_cast<int64_t>(grp.tid) * V; i < g.N; i += static_cast<int64_t>(Grp::size) * V) f(0, i);
-}
-template <int V, class Grp>
-__device__ __forceinline__ bool line_held(const NormalizeGeom& g) {
-  return g.N <= static_cast<int64_t>(Grp::size) * V * kRegPieces;
+// The line's V-element pieces: f(i) for the piece starting at element i (V > 1: 16-byte vectors
+// of unit-stride views; V = 1: one element at the views' strides); unrolled by 4 on the strided
+// paths (more of a thread's loads in flight).
+template <class T, int V, class Grp, class F>
+__device__ __forceinline__ void for_pieces(const NormalizeGeom& g, const Grp& grp, F&& f) {
+#pragma unroll(V == 1 ? 4 : 1)
+  for (int64_t i = static_cast<int64_t>(grp.tid) * V; i < g.N; i += static_cast<int64_t>(Grp::size) * V) f(i);
 }
 
 template <class T, int V, class C>
@@ -112,16 +99,13 @@ __device__ __forceinline__ void forward_line(const NormalizeGeom& g, int64_t lin
   rows::split_offsets<kViews>(line, g.ko, g.osize, g.os, o.v);
   const int pk = p_kind(g.p_norm);
   const C p = static_cast<C>(g.p_norm);
-  const bool held = line_held<V, Grp>(g);
-  C xs[kRegPieces][V];
   Acc2<C> acc{C(0), C(0)};
-  auto add = [&](int k, int64_t i) {
-    load_v<T, V, C>(g, kX, o, i, xs[k]);
+  for_pieces<T, V>(g, grp, [&](int64_t i) {
+    C x[V];
+    load_v<T, V, C>(g, kX, o, i, x);
 #pragma unroll
-    for (int e = 0; e < V; ++e) acc.a = pk == kPInf ? nan_max(acc.a, fabs(xs[k][e])) : acc.a + norm_term(pk, xs[k][e], p);
-  };
-  if (held) held_pieces<V>(g, grp, add);
-  else streamed_pieces<V>(g, grp, add);
+    for (int e = 0; e < V; ++e) acc.a = pk == kPInf ? nan_max(acc.a, fabs(x[e])) : acc.a + norm_term(pk, x[e], p);
+  });
   acc = red(acc, Acc2Op{pk == kPInf});
   const C n = norm_of(pk, acc.a, p);
   C scale = C(1), den = C(1);
@@ -132,15 +116,13 @@ __device__ __forceinline__ void forward_line(const NormalizeGeom& g, int64_t lin
     const C eps = static_cast<C>(g.eps);
     den = n < eps ? eps : n;  // clamp_min (a NaN norm stays NaN)
   }
-  auto put = [&](int k, int64_t i) {
-    if (!held) load_v<T, V, C>(g, kX, o, i, xs[k]);
-    C y[V];
+  for_pieces<T, V>(g, grp, [&](int64_t i) {
+    C x[V];
+    load_v<T, V, C>(g, kX, o, i, x);
 #pragma unroll
-    for (int e = 0; e < V; ++e) y[e] = g.weight_norm ? xs[k][e] * scale : xs[k][e] / den;
-    store_v<T, V, C>(g, kY, o, i, y);
-  };
-  if (held) held_pieces<V>(g, grp, put);
-  else streamed_pieces<V>(g, grp, put);
+    for (int e = 0; e < V; ++e) x[e] = g.weight_norm ? x[e] * scale : x[e] / den;
+    store_v<T, V, C>(g, kY, o, i, x);
+  });
 }
 
 template <class T, int V, class Grp, class Red>
@@ -150,29 +132,15 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
   rows::split_offsets<kViews>(line, g.ko, g.osize, g.os, o.v);
   const int pk = g.weight_norm ? kP2 : p_kind(g.p_norm);
   const C p = static_cast<C>(g.p_norm);
-  const bool held = line_held<V, Grp>(g);
-  C xs[kRegPieces][V], dys[kRegPieces][V];
-  auto load = [&](int k, int64_t i) {
-    load_v<T, V, C>(g, kX, o, i, xs[k]);
-    load_v<T, V, C>(g, kDy, o, i, dys[k]);
-  };
-  auto pieces = [&](auto&& f) {
-    if (held) {
-      held_pieces<V>(g, grp, f);
-    } else {
-      streamed_pieces<V>(g, grp, [&](int k, int64_t i) {
-        load(k, i);
-        f(k, i);
-      });
-    }
-  };
-  if (held) held_pieces<V>(g, grp, load);
   Acc2<C> acc{C(0), C(0)};
-  pieces([&](int k, int64_t i) {
+  for_pieces<T, V>(g, grp, [&](int64_t i) {
+    C x[V], dy[V];
+    load_v<T, V, C>(g, kX, o, i, x);
+    load_v<T, V, C>(g, kDy, o, i, dy);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      if (!g.weight_norm) acc.a = pk == kPInf ? nan_max(acc.a, fabs(xs[k][e])) : acc.a + norm_term(pk, xs[k][e], p);
-      acc.b += dys[k][e] * xs[k][e];
+      if (!g.weight_norm) acc.a = pk == kPInf ? nan_max(acc.a, fabs(x[e])) : acc.a + norm_term(pk, x[e], p);
+      acc.b += dy[e] * x[e];
     }
   });
   acc = red(acc, Acc2Op{pk == kPInf});
@@ -181,11 +149,13 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
     const C n = static_cast<const C*>(g.p[kNorm])[o.v[kNorm]], gv = load_c<T, C>(g, kG, o.v[kG]);
     const C scale = gv / n, proj = dot / (n * n);
     if (grp.tid == 0 && g.p[kDg]) static_cast<T*>(g.p[kDg])[o.v[kDg]] = from_c<T>(static_cast<acc_t<T>>(dot / n), false);
-    pieces([&](int k, int64_t i) {
-      C dx[V];
+    for_pieces<T, V>(g, grp, [&](int64_t i) {
+      C x[V], dy[V];
+      load_v<T, V, C>(g, kX, o, i, x);
+      load_v<T, V, C>(g, kDy, o, i, dy);
 #pragma unroll
-      for (int e = 0; e < V; ++e) dx[e] = scale * (dys[k][e] - proj * xs[k][e]);
-      store_v<T, V, C>(g, kDx, o, i, dx);
+      for (int e = 0; e < V; ++e) x[e] = scale * (dy[e] - proj * x[e]);
+      store_v<T, V, C>(g, kDx, o, i, x);
     });
     return;
   }
@@ -194,38 +164,34 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
   C ties = C(1);
   if (pk == kPInf) {  // the entries at the max share its gradient
     C t = C(0);
-    if (held) {
-      held_pieces<V>(g, grp, [&](int k, int64_t) {
+    for_pieces<T, V>(g, grp, [&](int64_t i) {
+      C x[V];
+      load_v<T, V, C>(g, kX, o, i, x);
 #pragma unroll
-        for (int e = 0; e < V; ++e) t += fabs(xs[k][e]) == n ? C(1) : C(0);
-      });
-    } else {
-      streamed_pieces<V>(g, grp, [&](int k, int64_t i) {
-        load_v<T, V, C>(g, kX, o, i, xs[k]);
-#pragma unroll
-        for (int e = 0; e < V; ++e) t += fabs(xs[k][e]) == n ? C(1) : C(0);
-      });
-    }
+      for (int e = 0; e < V; ++e) t += fabs(x[e]) == n ? C(1) : C(0);
+    });
     ties = red(t, rows::SumOp{});
   }
   // dx_i = dy_i / den - coef · dn_i; dn_i = sign(x_i) (|x_i| / n)^(p-1) (inf: [|x_i| = n] sign / ties);
-  // coef = 0 (a clamped or zero line) drops the term, whose dn would be 0 / 0
+  // coef = 0 (a clamped or zero line) drops the term
   const C coef = n >= eps && n > C(0) ? dot / (den * den) : C(0);
-  pieces([&](int k, int64_t i) {
-    C dx[V];
+  for_pieces<T, V>(g, grp, [&](int64_t i) {
+    C x[V], dy[V];
+    load_v<T, V, C>(g, kX, o, i, x);
+    load_v<T, V, C>(g, kDy, o, i, dy);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      const C x = xs[k][e], a = fabs(x), sg = x > C(0) ? C(1) : x < C(0) ? C(-1) : C(0);
+      const C a = fabs(x[e]), sg = x[e] > C(0) ? C(1) : x[e] < C(0) ? C(-1) : C(0);
       C dn;
       switch (pk) {
-        case kP2: dn = x / n; break;
+        case kP2: dn = x[e] / n; break;
         case kP1: dn = sg; break;
         case kPInf: dn = a == n ? sg / ties : C(0); break;
         default: dn = a == C(0) ? C(0) : sg * pow(a / n, p - C(1)); break;
       }
-      dx[e] = dys[k][e] / den - (coef == C(0) ? C(0) : coef * dn);
+      x[e] = dy[e] / den - (coef == C(0) ? C(0) : coef * dn);  // (a zero line's dn is 0 / 0)
     }
-    store_v<T, V, C>(g, kDx, o, i, dx);
+    store_v<T, V, C>(g, kDx, o, i, x);
   });
 }
 
@@ -241,7 +207,7 @@ __global__ void __launch_bounds__(32 * kRowWarps) warp_rows_kernel(const Normali
 }
 
 template <class T, bool Bwd, int V>
-__global__ void __launch_bounds__(kThreads, 2) block_rows_kernel(const NormalizeGeom g) {
+__global__ void __launch_bounds__(kThreads, 4) block_rows_kernel(const NormalizeGeom g) {
   rows::block_lines<kThreads, sizeof(Acc2<double>)>(g.lines, [&](int64_t l, const auto& grp, auto&& red) { run_line<T, Bwd, V>(g, l, grp, red); });
 }
 
