@@ -228,6 +228,21 @@ struct ClusterGroup {
   }
 };
 
+// Σ f(i) over i in [0, n) by one block of kThreads (the families' finish of per-sample or
+// per-block partials): thread t adds t, t + kThreads, ... in order, then the block's fixed tree;
+// every thread gets the total (bitwise the same for the same n, whatever the device). V: a value
+// with operator+= (a float or a pair of them); called once per kernel.
+template <int kThreads, class V, class F>
+__device__ __forceinline__ V block_sum(int64_t n, V zero, F&& f) {
+  __shared__ __align__(16) unsigned char slots[kThreads / 32 * sizeof(V)];
+  __shared__ __align__(16) unsigned char mine[2 * sizeof(V)];
+  const int tid = static_cast<int>(threadIdx.x);
+  V a = zero;
+  for (int64_t i = tid; i < n; i += kThreads) a += f(i);
+  const ClusterGroup<kThreads> grp{tid, 0, 1};
+  return grp.reduce(a, SumOp{}, reinterpret_cast<V*>(slots), reinterpret_cast<V*>(mine));
+}
+
 // A lone thread per line (lines along a strided axis): nothing to combine.
 struct ThreadGroup {
   static constexpr int tid = 0, size = 1;

@@ -265,54 +265,40 @@ __global__ void __launch_bounds__(kThreads) columns_kernel(const LossGeom g) {
 template <class C>
 struct Pair {
   C l, w;
-};
-struct PairSum {
-  template <class C>
-  __device__ __forceinline__ Pair<C> operator()(const Pair<C>& a, const Pair<C>& b) const {
-    return {a.l + b.l, a.w + b.w};
+  __device__ __forceinline__ Pair operator+(const Pair& o) const { return {l + o.l, w + o.w}; }
+  __device__ __forceinline__ Pair& operator+=(const Pair& o) {
+    l += o.l, w += o.w;
+    return *this;
   }
 };
 
-// reduction mean / sum: thread k adds samples k, k + kFinishThreads, ... in order, then a fixed
-// tree; loss = Σ l (sum) or Σ l / Σ w (mean), total_weight = Σ w.
+// reduction mean / sum: the per-sample (loss, weight) pairs by rows::block_sum (sample order per
+// thread, then a fixed tree); loss = Σ l (sum) or Σ l / Σ w (mean), total_weight = Σ w.
 template <class T>
 __global__ void __launch_bounds__(kFinishThreads) finish_kernel(const LossGeom g) {
   using C = acc_t<T>;
-  __shared__ Pair<C> slots[kFinishThreads / 32];
-  __shared__ Pair<C> mine[2];
-  const int tid = static_cast<int>(threadIdx.x);
   const C* part = static_cast<const C*>(g.partials);
   const int64_t ws = g.part_stride ? g.part_stride : g.samples;
-  Pair<C> a{C(0), C(0)};
-  for (int64_t s = tid; s < g.samples; s += kFinishThreads) a.l += part[s], a.w += part[ws + s];
-  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
-  a = grp.reduce(a, PairSum{}, slots, mine);
-  if (tid != 0) return;
+  const Pair<C> a = rows::block_sum<kFinishThreads>(g.samples, Pair<C>{C(0), C(0)}, [&](int64_t s) { return Pair<C>{part[s], part[ws + s]}; });
+  if (threadIdx.x != 0) return;
   const C loss = g.reduction == kMean ? a.l / a.w : a.l;
   static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(loss), false);
   if (g.total_weight) static_cast<C*>(g.total_weight)[0] = a.w;
 }
 
-// kPrep (the fused linear cross entropy): the finish's Σ w without the losses, in its order
-// (thread k adds samples k, k + kFinishThreads, ..., then the same fixed tree), and the ones.
+// kPrep (the fused linear cross entropy): the finish's Σ w without the losses, in its order (the
+// same block_sum: the same bits as the finish's total_weight), and the ones.
 template <class T>
 __global__ void __launch_bounds__(kFinishThreads) prep_kernel(const LossGeom g) {
   using C = acc_t<T>;
-  __shared__ C slots[kFinishThreads / 32];
-  __shared__ C mine[2];
-  const int tid = static_cast<int>(threadIdx.x);
-  C w = C(0);
-  if (g.total_weight)
-    for (int64_t s = tid; s < g.samples; s += kFinishThreads) {
-      Off o;
-      sample_offsets(g, s, o);
-      const int64_t t = target_at(g, o);
-      if (t != g.ignore_index && t >= 0 && t < g.C) w += weight_at<T, C>(g, t);
-    }
-  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
-  w = grp.reduce(w, rows::SumOp{}, slots, mine);
-  for (int64_t i = tid; i < g.n_ones; i += kFinishThreads) static_cast<T*>(g.ones)[i] = from_c<T>(acc_t<T>(1), false);
-  if (tid != 0) return;
+  const C w = rows::block_sum<kFinishThreads>(g.total_weight ? g.samples : 0, C(0), [&](int64_t s) {
+    Off o;
+    sample_offsets(g, s, o);
+    const int64_t t = target_at(g, o);
+    return t != g.ignore_index && t >= 0 && t < g.C ? weight_at<T, C>(g, t) : C(0);
+  });
+  for (int64_t i = threadIdx.x; i < g.n_ones; i += kFinishThreads) static_cast<T*>(g.ones)[i] = from_c<T>(acc_t<T>(1), false);
+  if (threadIdx.x != 0) return;
   if (g.total_weight) static_cast<C*>(g.total_weight)[0] = w;
   if (g.one) static_cast<T*>(g.one)[0] = from_c<T>(acc_t<T>(1), false);
 }

@@ -266,14 +266,9 @@ __global__ void __launch_bounds__(kThreads) pw_forward_kernel(const PwGeom g) {
 template <class T>
 __global__ void __launch_bounds__(kFinishThreads) pw_finish_kernel(const PwGeom g) {
   using C = acc_t<T>;
-  __shared__ C slots[kFinishThreads / 32];
-  __shared__ C mine[2];
-  const int tid = static_cast<int>(threadIdx.x);
-  C acc = C(0);
-  for (int64_t b = tid; b < g.blocks; b += kFinishThreads) acc += static_cast<const C*>(g.partials)[b];
-  const rows::ClusterGroup<kFinishThreads> grp{tid, 0, 1};
-  acc = grp.reduce(acc, rows::SumOp{}, slots, mine);
-  if (tid == 0) static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(acc / static_cast<C>(g.div)), false);
+  const C* part = static_cast<const C*>(g.partials);
+  const C acc = rows::block_sum<kFinishThreads>(g.blocks, C(0), [&](int64_t b) { return part[b]; });
+  if (threadIdx.x == 0) static_cast<T*>(g.scalar_loss)[0] = from_c<T>(static_cast<acc_t<T>>(acc / static_cast<C>(g.div)), false);
 }
 
 template <class T, int Op>
