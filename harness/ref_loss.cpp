@@ -15,6 +15,7 @@
 
 #include "baracuda/ops/fused_linear_cross_entropy.hpp"
 #include "baracuda/ops/loss.hpp"
+#include "baracuda/ops/row_loss.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
@@ -503,8 +504,168 @@ Cost flce_cost(const AnyPlan& p, const CaseOptions&) {
   return c;
 }
 
+// ---------------------------------------------------------------- row losses
+// Each sample through row_loss / row_loss_grad. Error scales: the row sums' |terms| (multilabel:
+// w (|y| softplus(-x) + |1 - y| softplus(x) + |x|) / D; cosine: Σ |x x2| / denom + 2 |cos|;
+// triplet: each distance plus Σ |d n / d u| (|a| + |b|), u = a - b + eps rounded) times the
+// growth 4 + log2(D); the gradients' |terms| likewise, plus the error of the shared cos / n.
+const char* const kRowNames[3][3] = {{"input", nullptr, nullptr}, {"input1", "input2", nullptr}, {"anchor", "positive", "negative"}};
+const char* const kRowGrads[3][3] = {{"dinput", nullptr, nullptr}, {"dinput1", "dinput2", nullptr}, {"danchor", "dpositive", "dnegative"}};
+
+ref::RowLossOptions row_options(const RowLossDescriptor& d) {
+  ref::RowLossOptions o;
+  o.op = static_cast<int>(d.op);
+  o.margin = d.margin ? *d.margin : d.op == RowLossKind::kTripletMargin ? 1.0 : 0.0;
+  o.p = d.p, o.eps = d.eps, o.swap = d.swap;
+  return o;
+}
+
+void row_fill(RefCall& c) {
+  const RowLossDescriptor& d = c.desc<RowLossDescriptor>();
+  RefOperand* t = c.find("target");
+  if (RefOperand* w = c.find("weight")) w->lo = 0.25, w->hi = 2.0;
+  if (!t) return;
+  t->in.resize(static_cast<size_t>(t->spec->numel()));
+  for (double& v : t->in) {
+    const uint64_t r = c.rng()() % 16;
+    v = d.op == RowLossKind::kMultilabelSoftMargin ? static_cast<double>(r % 2) : r == 0 ? 0.0 : r % 2 ? 1.0 : -1.0;
+  }
+  t->given = true;
+}
+
+struct RowSample {
+  std::vector<double> x[3], y;
+};
+RowSample row_sample(RefCall& c, const RowLossDescriptor& d, int64_t n) {
+  const int64_t D = d.shape[d.rank - 1];
+  auto slice = [&](const std::vector<double>& v) {
+    return std::vector<double>(v.begin() + static_cast<ptrdiff_t>(n * D), v.begin() + static_cast<ptrdiff_t>((n + 1) * D));
+  };
+  RowSample r;
+  const int op = static_cast<int>(d.op);
+  for (int i = 0; i < 3; ++i)
+    if (kRowNames[op][i]) r.x[i] = slice(c[kRowNames[op][i]].in);
+  if (d.op == RowLossKind::kMultilabelSoftMargin) r.y = slice(c["target"].in);
+  if (d.op == RowLossKind::kCosineEmbedding) r.y = {c["target"].in[static_cast<size_t>(n)]};
+  return r;
+}
+
+// A sample's loss scale and, for the gradients, each row element's.
+struct RowScale {
+  double loss = 0;
+  std::vector<double> elem[3];
+};
+RowScale row_scale(const RowLossDescriptor& d, const ref::RowLossOptions& o, const RowSample& s, const std::vector<double>& w) {
+  const size_t D = s.x[0].size();
+  const double grow = 4 + std::log2(static_cast<double>(D) + 1);
+  RowScale r;
+  for (auto& e : r.elem) e.assign(D, 0.0);
+  if (d.op == RowLossKind::kMultilabelSoftMargin) {
+    for (size_t i = 0; i < D; ++i) {
+      const double wi = w.empty() ? 1.0 : std::fabs(w[i]), x = s.x[0][i], y = s.y[i];
+      r.loss += wi * (std::fabs(y) * std::log1p(std::exp(-x)) + std::fabs(1 - y) * std::log1p(std::exp(x)) + std::fabs(x));
+      r.elem[0][i] = 4 * wi * (1 + std::fabs(y) + std::fabs(x)) / static_cast<double>(D);
+    }
+    r.loss *= grow / static_cast<double>(D);
+    return r;
+  }
+  if (d.op == RowLossKind::kCosineEmbedding) {
+    double a = 0, b = 0, c = 0;
+    for (size_t i = 0; i < D; ++i) a += std::fabs(s.x[0][i] * s.x[1][i]), b += s.x[0][i] * s.x[0][i], c += s.x[1][i] * s.x[1][i];
+    const double m1 = b + 1e-12, m2 = c + 1e-12, denom = std::sqrt(m1 * m2);
+    double dot = 0;
+    for (size_t i = 0; i < D; ++i) dot += s.x[0][i] * s.x[1][i];
+    const double cs = std::fabs(dot / denom), mc = (a / denom + 2 * cs + 1) * grow;
+    r.loss = mc;
+    for (size_t i = 0; i < D; ++i) {
+      const double x = std::fabs(s.x[0][i]), x2 = std::fabs(s.x[1][i]);
+      r.elem[0][i] = (x2 / denom + cs * x / m1) * grow + mc * x / m1;
+      r.elem[1][i] = (x / denom + cs * x2 / m2) * grow + mc * x2 / m2;
+    }
+    return r;
+  }
+  const double pf = 1 + std::fabs(o.p - 1);
+  auto dist = [&](int ia, int ib, double sign_a, double sign_b) {  // one distance's scale and its elements'
+    std::vector<double> u(D);
+    for (size_t i = 0; i < D; ++i) u[i] = s.x[ia][i] - s.x[ib][i] + o.eps;
+    const double n = ref::vector_norm(u, o.p);
+    double md = n;
+    for (size_t i = 0; i < D; ++i) {
+      const double gi = n == 0 ? 0.0 : std::pow(std::fabs(u[i]) / n, o.p - 1);
+      md += gi * (std::fabs(s.x[ia][i]) + std::fabs(s.x[ib][i]));
+    }
+    md *= grow * pf;
+    for (size_t i = 0; i < D; ++i) {
+      const double e = n == 0 ? 0.0 : ((std::fabs(s.x[ia][i]) + std::fabs(s.x[ib][i]) + std::fabs(u[i])) / n + std::fabs(u[i]) * md / (n * n)) * 4 * pf;
+      r.elem[ia][i] += sign_a * e, r.elem[ib][i] += sign_b * e;
+    }
+    r.loss += md;
+  };
+  dist(0, 1, 1, 1);
+  dist(0, 2, 1, 1);
+  if (o.swap) dist(1, 2, 1, 1);
+  r.loss += std::fabs(o.margin);
+  return r;
+}
+
+Status row_forward(RefCall& c) {
+  const RowLossDescriptor& d = c.desc<RowLossDescriptor>();
+  const ref::RowLossOptions o = row_options(d);
+  const int64_t N = d.rank == 2 ? d.shape[0] : 1;
+  const std::vector<double>& w = in_or_empty(c, "weight");
+  RefOperand& loss = c["loss"];
+  const bool none = d.reduction == LossReduction::kNone;
+  loss.want.assign(none ? static_cast<size_t>(N) : 1, 0.0), loss.mag.assign(loss.want.size(), 0.0);
+  double total = 0, mags = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const RowSample s = row_sample(c, d, n);
+    const double l = ref::row_loss(o, s.x[0], s.x[1], s.x[2], s.y, w), m = row_scale(d, o, s, w).loss;
+    if (none) loss.want[static_cast<size_t>(n)] = l, loss.mag[static_cast<size_t>(n)] = m;
+    total += l, mags += m;
+  }
+  if (!none) {
+    const double div = d.reduction == LossReduction::kMean ? static_cast<double>(N) : 1.0;
+    loss.want[0] = total / div, loss.mag[0] = mags * (2 + std::log2(static_cast<double>(N) + 1)) / div;
+  }
+  return {};
+}
+
+Status row_backward(RefCall& c) {
+  const RowLossDescriptor& d = c.desc<RowLossDescriptor>();
+  const ref::RowLossOptions o = row_options(d);
+  const int op = static_cast<int>(d.op);
+  const int64_t N = d.rank == 2 ? d.shape[0] : 1, D = d.shape[d.rank - 1];
+  const std::vector<double>& w = in_or_empty(c, "weight");
+  const std::vector<double>& dl = c["dloss"].in;
+  RefOperand* outs[4] = {c.find(kRowGrads[op][0] ? kRowGrads[op][0] : "-"), kRowGrads[op][1] ? c.find(kRowGrads[op][1]) : nullptr,
+                         kRowGrads[op][2] ? c.find(kRowGrads[op][2]) : nullptr, c.find("dtarget")};
+  for (RefOperand* r : outs)
+    if (r) r->want.assign(static_cast<size_t>(N * D), 0.0), r->mag.assign(static_cast<size_t>(N * D), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    const RowSample s = row_sample(c, d, n);
+    double g = d.reduction == LossReduction::kNone ? dl[static_cast<size_t>(n)] : dl[0];
+    if (d.reduction == LossReduction::kMean) g /= static_cast<double>(N);
+    const ref::RowLossGrad r = ref::row_loss_grad(o, s.x[0], s.x[1], s.x[2], s.y, w, g);
+    const RowScale sc = row_scale(d, o, s, w);
+    const std::vector<double>* got[4] = {&r.dx, &r.dx2, &r.dx3, &r.dy};
+    for (int k = 0; k < 4; ++k) {
+      if (!outs[k]) continue;
+      for (int64_t i = 0; i < D; ++i) {
+        const size_t f = static_cast<size_t>(n * D + i);
+        outs[k]->want[f] = (*got[k])[static_cast<size_t>(i)];
+        outs[k]->mag[f] = std::fabs(g) * (k < 3 ? sc.elem[k][static_cast<size_t>(i)] : 4 * (w.empty() ? 1.0 : std::fabs(w[static_cast<size_t>(i)])) *
+                                                                                                std::fabs(s.x[0][static_cast<size_t>(i)]) /
+                                                                                                static_cast<double>(D));
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
+OpRef ref_row_loss() { return {&row_fill, &row_forward, nullptr}; }
+OpRef ref_row_loss_backward() { return {&row_fill, &row_backward, nullptr}; }
 OpRef ref_fused_linear_cross_entropy() { return {&flce_fill, &flce_forward, &flce_cost}; }
 OpRef ref_fused_linear_cross_entropy_backward() { return {nullptr, &flce_backward, nullptr}; }
 OpRef ref_cross_entropy() { return {&forward_fill, &forward, nullptr}; }

@@ -480,4 +480,92 @@ std::vector<double> weight_norm_line_backward(const std::vector<double>& v, doub
   return dv;
 }
 
+namespace {
+
+std::vector<double> offset_diff(const std::vector<double>& a, const std::vector<double>& b, double eps) {
+  std::vector<double> u(a.size());
+  for (size_t i = 0; i < a.size(); ++i) u[i] = a[i] - b[i] + eps;
+  return u;
+}
+
+// d ||u||_p / d u_i (0 at u_i = 0 and for a zero u), finite p > 0.
+std::vector<double> pnorm_grad(const std::vector<double>& u, double p) {
+  const double n = vector_norm(u, p);
+  std::vector<double> g(u.size(), 0.0);
+  if (n == 0) return g;
+  for (size_t i = 0; i < u.size(); ++i) {
+    const double a = std::fabs(u[i]), sg = u[i] > 0 ? 1.0 : u[i] < 0 ? -1.0 : 0.0;
+    g[i] = a == 0 ? 0.0 : sg * std::pow(a / n, p - 1);
+  }
+  return g;
+}
+
+struct Cos {
+  double cos, denom, m1, m2;
+};
+Cos cosine_of(const std::vector<double>& x, const std::vector<double>& x2) {
+  double a = 0, b = 0, c = 0;
+  for (size_t i = 0; i < x.size(); ++i) a += x[i] * x2[i], b += x[i] * x[i], c += x2[i] * x2[i];
+  const double m1 = b + 1e-12, m2 = c + 1e-12, denom = std::sqrt(m1 * m2);
+  return {a / denom, denom, m1, m2};
+}
+
+}  // namespace
+
+double row_loss(const RowLossOptions& o, const std::vector<double>& x, const std::vector<double>& x2, const std::vector<double>& x3,
+                const std::vector<double>& y, const std::vector<double>& w) {
+  if (o.op == 0) {
+    double l = 0;
+    for (size_t i = 0; i < x.size(); ++i) l += (w.empty() ? 1.0 : w[i]) * (y[i] * softplus(-x[i]) + (1 - y[i]) * softplus(x[i]));
+    return l / static_cast<double>(x.size());
+  }
+  if (o.op == 1) {
+    const double c = cosine_of(x, x2).cos;
+    return y[0] == 1 ? 1 - c : y[0] == -1 ? std::max(0.0, c - o.margin) : 0.0;
+  }
+  const double dap = vector_norm(offset_diff(x, x2, o.eps), o.p);
+  double dan = vector_norm(offset_diff(x, x3, o.eps), o.p);
+  if (o.swap) dan = std::min(dan, vector_norm(offset_diff(x2, x3, o.eps), o.p));
+  return std::max(0.0, o.margin + dap - dan);
+}
+
+RowLossGrad row_loss_grad(const RowLossOptions& o, const std::vector<double>& x, const std::vector<double>& x2,
+                          const std::vector<double>& x3, const std::vector<double>& y, const std::vector<double>& w, double g) {
+  const size_t D = x.size();
+  RowLossGrad r;
+  r.dx.assign(D, 0.0);
+  if (o.op == 0) {
+    r.dy.assign(D, 0.0);
+    for (size_t i = 0; i < D; ++i) {
+      const double k = g * (w.empty() ? 1.0 : w[i]) / static_cast<double>(D);
+      r.dx[i] = k * (1 / (1 + std::exp(-x[i])) - y[i]);
+      r.dy[i] = -k * x[i];
+    }
+    return r;
+  }
+  r.dx2.assign(D, 0.0);
+  if (o.op == 1) {
+    const Cos c = cosine_of(x, x2);
+    const double dl = y[0] == 1 ? -1.0 : (y[0] == -1 && c.cos - o.margin >= 0) ? 1.0 : 0.0, k = g * dl;
+    for (size_t i = 0; i < D; ++i) {
+      r.dx[i] = k * (x2[i] / c.denom - c.cos * x[i] / c.m1);
+      r.dx2[i] = k * (x[i] / c.denom - c.cos * x2[i] / c.m2);
+    }
+    return r;
+  }
+  r.dx3.assign(D, 0.0);
+  const std::vector<double> uap = offset_diff(x, x2, o.eps), uan = offset_diff(x, x3, o.eps), upn = offset_diff(x2, x3, o.eps);
+  const double dap = vector_norm(uap, o.p), dan = vector_norm(uan, o.p), dpn = o.swap ? vector_norm(upn, o.p) : 0.0;
+  const double dn = o.swap ? std::min(dan, dpn) : dan;
+  const double k = o.margin + dap - dn >= 0 ? g : 0.0;
+  const double an = !o.swap ? 1.0 : dan < dpn ? 1.0 : dan == dpn ? 0.5 : 0.0, pn = o.swap ? 1 - an : 0.0;
+  const std::vector<double> gap = pnorm_grad(uap, o.p), gan = pnorm_grad(uan, o.p), gpn = pnorm_grad(upn, o.p);
+  for (size_t i = 0; i < D; ++i) {
+    r.dx[i] = k * (gap[i] - an * gan[i]);
+    r.dx2[i] = k * (-gap[i] - pn * gpn[i]);
+    r.dx3[i] = k * (an * gan[i] + pn * gpn[i]);
+  }
+  return r;
+}
+
 }  // namespace baracuda::ref

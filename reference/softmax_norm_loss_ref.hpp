@@ -105,6 +105,23 @@ std::vector<double> weight_norm_line(const std::vector<double>& v, double g, dou
 std::vector<double> weight_norm_line_backward(const std::vector<double>& v, double g, double norm, const std::vector<double>& dw,
                                               double* dg);
 
+// One sample of the row losses (baracuda/ops/row_loss.hpp): op 0 multilabel_soft_margin (x, its
+// target row y, weights w: empty = 1), 1 cosine_embedding (x, x2, the target y[0]), 2
+// triplet_margin (anchor x, positive x2, negative x3). The gradient: d l / d each row (and d l / d y
+// for multilabel) times g, PyTorch's conventions at the kinks.
+struct RowLossOptions {
+  int op = 0;
+  double margin = 0, p = 2, eps = 1e-6;
+  bool swap = false;
+};
+double row_loss(const RowLossOptions& o, const std::vector<double>& x, const std::vector<double>& x2, const std::vector<double>& x3,
+                const std::vector<double>& y, const std::vector<double>& w);
+struct RowLossGrad {
+  std::vector<double> dx, dx2, dx3, dy;
+};
+RowLossGrad row_loss_grad(const RowLossOptions& o, const std::vector<double>& x, const std::vector<double>& x2,
+                          const std::vector<double>& x3, const std::vector<double>& y, const std::vector<double>& w, double g);
+
 // The fused linear cross entropy (baracuda/ops/fused_linear_cross_entropy.hpp): x [S, H], W [V, H],
 // b [V] (empty: none), class indices t [S], class weights w [V] (empty: all 1); z = x Wᵀ + b, each
 // token through class_loss_row, loss = Σ l / Σ weight (mean; every token ignored: NaN) or Σ l;

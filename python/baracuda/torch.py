@@ -810,6 +810,28 @@ def margin_ranking_loss(input1: torch.Tensor, input2: torch.Tensor, target: torc
     return _pointwise_loss("margin_ranking", input1, target, reduction, input2=input2, margin=float(margin))
 
 
+def multilabel_soft_margin_loss(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                                reduction: str = "mean") -> torch.Tensor:
+    return call("row_loss", op="multilabel_soft_margin", dtype=dtype_of(input.dtype), rank=input.dim(),
+                shape=[int(n) for n in input.shape], reduction=reduction, weight=weight if weight is not None else False,
+                input=input, target=target.to(input.dtype))["loss"]
+
+
+def cosine_embedding_loss(input1: torch.Tensor, input2: torch.Tensor, target: torch.Tensor, margin: float = 0.0,
+                          reduction: str = "mean") -> torch.Tensor:
+    """F.cosine_embedding_loss (target 1 / -1, taken in the inputs' dtype)."""
+    return call("row_loss", op="cosine_embedding", dtype=dtype_of(input1.dtype), rank=input1.dim(),
+                shape=[int(n) for n in input1.shape], reduction=reduction, margin=float(margin), input1=input1, input2=input2,
+                target=target.to(input1.dtype))["loss"]
+
+
+def triplet_margin_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, reduction: str = "mean") -> torch.Tensor:
+    return call("row_loss", op="triplet_margin", dtype=dtype_of(anchor.dtype), rank=anchor.dim(),
+                shape=[int(n) for n in anchor.shape], reduction=reduction, margin=float(margin), p=float(p), eps=float(eps),
+                swap=bool(swap), anchor=anchor, positive=positive, negative=negative)["loss"]
+
+
 # ---------------------------------------------------------------- modules (the stateful ops)
 
 class Linear(torch.nn.Linear):

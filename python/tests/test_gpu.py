@@ -567,3 +567,20 @@ def test_normalize_and_weight_norm_against_torch():
     vd = torch.randn(5, 6, device="cuda", dtype=torch.float64, requires_grad=True)
     gd = torch.randn(5, 1, device="cuda", dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: bt.weight_norm(a, b, 0), (vd, gd))
+
+
+def test_row_losses_against_torch():
+    x, y = torch.randn(16, 10, device="cuda"), (torch.rand(16, 10, device="cuda") > 0.5).float()
+    w = torch.rand(10, device="cuda") + 0.5
+    tol = dict(rtol=1e-5, atol=1e-6)
+    for red in ("mean", "sum", "none"):
+        torch.testing.assert_close(bt.multilabel_soft_margin_loss(x, y, w, red), F.multilabel_soft_margin_loss(x, y, w, reduction=red), **tol)
+    a, b, c = (torch.randn(12, 33, device="cuda") for _ in range(3))
+    t = torch.tensor([1, -1] * 6, device="cuda")
+    torch.testing.assert_close(bt.cosine_embedding_loss(a, b, t, 0.1), F.cosine_embedding_loss(a, b, t, 0.1), **tol)
+    for p, swap in ((2.0, False), (1.0, True), (3.0, False)):
+        torch.testing.assert_close(bt.triplet_margin_loss(a, b, c, 1.0, p, swap=swap), F.triplet_margin_loss(a, b, c, 1.0, p, swap=swap), **tol)
+    ad, bd, cd = (torch.randn(4, 5, device="cuda", dtype=torch.float64, requires_grad=True) for _ in range(3))
+    assert torch.autograd.gradcheck(lambda u, v, z: bt.triplet_margin_loss(u, v, z, margin=3.0), (ad, bd, cd))
+    assert torch.autograd.gradcheck(lambda u, v: bt.cosine_embedding_loss(u, v, torch.tensor([1, -1, 1, -1], device="cuda"), -0.9), (ad, bd))
+    assert torch.autograd.gradcheck(lambda u: bt.multilabel_soft_margin_loss(u, (ad.detach() > 0).double()), (ad,))

@@ -9,6 +9,7 @@
 
 #include "baracuda/ops/fused_linear_cross_entropy.hpp"
 #include "baracuda/ops/loss.hpp"
+#include "baracuda/ops/row_loss.hpp"
 #include "host/host_test_util.hpp"
 
 using namespace baracuda;
@@ -293,4 +294,56 @@ TEST(FusedLinearCrossEntropyPlan, RefusalsNameTheField) {
   auto b = FusedLinearCrossEntropyBackwardPlan::select(d, hopper());
   ASSERT_FALSE(b);
   expect_error(b.status(), StatusCode::kInvalidProblem, "compute_grad");
+}
+
+// ---------------------------------------------------------------- row losses
+
+TEST(RowLossPlan, OperandsByOpAndRefusals) {
+  RowLossDescriptor d;
+  d.op = RowLossKind::kTripletMargin;
+  d.shape[0] = 8, d.shape[1] = 64;
+  auto p = RowLossPlan::select(d, hopper());
+  ASSERT_TRUE(p) << p.status().message();
+  const OperandSpecs& o = p->expected_operands();
+  EXPECT_NE(o.find("anchor"), nullptr);
+  EXPECT_NE(o.find("negative"), nullptr);
+  EXPECT_EQ(o.find("target"), nullptr);
+  EXPECT_GE(p->workspace_size(), size_t{8} * 4);
+  auto b = RowLossBackwardPlan::select(d, hopper());
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->expected_operands().find("dpositive")->optional);
+  d.op = RowLossKind::kCosineEmbedding;
+  d.reduction = LossReduction::kNone;
+  auto c = RowLossPlan::select(d, hopper());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(dims(c->expected_operands().find("target")), (std::vector<int64_t>{8}));
+  EXPECT_EQ(dims(c->expected_operands().find("loss")), (std::vector<int64_t>{8}));
+  EXPECT_EQ(c->workspace_size(), 0u);
+  d.op = RowLossKind::kMultilabelSoftMargin;
+  d.weight = true;
+  d.shape[1] = 5000;
+  auto m = RowLossPlan::select(d, hopper());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(dims(m->expected_operands().find("weight")), (std::vector<int64_t>{5000}));
+  EXPECT_EQ(m->sku().variant, "block_rows");
+  auto refused = [](const RowLossDescriptor& r, StatusCode code, const char* what) {
+    auto q = RowLossPlan::select(r, hopper());
+    ASSERT_FALSE(q) << what;
+    expect_error(q.status(), code, what);
+  };
+  RowLossDescriptor r;
+  r.shape[0] = 4, r.shape[1] = 3;
+  r.op = RowLossKind::kCosineEmbedding;
+  r.weight = true;
+  refused(r, StatusCode::kInvalidProblem, "weight is multilabel_soft_margin's");
+  r.weight = false;
+  r.rank = 3;
+  refused(r, StatusCode::kInvalidProblem, "rank = 3");
+  r.rank = 2;
+  r.op = RowLossKind::kTripletMargin;
+  r.p = INFINITY;
+  refused(r, StatusCode::kUnsupported, "p = inf");
+  r.p = 2;
+  r.reduction = LossReduction::kBatchMean;
+  refused(r, StatusCode::kInvalidProblem, "batchmean");
 }

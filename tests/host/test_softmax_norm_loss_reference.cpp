@@ -381,3 +381,54 @@ TEST(SoftmaxNormLossReference, NormalizeAndWeightNormMatchFiniteDifferences) {
   };
   EXPECT_NEAR(dg, numeric_grad(fg, {g})[0], 1e-7);
 }
+
+// The row losses' gradients against central differences of their loss: multilabel (weights; and
+// the target's), cosine (targets 1 and -1 past the margin), triplet (p 2, 1, 3; swap); and
+// hand values: cosine of parallel rows, a triplet inside its margin.
+TEST(SoftmaxNormLossReference, RowLossesMatchFiniteDifferences) {
+  std::mt19937_64 rng(11);
+  const size_t D = 6;
+  const std::vector<double> x = random_row(rng, D, -2, 2), x2 = random_row(rng, D, -2, 2), x3 = random_row(rng, D, -2, 2);
+  const std::vector<double> w = random_row(rng, D, 0.3, 2), y01 = {1, 0, 0, 1, 1, 0};
+  auto check = [&](const ref::RowLossOptions& o, const std::vector<double>& y, const std::vector<double>& ww) {
+    const ref::RowLossGrad g = ref::row_loss_grad(o, x, x2, x3, y, ww, 0.7);
+    auto f0 = [&](const std::vector<double>& v) { return 0.7 * ref::row_loss(o, v, x2, x3, y, ww); };
+    expect_near_all(g.dx, numeric_grad(f0, x), 1e-6);
+    if (o.op >= 1) {
+      auto f1 = [&](const std::vector<double>& v) { return 0.7 * ref::row_loss(o, x, v, x3, y, ww); };
+      expect_near_all(g.dx2, numeric_grad(f1, x2), 1e-6);
+    }
+    if (o.op == 2) {
+      auto f2 = [&](const std::vector<double>& v) { return 0.7 * ref::row_loss(o, x, x2, v, y, ww); };
+      expect_near_all(g.dx3, numeric_grad(f2, x3), 1e-6);
+    }
+    if (o.op == 0) {
+      auto fy = [&](const std::vector<double>& v) { return 0.7 * ref::row_loss(o, x, x2, x3, v, ww); };
+      expect_near_all(g.dy, numeric_grad(fy, y), 1e-6);
+    }
+  };
+  ref::RowLossOptions o;
+  check(o, y01, w);
+  check(o, y01, {});
+  o.op = 1;
+  check(o, {1}, {});
+  o.margin = -0.9;  // cos - margin > 0 for any pair: the -1 branch active
+  check(o, {-1}, {});
+  o = {};
+  o.op = 2, o.margin = 5;  // inside the margin: the hinge active
+  for (double p : {2.0, 1.0, 3.0}) {
+    o.p = p, o.swap = false;
+    check(o, {}, {});
+    o.swap = true;
+    check(o, {}, {});
+  }
+  ref::RowLossOptions c;
+  c.op = 1;
+  EXPECT_NEAR(ref::row_loss(c, {1, 2}, {2, 4}, {}, {1}, {}), 0.0, 1e-12);  // parallel: cos 1
+  EXPECT_EQ(ref::row_loss(c, {1, 2}, {2, 4}, {}, {0}, {}), 0.0);           // a target of 0
+  ref::RowLossOptions t;
+  t.op = 2, t.eps = 0;
+  t.margin = 1;
+  EXPECT_EQ(ref::row_loss(t, {0, 0}, {3, 4}, {6, 8}, {}, {}), 0.0);                  // max(0, 1 + 5 - 10)
+  EXPECT_NEAR(ref::row_loss(t, {0, 0}, {3, 4}, {0, 5.5}, {}, {}), 0.5, 1e-12);       // 1 + 5 - 5.5
+}

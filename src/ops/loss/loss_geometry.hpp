@@ -68,6 +68,31 @@ using LossLaunchFn = LaunchFn<LossGeom>;
 // The launcher of the input's dtype (forward or backward); nullptr when there is none.
 LossLaunchFn find_cross_entropy(DType x, bool backward);
 
+// ---------------------------------------------------------------- row losses
+// RowLossPlan / RowLossBackwardPlan: N samples (rows) of D elements. Views: the row inputs (kRA
+// input / input1 / anchor, kRB input2 / positive, kRC negative), the target (a row for
+// multilabel; one value per sample for cosine: s = 0), the gradients of the four, and per sample
+// loss / dloss (reduction none: s = 0). os: a view's sample stride; s: its element stride. Paths
+// as cross_entropy's (kWarpRows, kBlockRows with every row view unit-stride; else kColumns).
+enum RowView : int { kRA = 0, kRB, kRC, kRT, kRDa, kRDb, kRDc, kRDt, kRLoss, kRDloss, kRowViews };
+
+struct RowLossGeom {
+  int64_t N = 0, D = 0;
+  int64_t os[kRowViews] = {};
+  int64_t s[kRowViews] = {};
+  void* p[kRowViews] = {};      // data (null: absent)
+  const void* w = nullptr;      // multilabel's class weights, stride ws
+  int64_t ws = 1;
+  int op = 0, reduction = 1;    // RowLossKind, LossReduction
+  double margin = 0, p_norm = 2, eps = 1e-6;
+  bool swap = false;
+  void* partials = nullptr;     // mean / sum: N accumulators
+  void* scalar_loss = nullptr;
+  int path = kColumns;
+};
+using RowLossLaunchFn = LaunchFn<RowLossGeom>;
+RowLossLaunchFn find_row_loss(DType x, bool backward);
+
 // ---------------------------------------------------------------- scaling
 // buf[i][0 .. n[i]) *= *scale for every i with buf[i] set (contiguous arrays of one float dtype,
 // scale a scalar of it; the fused linear cross entropy's backward).

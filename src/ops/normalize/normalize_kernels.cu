@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/launch.cuh"
+#include "core/pnorm.cuh"
 #include "core/row_reduce.cuh"
 #include "ops/normalize/normalize_geometry.hpp"
 
@@ -12,19 +13,11 @@ namespace baracuda::nrmz {
 
 namespace {
 
-enum PKind : int { kP2 = 0, kP1, kPInf, kPGeneral };
-
-__device__ __forceinline__ int p_kind(double p) { return p == 2.0 ? kP2 : p == 1.0 ? kP1 : p > 1.7e308 ? kPInf : kPGeneral; }
+using namespace pnorm;
 
 struct Off {
   int64_t v[kViews];
 };
-
-// max with NaN kept (a NaN element makes the inf-norm NaN, as torch.linalg.vector_norm)
-template <class C>
-__device__ __forceinline__ C nan_max(C a, C b) {
-  return (b > a || b != b) ? b : a;
-}
 
 // The pair a line reduces: a = the norm's accumulation (Σ |x|^p, or max |x|), b = Σ dy · x.
 template <class C>
@@ -38,26 +31,6 @@ struct Acc2Op {
     return {max_a ? nan_max(x.a, y.a) : x.a + y.a, x.b + y.b};
   }
 };
-
-template <class C>
-__device__ __forceinline__ C norm_term(int pk, C v, C p) {
-  const C a = fabs(v);
-  switch (pk) {
-    case kP2: return v * v;
-    case kP1:
-    case kPInf: return a;
-    default: return pow(a, p);
-  }
-}
-template <class C>
-__device__ __forceinline__ C norm_of(int pk, C acc, C p) {
-  switch (pk) {
-    case kP2: return sqrt(acc);
-    case kP1:
-    case kPInf: return acc;
-    default: return pow(acc, C(1) / p);
-  }
-}
 
 template <class T, class C>
 __device__ __forceinline__ C load_c(const NormalizeGeom& g, int v, int64_t off) {
@@ -97,14 +70,14 @@ __device__ __forceinline__ void forward_line(const NormalizeGeom& g, int64_t lin
   using C = acc_t<T>;
   Off o;
   rows::split_offsets<kViews>(line, g.ko, g.osize, g.os, o.v);
-  const int pk = p_kind(g.p_norm);
+  const int pk = kind(g.p_norm);
   const C p = static_cast<C>(g.p_norm);
   Acc2<C> acc{C(0), C(0)};
   for_pieces<T, V>(g, grp, [&](int64_t i) {
     C x[V];
     load_v<T, V, C>(g, kX, o, i, x);
 #pragma unroll
-    for (int e = 0; e < V; ++e) acc.a = pk == kPInf ? nan_max(acc.a, fabs(x[e])) : acc.a + norm_term(pk, x[e], p);
+    for (int e = 0; e < V; ++e) acc.a = accumulate(pk, acc.a, x[e], p);
   });
   acc = red(acc, Acc2Op{pk == kPInf});
   const C n = norm_of(pk, acc.a, p);
@@ -130,7 +103,7 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
   using C = acc_t<T>;
   Off o;
   rows::split_offsets<kViews>(line, g.ko, g.osize, g.os, o.v);
-  const int pk = g.weight_norm ? kP2 : p_kind(g.p_norm);
+  const int pk = g.weight_norm ? kP2 : kind(g.p_norm);
   const C p = static_cast<C>(g.p_norm);
   Acc2<C> acc{C(0), C(0)};
   for_pieces<T, V>(g, grp, [&](int64_t i) {
@@ -139,7 +112,7 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
     load_v<T, V, C>(g, kDy, o, i, dy);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      if (!g.weight_norm) acc.a = pk == kPInf ? nan_max(acc.a, fabs(x[e])) : acc.a + norm_term(pk, x[e], p);
+      if (!g.weight_norm) acc.a = accumulate(pk, acc.a, x[e], p);
       acc.b += dy[e] * x[e];
     }
   });
@@ -180,17 +153,7 @@ __device__ __forceinline__ void backward_line(const NormalizeGeom& g, int64_t li
     load_v<T, V, C>(g, kX, o, i, x);
     load_v<T, V, C>(g, kDy, o, i, dy);
 #pragma unroll
-    for (int e = 0; e < V; ++e) {
-      const C a = fabs(x[e]), sg = x[e] > C(0) ? C(1) : x[e] < C(0) ? C(-1) : C(0);
-      C dn;
-      switch (pk) {
-        case kP2: dn = x[e] / n; break;
-        case kP1: dn = sg; break;
-        case kPInf: dn = a == n ? sg / ties : C(0); break;
-        default: dn = a == C(0) ? C(0) : sg * pow(a / n, p - C(1)); break;
-      }
-      x[e] = dy[e] / den - (coef == C(0) ? C(0) : coef * dn);  // (a zero line's dn is 0 / 0)
-    }
+    for (int e = 0; e < V; ++e) x[e] = dy[e] / den - (coef == C(0) ? C(0) : coef * derivative(pk, x[e], n, p, ties));
     store_v<T, V, C>(g, kDx, o, i, x);
   });
 }
