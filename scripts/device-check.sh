@@ -4,7 +4,7 @@
 # over the problem files, and PyTorch beside every timed record. Logs and tables go to $OUT
 # (default /tmp/baracuda-out). Usage:
 #   COMMIT=abc1234 DATE=2026-11-27 [BENCH=bench/problems/perf[/FAMILY.txt]] [BENCH_FILTER=TEXT] \
-#     [TORCH_COMPILE=rope,rope_backward,...] [PREBUILT=.device-bin/bundle.tar.gz] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
+#     [TORCH_COMPILE=rope,rope_backward,...] [PREBUILT=.device-bin/bundle.tar.xz] scripts/device-check.sh [--no-tests] [--no-sanitizer] [--no-bench]
 #     [--no-torch] [--parity]
 #   With PREBUILT, TESTS_FILTER=GTEST_FILTER runs only those device tests (the contract suite is
 #   Contract.*; no host tier) and SAN_FILTER=GTEST_FILTER narrows memcheck, racecheck and synccheck to those tests.
@@ -33,7 +33,7 @@ PYOPT=""  # the Python package's extension too, where nanobind is installed (the
 python3 -c "import nanobind" 2>/dev/null && PYOPT="-DBARACUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(command -v python3)"
 if [ -n "${PREBUILT:-}" ]; then
   # binaries built elsewhere (scripts/device-bundle.sh): no compile here but the Python bindings
-  mkdir -p "$BUILD" && tar -C "$BUILD" -xzf "$PREBUILT" || exit 1
+  mkdir -p "$BUILD" && tar -C "$BUILD" -xf "$PREBUILT" || exit 1  # (gzip or xz: tar tells them apart)
   export LD_LIBRARY_PATH="$PWD/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ -n "$PYOPT" ]; then
     lib=$(ls "$PWD/$BUILD"/libbaracuda.so.*.*.* | head -1)
