@@ -728,6 +728,67 @@ def torch_embedding_bag(R, bwd, wrap=None):
     return lambda: torch.ops.aten._embedding_bag_dense_backward(g, ids, offset2bag, bag_size, max_idx, V, False, mode, None, -1)
 
 
+
+def torch_row_loss(R, bwd, wrap=None):
+    """F.multilabel_soft_margin_loss / F.cosine_embedding_loss / F.triplet_margin_loss with the same options and
+    reduction; backward = torch.autograd.grad of it for every row input."""
+    op, red = R.f.get("op", "multilabel_soft_margin"), R.f.get("reduction", "mean")
+    if op == "multilabel_soft_margin":
+        x = R.t("input")
+        y = torch.randint(0, 2, x.shape, device="cuda").to(x.dtype)
+        w = R.t("weight", 0.25, 2.0) if R.has("weight") else None
+        f, xs = (lambda a: F.multilabel_soft_margin_loss(a, y, weight=w, reduction=red)), [x]
+    elif op == "cosine_embedding":
+        x1, x2 = R.t("input1"), R.t("input2")
+        y = torch.randint(0, 2, x1.shape[:-1], device="cuda").to(x1.dtype) * 2 - 1
+        m = float(R.f.get("margin", 0))
+        f, xs = (lambda a, b: F.cosine_embedding_loss(a, b, y, margin=m, reduction=red)), [x1, x2]
+    else:
+        m, p, eps = float(R.f.get("margin", 1)), float(R.f.get("p", 2)), float(R.f.get("eps", 1e-6))
+        sw = R.b("swap")
+        f = lambda a, b, c: F.triplet_margin_loss(a, b, c, margin=m, p=p, eps=eps, swap=sw, reduction=red)
+        xs = [R.t("anchor"), R.t("positive"), R.t("negative")]
+    if not bwd:
+        h = wrap(f) if wrap else f
+        return lambda: h(*xs)
+    if wrap:
+        return None
+    return grad_call(f, [leaf(x) for x in xs])
+
+
+def torch_local_response_norm(R, bwd, wrap=None):
+    """F.local_response_norm with the same size, alpha, beta, k (PyTorch's composite: pow, pad, avg_pool, mul, add,
+    pow, div); backward = torch.autograd.grad of it."""
+    size, a, b, k = R.i("size", 5), float(R.f.get("alpha", 1e-4)), float(R.f.get("beta", 0.75)), float(R.f.get("k", 1.0))
+    x = R.t("input") if R.has("input") else R.t("dinput")
+    f = lambda v: F.local_response_norm(v, size, a, b, k)
+    if not bwd:
+        h = wrap(f) if wrap else f
+        return lambda: h(x)
+    if wrap:
+        return None
+    return grad_call(f, [leaf(x)])
+
+
+def torch_ctc_loss(R, bwd, wrap=None):
+    """F.ctc_loss on log_softmax outputs with int64 CUDA targets (PyTorch's native CUDA kernel), every input length T,
+    target lengths min(S, T / 2) (our --data=full); backward = torch.autograd.grad for log_probs (ctc_loss_backward)."""
+    T, N, C, S = R.i("T"), R.i("N", 1), R.i("C"), R.i("max_target_length")
+    dt = DT[R.f.get("dtype", "f32")]
+    lp = torch.randn(T, N, C, device="cuda", dtype=torch.float32).log_softmax(-1).to(dt)
+    blank, red, zi = R.i("blank", 0), R.f.get("reduction", "mean"), R.b("zero_infinity")
+    tg = torch.randint(1, C, (N, S), device="cuda", dtype=torch.int64)
+    il = torch.full((N,), T, device="cuda", dtype=torch.int64)
+    tl = torch.full((N,), min(S, T // 2), device="cuda", dtype=torch.int64)
+    f = lambda v: F.ctc_loss(v, tg, il, tl, blank=blank, reduction=red, zero_infinity=zi)
+    if not bwd:
+        h = wrap(f) if wrap else f
+        return lambda: h(lp)
+    if wrap:
+        return None
+    return grad_call(f, [leaf(lp)])
+
+
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
@@ -742,6 +803,8 @@ TORCH = {
     "normalize": torch_normalize, "normalize_backward": torch_normalize,
     "fused_linear_cross_entropy": torch_fused_linear_cross_entropy,
     "fused_linear_cross_entropy_backward": torch_fused_linear_cross_entropy,
+    "row_loss": torch_row_loss, "row_loss_backward": torch_row_loss, "ctc_loss": torch_ctc_loss, "ctc_loss_backward": torch_ctc_loss,
+    "local_response_norm": torch_local_response_norm, "local_response_norm_backward": torch_local_response_norm,
 }
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
@@ -776,7 +839,11 @@ TORCH_SIDE = {
             "backward = torch.autograd.grad of it for every operand we differentiate; torch.compile of the forwards. "
             "fused_linear_cross_entropy: F.linear + F.cross_entropy and torch.autograd.grad for input, weight (and "
             "bias) — the unfused path it replaces; peak MiB: PyTorch's allocator peak over the call (outputs "
-            "included) beside ours (workspace + outputs).",
+            "included) beside ours (workspace + outputs). Row losses: F.multilabel_soft_margin_loss / "
+            "F.cosine_embedding_loss / F.triplet_margin_loss, backward torch.autograd.grad; ctc_loss: F.ctc_loss on int64 CUDA "
+            "targets (the native kernel; cuDNN's needs CPU int32 targets), backward torch.autograd.grad for log_probs.",
+    "local_response_norm": "F.local_response_norm with the same size, alpha, beta, k (PyTorch's composite of pow, pad, "
+                           "avg_pool, mul, add, pow, div); backward = torch.autograd.grad of it; torch.compile of the forward.",
     "normalize": "F.normalize with the same p, dim and eps / torch._weight_norm (PyTorch's fused weight-norm kernel for "
                  "dim 0 and the last dim); backward = torch.autograd.grad of it; torch.compile of the forwards.",
     "embedding": "F.embedding / F.embedding_bag on int64 ids of the same distribution; backward = the aten dense backward "
@@ -802,7 +869,8 @@ def median_us(fn, warm=3, reps=15):
 
 COMPOSITES = {"rope", "rope_backward", "causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update", "softmax",
               "softmax_backward", "norm", "norm_backward", "channel_norm", "channel_norm_backward", "cross_entropy", "cross_entropy_backward",
-              "pointwise_loss", "pointwise_loss_backward", "normalize", "normalize_backward"}
+              "pointwise_loss", "pointwise_loss_backward", "normalize", "normalize_backward", "row_loss", "row_loss_backward",
+              "local_response_norm", "local_response_norm_backward"}
 # backward rows whose PyTorch call is the backward kernel itself (no autograd.grad): timed under
 # torch.compile too
 DIRECT_BACKWARD = {"softmax_backward", "norm_backward", "channel_norm_backward"}

@@ -1,5 +1,6 @@
 // The reference adapter of every row of the op table: a row "x" is served by harness::ref_x(),
-// defined in harness/ref_<family>.cpp (a missing one is a link error).
+// defined in harness/ref_<family>.cpp or, for a family's larger ops, harness/ref_<op>.cpp (a
+// missing one is a link error).
 #include <cstdio>
 #include <cstdlib>
 

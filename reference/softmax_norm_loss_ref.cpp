@@ -568,4 +568,85 @@ RowLossGrad row_loss_grad(const RowLossOptions& o, const std::vector<double>& x,
   return r;
 }
 
+std::vector<double> local_response_norm_line(const std::vector<double>& x, int64_t size, double alpha, double beta, double k) {
+  const int64_t C = static_cast<int64_t>(x.size());
+  std::vector<double> y(x.size());
+  for (int64_t c = 0; c < C; ++c) {
+    double sum = 0;
+    for (int64_t j = std::max<int64_t>(0, c - size / 2); j <= std::min(C - 1, c + (size - 1) / 2); ++j) sum += x[j] * x[j];
+    y[c] = x[c] / std::pow(k + alpha / static_cast<double>(size) * sum, beta);
+  }
+  return y;
+}
+
+std::vector<double> local_response_norm_line_backward(const std::vector<double>& x, const std::vector<double>& dy, int64_t size,
+                                                      double alpha, double beta, double k) {
+  const int64_t C = static_cast<int64_t>(x.size());
+  std::vector<double> d(x.size()), dx(x.size());
+  for (int64_t c = 0; c < C; ++c) {
+    double sum = 0;
+    for (int64_t j = std::max<int64_t>(0, c - size / 2); j <= std::min(C - 1, c + (size - 1) / 2); ++j) sum += x[j] * x[j];
+    d[c] = k + alpha / static_cast<double>(size) * sum;
+  }
+  // y_j = x_j d_j^-beta: dy_j reaches x_c directly (j = c) and through d_j for every j whose window holds c
+  for (int64_t c = 0; c < C; ++c) {
+    double through = 0;
+    for (int64_t j = std::max<int64_t>(0, c - (size - 1) / 2); j <= std::min(C - 1, c + size / 2); ++j)
+      through += dy[j] * x[j] * -beta * std::pow(d[j], -beta - 1);
+    dx[c] = dy[c] * std::pow(d[c], -beta) + through * alpha / static_cast<double>(size) * 2 * x[c];
+  }
+  return dx;
+}
+
+namespace {
+double log_add(double a, double b) {
+  if (a == -INFINITY) return b;
+  if (b == -INFINITY) return a;
+  const double m = std::max(a, b);
+  return m + std::log(std::exp(a - m) + std::exp(b - m));
+}
+}  // namespace
+
+CtcSample ctc_loss_sample(const std::vector<std::vector<double>>& lp, int64_t input_length, const std::vector<int64_t>& target,
+                          int64_t blank) {
+  const int64_t T = static_cast<int64_t>(lp.size()), C = T > 0 ? static_cast<int64_t>(lp[0].size()) : 0;
+  const int64_t L = static_cast<int64_t>(target.size()), S = 2 * L + 1;
+  CtcSample r;
+  r.grad.assign(static_cast<size_t>(T), std::vector<double>(static_cast<size_t>(C), 0.0));
+  const int64_t Tn = input_length;
+  if (Tn == 0) {
+    r.nll = L == 0 ? 0.0 : INFINITY;
+    return r;
+  }
+  auto lab = [&](int64_t s) { return s % 2 == 0 ? blank : target[static_cast<size_t>(s / 2)]; };
+  const double ninf = -INFINITY;
+  std::vector<std::vector<double>> la(static_cast<size_t>(Tn), std::vector<double>(static_cast<size_t>(S), ninf)), lb = la;
+  la[0][0] = lp[0][blank];
+  if (L > 0) la[0][1] = lp[0][lab(1)];
+  for (int64_t t = 1; t < Tn; ++t)
+    for (int64_t s = 0; s < S; ++s) {
+      double a = la[t - 1][s];
+      if (s >= 1) a = log_add(a, la[t - 1][s - 1]);
+      if (s >= 2 && lab(s) != blank && lab(s) != lab(s - 2)) a = log_add(a, la[t - 1][s - 2]);
+      la[t][s] = a == ninf ? ninf : a + lp[t][lab(s)];
+    }
+  const double ll = log_add(la[Tn - 1][S - 1], L > 0 ? la[Tn - 1][S - 2] : ninf);
+  r.nll = -ll;
+  lb[Tn - 1][S - 1] = lp[Tn - 1][blank];
+  if (L > 0) lb[Tn - 1][S - 2] = lp[Tn - 1][lab(S - 2)];
+  for (int64_t t = Tn - 2; t >= 0; --t)
+    for (int64_t s = 0; s < S; ++s) {
+      double b = lb[t + 1][s];
+      if (s + 1 < S) b = log_add(b, lb[t + 1][s + 1]);
+      if (s + 2 < S && lab(s + 2) != lab(s)) b = log_add(b, lb[t + 1][s + 2]);
+      lb[t][s] = b == ninf ? ninf : b + lp[t][lab(s)];
+    }
+  for (int64_t t = 0; t < Tn; ++t) {
+    std::vector<double> lcab(static_cast<size_t>(C), ninf);
+    for (int64_t s = 0; s < S; ++s) lcab[lab(s)] = log_add(lcab[lab(s)], la[t][s] + lb[t][s]);
+    for (int64_t c = 0; c < C; ++c) r.grad[t][c] = std::exp(lp[t][c]) - std::exp(lcab[c] + r.nll - lp[t][c]);
+  }
+  return r;
+}
+
 }  // namespace baracuda::ref

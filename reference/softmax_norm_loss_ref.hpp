@@ -174,4 +174,25 @@ struct PwGrad {
 double pointwise_loss(const PwOptions& o, const PwElem& e);
 PwGrad pointwise_loss_grad(const PwOptions& o, const PwElem& e);
 
+// F.local_response_norm along one line of channels (one batch index and spatial position):
+// y_c = x_c / d_c^beta, d_c = k + alpha / size · Σ_{j ∈ W(c)} x_j², W(c) = [c - size / 2,
+// c + (size - 1) / 2] ∩ [0, C); the backward is the composite's autograd gradient for dy.
+std::vector<double> local_response_norm_line(const std::vector<double>& x, int64_t size, double alpha, double beta, double k);
+std::vector<double> local_response_norm_line_backward(const std::vector<double>& x, const std::vector<double>& dy, int64_t size,
+                                                      double alpha, double beta, double k);
+
+// F.ctc_loss of one sample: lp[t][c] log-probabilities (the first input_length steps used),
+// target labels l_1 .. l_L, the extended labels l' = (blank, l_1, blank, ..., l_L, blank); nll =
+// -log Σ over the alignments that collapse to the target of Π_t exp(lp[t][path_t]) (input_length
+// 0: 0 for an empty target, inf otherwise). grad (dnll = 1) is PyTorch's ctc_loss_backward:
+// exp(lp[t][c]) - exp(log Σ_{s: l'_s = c} α_t(s) β_t(s) + nll - lp[t][c]) for t < input_length, 0
+// after — the gradient with respect to the logits of a log_softmax (the true ∂nll / ∂lp is it
+// minus exp(lp), which log_softmax's backward removes).
+struct CtcSample {
+  double nll = 0;
+  std::vector<std::vector<double>> grad;  // [T][C]
+};
+CtcSample ctc_loss_sample(const std::vector<std::vector<double>>& lp, int64_t input_length, const std::vector<int64_t>& target,
+                          int64_t blank);
+
 }  // namespace baracuda::ref

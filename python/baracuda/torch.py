@@ -706,6 +706,12 @@ def weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> torch.Tensor:
                 input=v, g=g)["output"]
 
 
+def local_response_norm(input: torch.Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> torch.Tensor:
+    """F.local_response_norm: input / (k + alpha / size · Σ x² over size neighbouring channels)^beta."""
+    return call("local_response_norm", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                size=int(size), alpha=float(alpha), beta=float(beta), k=float(k), input=input)["output"]
+
+
 # ---------------------------------------------------------------- losses
 
 def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
@@ -830,6 +836,31 @@ def triplet_margin_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: 
     return call("row_loss", op="triplet_margin", dtype=dtype_of(anchor.dtype), rank=anchor.dim(),
                 shape=[int(n) for n in anchor.shape], reduction=reduction, margin=float(margin), p=float(p), eps=float(eps),
                 swap=bool(swap), anchor=anchor, positive=positive, negative=negative)["loss"]
+
+
+def ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> torch.Tensor:
+    """F.ctc_loss: log_probs [T, N, C] (or [T, C]), targets padded [N, S] or concatenated [Σ target_lengths];
+    lengths as tensors or sequences of ints (moved to log_probs' device in targets' integer dtype). The
+    gradient is PyTorch's (for log_probs that come from a log_softmax). Concatenated targets read the
+    target lengths on the host (their maximum sizes the workspace), as PyTorch does."""
+    dev = log_probs.device
+    idx = targets.dtype if targets.dtype in (torch.int32, torch.int64) else torch.int64
+    targets = targets.to(device=dev, dtype=idx)
+    il = torch.as_tensor(input_lengths, dtype=idx, device=dev)
+    tl = torch.as_tensor(target_lengths, dtype=idx, device=dev)
+    batched = log_probs.dim() == 3
+    T, C = int(log_probs.shape[0]), int(log_probs.shape[-1])
+    N = int(log_probs.shape[1]) if batched else 1
+    concatenated = batched and targets.dim() == 1
+    if concatenated:
+        S, total = (int(tl.max()) if tl.numel() else 0), int(targets.shape[0])
+    else:
+        S, total = int(targets.shape[-1]), 0
+    return call("ctc_loss", dtype=dtype_of(log_probs.dtype), index_dtype=dtype_of(idx), batched=batched, T=T, N=N, C=C,
+                max_target_length=S, concatenated=concatenated, total_target_length=total, blank=int(blank), reduction=reduction,
+                zero_infinity=bool(zero_infinity), log_probs=log_probs, targets=targets, input_lengths=il.reshape(il.shape if batched else ()),
+                target_lengths=tl.reshape(tl.shape if batched else ()))["loss"]
 
 
 # ---------------------------------------------------------------- modules (the stateful ops)

@@ -584,3 +584,39 @@ def test_row_losses_against_torch():
     assert torch.autograd.gradcheck(lambda u, v, z: bt.triplet_margin_loss(u, v, z, margin=3.0), (ad, bd, cd))
     assert torch.autograd.gradcheck(lambda u, v: bt.cosine_embedding_loss(u, v, torch.tensor([1, -1, 1, -1], device="cuda"), -0.9), (ad, bd))
     assert torch.autograd.gradcheck(lambda u: bt.multilabel_soft_margin_loss(u, (ad.detach() > 0).double()), (ad,))
+
+
+def test_local_response_norm_against_torch():
+    x = torch.randn(3, 10, 5, 7, device="cuda")
+    for size, a, b, k in ((5, 1e-4, 0.75, 1.0), (2, 0.1, 1.0, 2.0), (13, 0.5, 0.5, 0.5)):
+        torch.testing.assert_close(bt.local_response_norm(x, size, a, b, k), F.local_response_norm(x, size, a, b, k), rtol=1e-5, atol=1e-6)
+    xc = x.to(memory_format=torch.channels_last)
+    torch.testing.assert_close(bt.local_response_norm(xc, 3, 0.3), F.local_response_norm(x, 3, 0.3), rtol=1e-5, atol=1e-6)
+    xd = torch.randn(2, 6, 4, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: bt.local_response_norm(v, 3, 0.5, 0.75, 1.0), (xd,))
+
+
+def test_ctc_loss_against_torch():
+    T, N, C, S = 30, 4, 8, 6
+    logits = torch.randn(T, N, C, device="cuda", dtype=torch.float64, requires_grad=True)
+    tg = torch.randint(1, C, (N, S), device="cuda")
+    il = torch.tensor([30, 25, 20, 12], device="cuda")
+    tl = torch.tensor([6, 4, 0, 5], device="cuda")
+    for red in ("mean", "sum", "none"):
+        lp = logits.log_softmax(-1)
+        want = F.ctc_loss(lp, tg, il, tl, reduction=red)
+        got = bt.ctc_loss(lp, tg, il, tl, reduction=red)
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+        gw = torch.autograd.grad(want.sum(), logits)[0]
+        gg = torch.autograd.grad(got.sum(), logits)[0]
+        torch.testing.assert_close(gg, gw, rtol=1e-9, atol=1e-9)
+    # concatenated targets, i32, lengths as lists, f32
+    lp = logits.detach().float().log_softmax(-1)
+    cat = torch.cat([tg[n, : int(tl[n])] for n in range(N)]).int()
+    torch.testing.assert_close(bt.ctc_loss(lp, cat, [30, 25, 20, 12], [6, 4, 0, 5], reduction="none"),
+                               F.ctc_loss(lp, cat, [30, 25, 20, 12], [6, 4, 0, 5], reduction="none"), rtol=1e-5, atol=1e-5)
+    # zero_infinity: a target too long for its input
+    tl2 = torch.tensor([6, 4, 0, 5], device="cuda")
+    il2 = torch.tensor([30, 25, 20, 3], device="cuda")
+    torch.testing.assert_close(bt.ctc_loss(lp, tg, il2, tl2, reduction="none", zero_infinity=True),
+                               F.ctc_loss(lp, tg, il2, tl2, reduction="none", zero_infinity=True), rtol=1e-5, atol=1e-5)

@@ -432,3 +432,80 @@ TEST(SoftmaxNormLossReference, RowLossesMatchFiniteDifferences) {
   EXPECT_EQ(ref::row_loss(t, {0, 0}, {3, 4}, {6, 8}, {}, {}), 0.0);                  // max(0, 1 + 5 - 10)
   EXPECT_NEAR(ref::row_loss(t, {0, 0}, {3, 4}, {0, 5.5}, {}, {}), 0.5, 1e-12);       // 1 + 5 - 5.5
 }
+
+TEST(SoftmaxNormLossReference, LocalResponseNormByHandAndFiniteDifferences) {
+  // size 2: W(c) = [c - 1, c]; k 1, alpha 2, beta 1: d = 1 + (x_{c-1}² + x_c²) = 2, 6, 14
+  const std::vector<double> y = ref::local_response_norm_line({1, 2, 3}, 2, 2.0, 1.0, 1.0);
+  EXPECT_NEAR(y[0], 0.5, 1e-15);
+  EXPECT_NEAR(y[1], 2.0 / 6, 1e-15);
+  EXPECT_NEAR(y[2], 3.0 / 14, 1e-15);
+  std::mt19937_64 rng(17);
+  for (int64_t size : {1, 2, 3, 5, 12}) {
+    const std::vector<double> x = random_row(rng, 9), dy = random_row(rng, 9);
+    const double alpha = 0.3, beta = 0.75, k = 1.5;
+    auto f = [&](const std::vector<double>& v) { return dot(dy, ref::local_response_norm_line(v, size, alpha, beta, k)); };
+    expect_near_all(ref::local_response_norm_line_backward(x, dy, size, alpha, beta, k), numeric_grad(f, x), 1e-6);
+  }
+}
+
+namespace {
+
+// -log of Σ over every path of T labels that collapses (repeats merged, then blanks dropped) to
+// the target of Π exp(lp[t][path_t]): the brute force the CTC recursions must equal.
+double ctc_brute_force(const std::vector<std::vector<double>>& lp, int64_t T, const std::vector<int64_t>& target, int64_t blank) {
+  const int64_t C = static_cast<int64_t>(lp[0].size());
+  int64_t paths = 1;
+  for (int64_t t = 0; t < T; ++t) paths *= C;
+  double p = 0;
+  for (int64_t code = 0; code < paths; ++code) {
+    std::vector<int64_t> path, out;
+    for (int64_t t = 0, r = code; t < T; ++t, r /= C) path.push_back(r % C);
+    double lp_sum = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      lp_sum += lp[static_cast<size_t>(t)][static_cast<size_t>(path[static_cast<size_t>(t)])];
+      if (path[static_cast<size_t>(t)] != blank && (t == 0 || path[static_cast<size_t>(t)] != path[static_cast<size_t>(t - 1)]))
+        out.push_back(path[static_cast<size_t>(t)]);
+    }
+    if (out == target) p += std::exp(lp_sum);
+  }
+  return -std::log(p);
+}
+
+}  // namespace
+
+TEST(SoftmaxNormLossReference, CtcLossMatchesBruteForceAndFiniteDifferences) {
+  std::mt19937_64 rng(23);
+  const int64_t T = 5, C = 3;
+  std::vector<std::vector<double>> lp(T);
+  for (auto& row : lp) {  // log_softmax of random logits
+    row = random_row(rng, C);
+    double m = -INFINITY, s = 0;
+    for (double v : row) m = std::max(m, v);
+    for (double v : row) s += std::exp(v - m);
+    for (double& v : row) v -= m + std::log(s);
+  }
+  struct Case {
+    std::vector<int64_t> target;
+    int64_t len, blank;
+  };
+  for (const Case& c : {Case{{1, 2}, 5, 0}, Case{{1, 1}, 5, 0}, Case{{}, 5, 0}, Case{{2}, 3, 0}, Case{{0, 0, 1}, 5, 2}, Case{{1, 2, 1}, 4, 0}}) {
+    const ref::CtcSample r = ref::ctc_loss_sample(lp, c.len, c.target, c.blank);
+    EXPECT_NEAR(r.nll, ctc_brute_force(lp, c.len, c.target, c.blank), 1e-12);
+    // ∂nll / ∂lp[t][c] = grad - exp(lp) for t < len (the log_softmax term PyTorch's formula adds), 0 after
+    for (int64_t t = 0; t < T; ++t) {
+      auto f = [&](const std::vector<double>& row) {
+        auto l = lp;
+        l[static_cast<size_t>(t)] = row;
+        return ref::ctc_loss_sample(l, c.len, c.target, c.blank).nll;
+      };
+      std::vector<double> want = numeric_grad(f, lp[static_cast<size_t>(t)]), got = r.grad[static_cast<size_t>(t)];
+      for (int64_t k = 0; k < C; ++k)
+        if (t < c.len) got[static_cast<size_t>(k)] -= std::exp(lp[static_cast<size_t>(t)][static_cast<size_t>(k)]);
+      expect_near_all(got, want, 1e-6);
+    }
+  }
+  // too short for the target (a repeat needs a blank between): no alignment, nll = inf
+  EXPECT_EQ(ref::ctc_loss_sample(lp, 1, {1, 1}, 0).nll, INFINITY);
+  EXPECT_EQ(ref::ctc_loss_sample(lp, 0, {}, 0).nll, 0.0);
+  EXPECT_EQ(ref::ctc_loss_sample(lp, 0, {1}, 0).nll, INFINITY);
+}
