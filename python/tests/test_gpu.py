@@ -607,7 +607,7 @@ def test_ctc_loss_against_torch():
         want = F.ctc_loss(lp, tg, il, tl, reduction=red)
         got = bt.ctc_loss(lp, tg, il, tl, reduction=red)
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
-        gw = torch.autograd.grad(want.sum(), logits)[0]
+        gw = torch.autograd.grad(want.sum(), logits, retain_graph=True)[0]
         gg = torch.autograd.grad(got.sum(), logits)[0]
         torch.testing.assert_close(gg, gw, rtol=1e-9, atol=1e-9)
     # concatenated targets, i32, lengths as lists, f32
