@@ -18,10 +18,12 @@
 // Parameters (PyTorch's names and defaults): size (> 0), alpha 1e-4, beta 0.75, k 1.
 // Dtypes: input / output `dtype` (f32, f16, bf16, f64); math and accumulation f32 (f64), one
 //   rounding at the output (PyTorch rounds each step of the composite in the input's dtype).
-// Layout: a thread per element; the window's other channels come from L1 / L2 (size loads per
-//   element forward; the backward sums size windows of size, size² loads from cache, suited to the
-//   small windows LRN is used with). Elements are walked channel-fastest when the input's channel
-//   stride is 1 (channels-last), spatial-fastest otherwise: coalesced either way.
+// Layout: spatial-fast inputs (NCHW) and size <= 16: a thread walks 64 channels of one position
+//   (consecutive threads at consecutive positions: coalesced), each element loaded once plus the
+//   window's halo per chunk, the last `size` values in shared-memory rings. Channels-last inputs
+//   (channel stride 1) and wider windows: a thread per element, channel-fastest, the window's other
+//   channels from L1 / L2 (size loads per element forward; the backward sums size windows of size,
+//   size² loads from cache). Every window sum is taken whole (no running sum).
 // Determinism: bitwise run-to-run (no atomics). Workspace: none. Aliasing: none (the output
 //   window reads neighbours of the element it writes).
 #pragma once

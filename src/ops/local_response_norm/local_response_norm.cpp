@@ -47,8 +47,13 @@ Status build(std::string_view op, const LocalResponseNormDescriptor& d, const Te
       return error(StatusCode::kUnsupported, op, ": ", names[v], "'s spatial axes 2..", d.rank - 1,
                    " do not merge into one strided run (their strides are not nested)");
   }
-  g->channels_fast = g->S > 1 && g->C > 1 && g->s[lrn::kX][1] == 1;
+  g->channels_fast = g->C > 1 && (g->S == 1 || g->s[lrn::kX][1] == 1);  // S = 1: the channels are the lines
   return {};
+}
+
+// The path of contiguous (NCHW) views: the channel walk unless the window is too wide.
+const char* variant_of(const LocalResponseNormDescriptor& d, bool bwd) {
+  return lrn::walks(false, d.size, dtype_size(acc_of(d.dtype)), bwd) ? "channel_walk" : "elements";
 }
 
 }  // namespace
@@ -66,7 +71,7 @@ Result<LocalResponseNormPlan> LocalResponseNormPlan::select(const LocalResponseN
   p.sku_.op = "local_response_norm";
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.dtype;
-  p.sku_.variant = "elements";
+  p.sku_.variant = variant_of(d, false);
   p.guarantee_ = float_guarantee(d.dtype);
   return p;
 }
@@ -100,7 +105,7 @@ Result<LocalResponseNormBackwardPlan> LocalResponseNormBackwardPlan::select(cons
   p.sku_.op = "local_response_norm";
   p.sku_.direction = Direction::kBackward;
   p.sku_.dtype = d.dtype;
-  p.sku_.variant = "elements";
+  p.sku_.variant = variant_of(d, true);
   p.guarantee_ = float_guarantee(d.dtype);
   return p;
 }

@@ -1,9 +1,11 @@
 // What CtcLossPlan / CtcLossBackwardPlan hand their kernel (no CUDA headers).
 //
-// A block per sample. Workspace, carved by the plan: three int32 arrays of P = 2S + 1 per sample
-// (the extended labels, each position's next position of the same label, whether it is its
-// label's first), then the accumulators: per sample `rows` rows of P (forward: α ping-pong, 2;
-// backward: α of every step then β ping-pong, T + 2), then (forward mean / sum) N per-sample losses.
+// A block per sample. Workspace, carved by the plan: kIntArrays int32 arrays of P = 2S + 1 per
+// sample (the extended labels and the grouping of positions by label: each position's slot in
+// the label-sorted order, its group's head, the heads' group bounds, the large groups' heads),
+// then the accumulators: per sample `rows` rows of P (forward: the α ping-pong, 2; backward: α of
+// every step, then 5 scratch rows), then (forward mean / sum) N per-sample losses. The scratch
+// rows (α and β ping-pong, the grouped α·β of a step) live in shared memory when they fit.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +15,11 @@
 
 namespace baracuda::ctc {
 
-inline constexpr int kThreads = 256;
+inline constexpr int kMaxThreads = 1024;
 inline constexpr int kFinishThreads = 256;
+inline constexpr int kIntArrays = 6;
+inline constexpr int kScratchRows = 5;   // backward: α ping-pong, β ping-pong, the grouped α·β
+inline constexpr int64_t kBigGroup = 32;  // a label's positions reduced by a warp past this
 inline constexpr int64_t kMaxGrid = int64_t{132} * 16;
 
 struct CtcGeom {
@@ -34,7 +39,7 @@ struct CtcGeom {
   int64_t dloss_s = 0;
   void* dlp = nullptr;
   int64_t dlps[3] = {};
-  int32_t* ints = nullptr;  // 3 · P per sample
+  int32_t* ints = nullptr;  // kIntArrays · P per sample
   void* acc = nullptr;      // rows · P per sample
   int64_t rows = 2;
   void* partials = nullptr;  // forward mean / sum: N
