@@ -28,13 +28,14 @@
 // Dtypes: log_probs, loss, dloss, dlog_probs `dtype` (f32, f16, bf16, f64); targets and lengths
 //   `index_dtype` (i32, i64). Math and accumulation f32 (f64).
 // Layout: a block per sample walks t with the positions s across its threads (one barrier per
-//   step; PyTorch's structure), the step's rows in shared memory when they fit; the backward groups
-//   the positions by label once per sample (O(S²) work) and reduces each label's α·β per step (a
-//   thread per small group, a warp per group of more than 32 positions). Determinism: bitwise
-//   run-to-run (fixed-order sums; mean / sum: rows::block_sum of the per-sample losses; no
-//   atomics on floats). Workspace: forward N · (2 rows of 2S + 1 accumulators + 6 index arrays of
-//   2S + 1); backward N · ((T + 5) rows + 6 index arrays) (the α of every step, scratch rows);
-//   workspace_size() gives it. Aliasing: none.
+//   step; PyTorch's structure; the next step's log-probability fetched during this one), the
+//   step's rows in shared memory when they fit. The backward's block per sample stores α and β
+//   of every step and groups the positions by label (O(S²) work once); a second kernel, a block
+//   per (t, n), forms the gradient row (log Σ α·β per label: a thread per small group, a warp per
+//   group of more than 32 positions). Determinism: bitwise run-to-run (fixed-order sums; mean /
+//   sum: rows::block_sum of the per-sample losses; no atomics on floats). Workspace: forward
+//   N · (2 rows of 2S + 1 accumulators + 7 index arrays of 2S + 1); backward N · (2T rows + 7
+//   index arrays) (α and β of every step); workspace_size() gives it. Aliasing: none.
 #pragma once
 
 #include <cstddef>

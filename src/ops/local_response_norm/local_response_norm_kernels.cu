@@ -68,6 +68,8 @@ __global__ void __launch_bounds__(kThreads) lrn_kernel(const LrnGeom g, const in
 
 // The channel walk: thread = (chunk, n, position), positions fastest. Rings of R = size slots,
 // position p at slot (p - start) mod R, each slot strided by the block's threads.
+constexpr int kAhead = 4;
+
 template <class T, bool Bwd>
 __global__ void __launch_bounds__(kWalkThreads) lrn_walk_kernel(const LrnGeom g, const int64_t lines) {
   using C = acc_t<T>;
@@ -101,16 +103,30 @@ __global__ void __launch_bounds__(kWalkThreads) lrn_walk_kernel(const LrnGeom g,
       }
       return sum;
     };
+    // the loads kAhead positions ahead (a thread's loads in flight while it works on m)
+    auto load = [&](const T* v, int64_t vs, int64_t m) { return m >= 0 && m < g.C && m <= end ? static_cast<C>(to_acc(v[m * vs])) : C(0); };
+    C qx[kAhead], qdy[kAhead];
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+      qx[a] = load(x, g.s[kX][1], start + a);
+      if constexpr (Bwd) qdy[a] = load(dy, g.s[kDy][1], start + a);
+    }
     int64_t sm = 0;  // (m - start) mod R
     for (int64_t m = start; m <= end; ++m, sm = sm + 1 == R ? 0 : sm + 1) {
-      const bool in = m >= 0 && m < g.C;
       const int64_t sj = sm >= half_hi ? sm - half_hi : sm - half_hi + R;  // slot of m - half_hi
-      rx[sm * kWalkThreads] = in ? static_cast<C>(to_acc(x[m * g.s[kX][1]])) : C(0);
+      rx[sm * kWalkThreads] = qx[0];
+      if constexpr (Bwd) rdy[sm * kWalkThreads] = qdy[0];
+#pragma unroll
+      for (int a = 0; a + 1 < kAhead; ++a) {
+        qx[a] = qx[a + 1];
+        if constexpr (Bwd) qdy[a] = qdy[a + 1];
+      }
+      qx[kAhead - 1] = load(x, g.s[kX][1], m + kAhead);
+      if constexpr (Bwd) qdy[kAhead - 1] = load(dy, g.s[kDy][1], m + kAhead);
       if constexpr (!Bwd) {
         const int64_t c = m - half_hi;
         if (c >= c0) out[c * os] = from_c<T>(static_cast<acc_t<T>>(rx[sj * kWalkThreads] / pow(k + scale * ring_sum(rx, true), beta)), false);
       } else {
-        rdy[sm * kWalkThreads] = in ? static_cast<C>(to_acc(dy[m * g.s[kDy][1]])) : C(0);
         const int64_t j = m - half_hi;
         if (j >= c0 - half_hi) {
           C u = C(0), q = C(1);

@@ -1,11 +1,13 @@
 // What CtcLossPlan / CtcLossBackwardPlan hand their kernel (no CUDA headers).
 //
-// A block per sample. Workspace, carved by the plan: kIntArrays int32 arrays of P = 2S + 1 per
-// sample (the extended labels and the grouping of positions by label: each position's slot in
-// the label-sorted order, its group's head, the heads' group bounds, the large groups' heads),
-// then the accumulators: per sample `rows` rows of P (forward: the α ping-pong, 2; backward: α of
-// every step, then 5 scratch rows), then (forward mean / sum) N per-sample losses. The scratch
-// rows (α and β ping-pong, the grouped α·β of a step) live in shared memory when they fit.
+// Forward: a block per sample runs α (the ping-pong rows in shared memory when they fit, else in
+// the workspace). Backward: the same block per sample stores every α and β row and the grouping
+// of positions by label, then a second kernel forms the gradient with a block per (t, n).
+// Workspace, carved by the plan: per sample kIntArrays int32 arrays of P = 2S + 1 (the extended
+// labels; each position's slot in label order; its group's head; the heads' group bounds; the
+// large groups' heads; the position at each slot) and one state (0 valid, 1 bad); then the
+// accumulators, per sample `rows` rows of P (forward: α ping-pong, 2; backward: α and β of every
+// step, 2T); then N per-sample values (forward mean / sum: the losses; backward: the nll).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +19,8 @@ namespace baracuda::ctc {
 
 inline constexpr int kMaxThreads = 1024;
 inline constexpr int kFinishThreads = 256;
-inline constexpr int kIntArrays = 6;
-inline constexpr int kScratchRows = 5;   // backward: α ping-pong, β ping-pong, the grouped α·β
+inline constexpr int kIntArrays = 7;
+inline constexpr int kGradThreads = 256;
 inline constexpr int64_t kBigGroup = 32;  // a label's positions reduced by a warp past this
 inline constexpr int64_t kMaxGrid = int64_t{132} * 16;
 
@@ -39,10 +41,10 @@ struct CtcGeom {
   int64_t dloss_s = 0;
   void* dlp = nullptr;
   int64_t dlps[3] = {};
-  int32_t* ints = nullptr;  // kIntArrays · P per sample
+  int32_t* ints = nullptr;  // kIntArrays · P + 1 per sample
   void* acc = nullptr;      // rows · P per sample
   int64_t rows = 2;
-  void* partials = nullptr;  // forward mean / sum: N
+  void* partials = nullptr;  // forward mean / sum: the N losses; backward: the N nll
 };
 using CtcLaunchFn = LaunchFn<CtcGeom>;
 

@@ -61,16 +61,16 @@ struct Carve {
 };
 Result<Carve> carve_of(std::string_view op, const CtcLossDescriptor& d, const Shapes& sh, bool bwd) {
   Carve c;
-  c.rows = bwd ? d.T + ctc::kScratchRows : 2;
+  c.rows = bwd ? 2 * d.T : 2;  // (2T: T <= numel of log_probs, no overflow)
   const int64_t acc_size = static_cast<int64_t>(dtype_size(acc_of(d.dtype)));
   int64_t ints = 0, acc = 0;
-  if (!checked_mul(d.N, ctc::kIntArrays * sh.P, &ints) || !checked_mul(ints, 4, &ints) || !checked_mul(d.N, c.rows, &acc) || !checked_mul(acc, sh.P, &acc) ||
+  if (!checked_mul(d.N, ctc::kIntArrays * sh.P + 1, &ints) || !checked_mul(ints, 4, &ints) || !checked_mul(d.N, c.rows, &acc) || !checked_mul(acc, sh.P, &acc) ||
       !checked_mul(acc, acc_size, &acc))
-    return error(StatusCode::kInvalidProblem, op, ": the workspace (N · (T + 5) · (2 · max_target_length + 1) accumulators) exceeds 2^63 bytes");
+    return error(StatusCode::kInvalidProblem, op, ": the workspace (N · 2T · (2 · max_target_length + 1) accumulators) exceeds 2^63 bytes");
   WorkspaceLayout l;
   c.ints = l.take(static_cast<size_t>(ints));
   c.acc = l.take(static_cast<size_t>(acc));
-  c.has_partials = !bwd && d.reduction != LossReduction::kNone;
+  c.has_partials = bwd || d.reduction != LossReduction::kNone;
   c.partials = l.take(c.has_partials ? static_cast<size_t>(d.N * acc_size) : 0);
   c.total = l.total();
   return c;
