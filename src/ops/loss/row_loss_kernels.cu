@@ -48,25 +48,49 @@ struct Acc3Op {
   }
 };
 
-template <class T, class Grp, class Red>
+// One element's contribution to the three sums.
+template <class C>
+__device__ __forceinline__ void add_element(const RowLossGeom& g, Acc3<C>& acc, C x, C x2, C x3, C y, C w, int pk, C p, C eps) {
+  if (g.op == kMlsm) {
+    acc.a += w * (y * softplus(-x) + (C(1) - y) * softplus(x));
+  } else if (g.op == kCos) {
+    acc.a += x * x2, acc.b += x * x, acc.c += x2 * x2;
+  } else {
+    acc.a = pnorm::accumulate(pk, acc.a, x - x2 + eps, p);
+    acc.b = pnorm::accumulate(pk, acc.b, x - x3 + eps, p);
+    if (g.swap) acc.c = pnorm::accumulate(pk, acc.c, x2 - x3 + eps, p);
+  }
+}
+
+// V > 1: every row view the op reads is unit-stride and 16-byte aligned: V-element pieces.
+template <class T, int V, class Grp, class Red>
 __device__ __forceinline__ Acc3<acc_t<T>> row_sums(const RowLossGeom& g, int64_t s, const Grp& grp, Red&& red) {
   using C = acc_t<T>;
   Acc3<C> acc{C(0), C(0), C(0)};
   const int pk = pnorm::kind(g.p_norm);
   const C p = static_cast<C>(g.p_norm), eps = static_cast<C>(g.eps);
-  for (int64_t i = grp.tid; i < g.D; i += Grp::size) {
-    const C x = at<T, C>(g, kRA, s, i);
-    if (g.op == kMlsm) {
-      const C y = at<T, C>(g, kRT, s, i), w = g.w ? static_cast<C>(to_acc(static_cast<const T*>(g.w)[i * g.ws])) : C(1);
-      acc.a += w * (y * softplus(-x) + (C(1) - y) * softplus(x));
-    } else if (g.op == kCos) {
-      const C x2 = at<T, C>(g, kRB, s, i);
-      acc.a += x * x2, acc.b += x * x, acc.c += x2 * x2;
-    } else {
-      const C x2 = at<T, C>(g, kRB, s, i), x3 = at<T, C>(g, kRC, s, i);
-      acc.a = pnorm::accumulate(pk, acc.a, x - x2 + eps, p);
-      acc.b = pnorm::accumulate(pk, acc.b, x - x3 + eps, p);
-      if (g.swap) acc.c = pnorm::accumulate(pk, acc.c, x2 - x3 + eps, p);
+  const bool mlsm = g.op == kMlsm, cos = g.op == kCos;
+  if constexpr (V > 1) {
+    auto row = [&](int v) { return static_cast<const T*>(g.p[v]) + s * g.os[v]; };
+    for (int64_t i = static_cast<int64_t>(grp.tid) * V; i < g.D; i += static_cast<int64_t>(Grp::size) * V) {
+      C x[V], x2[V], x3[V], y[V];
+      rows::load_piece<T, V, C>(row(kRA) + i, x);
+      if (mlsm) rows::load_piece<T, V, C>(row(kRT) + i, y);
+      else rows::load_piece<T, V, C>(row(kRB) + i, x2);
+      if (!mlsm && !cos) rows::load_piece<T, V, C>(row(kRC) + i, x3);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C w = mlsm && g.w ? static_cast<C>(to_acc(static_cast<const T*>(g.w)[(i + e) * g.ws])) : C(1);
+        add_element(g, acc, x[e], mlsm ? C(0) : x2[e], mlsm || cos ? C(0) : x3[e], mlsm ? y[e] : C(0), w, pk, p, eps);
+      }
+    }
+  } else {
+    for (int64_t i = grp.tid; i < g.D; i += Grp::size) {
+      const C x = at<T, C>(g, kRA, s, i);
+      const C x2 = mlsm ? C(0) : at<T, C>(g, kRB, s, i), x3 = mlsm || cos ? C(0) : at<T, C>(g, kRC, s, i);
+      const C y = mlsm ? at<T, C>(g, kRT, s, i) : C(0);
+      const C w = mlsm && g.w ? static_cast<C>(to_acc(static_cast<const T*>(g.w)[i * g.ws])) : C(1);
+      add_element(g, acc, x, x2, x3, y, w, pk, p, eps);
     }
   }
   return red(acc, Acc3Op{});
@@ -105,17 +129,17 @@ __device__ __forceinline__ Derived<acc_t<T>> derive(const RowLossGeom& g, int64_
   return d;
 }
 
-template <class T, class Grp, class Red>
+template <class T, int V, class Grp, class Red>
 __device__ __forceinline__ void forward_sample(const RowLossGeom& g, int64_t s, const Grp& grp, Red&& red) {
   using C = acc_t<T>;
-  const Acc3<C> a = row_sums<T>(g, s, grp, red);
+  const Acc3<C> a = row_sums<T, V>(g, s, grp, red);
   if (grp.tid != 0) return;
   const C l = derive<T>(g, s, a).l;
   if (g.reduction == kNoneR) put<T, C>(g, kRLoss, s, 0, l);
   else static_cast<C*>(g.partials)[s] = l;
 }
 
-template <class T, class Grp, class Red>
+template <class T, int V, class Grp, class Red>
 __device__ __forceinline__ void backward_sample(const RowLossGeom& g, int64_t s, const Grp& grp, Red&& red) {
   using C = acc_t<T>;
   C gr = g.reduction == kNoneR ? at<T, C>(g, kRDloss, s, 0) : static_cast<C>(to_acc(static_cast<const T*>(g.p[kRDloss])[0]));
@@ -130,7 +154,7 @@ __device__ __forceinline__ void backward_sample(const RowLossGeom& g, int64_t s,
     }
     return;
   }
-  const Acc3<C> a = row_sums<T>(g, s, grp, red);
+  const Acc3<C> a = row_sums<T, V>(g, s, grp, red);
   const Derived<C> d = derive<T>(g, s, a);
   const C k = gr * d.dl;
   if (g.op == kCos) {  // d cos / d x = x2 / denom - cos x / m1, and symmetrically
@@ -155,25 +179,37 @@ __device__ __forceinline__ void backward_sample(const RowLossGeom& g, int64_t s,
   }
 }
 
-template <class T, bool Bwd>
+template <class T, bool Bwd, int V>
 __device__ __forceinline__ void run_sample(const RowLossGeom& g, int64_t s, const auto& grp, auto&& red) {
-  if constexpr (Bwd) backward_sample<T>(g, s, grp, red);
-  else forward_sample<T>(g, s, grp, red);
+  if constexpr (Bwd) backward_sample<T, V>(g, s, grp, red);
+  else forward_sample<T, V>(g, s, grp, red);
 }
 
-template <class T, bool Bwd>
+template <class T, bool Bwd, int V>
 __global__ void __launch_bounds__(32 * kRowWarps) row_warp_kernel(const RowLossGeom g) {
-  rows::warp_lines<kRowWarps>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd>(g, s, grp, red); });
+  rows::warp_lines<kRowWarps>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, V>(g, s, grp, red); });
 }
 
-template <class T, bool Bwd>
+template <class T, bool Bwd, int V>
 __global__ void __launch_bounds__(kThreads, 4) row_block_kernel(const RowLossGeom g) {
-  rows::block_lines<kThreads, sizeof(Acc3<double>)>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd>(g, s, grp, red); });
+  rows::block_lines<kThreads, sizeof(Acc3<double>)>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, V>(g, s, grp, red); });
 }
 
 template <class T, bool Bwd>
 __global__ void __launch_bounds__(kThreads) row_thread_kernel(const RowLossGeom g) {
-  rows::thread_lines<kThreads>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd>(g, s, grp, red); });
+  rows::thread_lines<kThreads>(g.N, [&](int64_t s, const auto& grp, auto&& red) { run_sample<T, Bwd, 1>(g, s, grp, red); });
+}
+
+// 16-byte pieces: every row view the sums read unit-stride, 16-byte aligned at every sample's start.
+bool vectorizable(const RowLossGeom& g, int64_t es) {
+  if (g.D % (16 / es) != 0) return false;
+  const bool mlsm = g.op == kMlsm, cos = g.op == kCos;
+  for (int v : {static_cast<int>(kRA), mlsm ? static_cast<int>(kRT) : static_cast<int>(kRB), mlsm || cos ? -1 : static_cast<int>(kRC)}) {
+    if (v < 0) continue;
+    if (!g.p[v] || g.s[v] != 1 || reinterpret_cast<uintptr_t>(g.p[v]) % 16 != 0) return false;
+    if (g.N > 1 && (g.os[v] * es) % 16 != 0) return false;
+  }
+  return true;
 }
 
 // mean / sum: the per-sample losses in a fixed order.
@@ -188,16 +224,20 @@ __global__ void __launch_bounds__(kFinishThreads) row_finish_kernel(const RowLos
 
 template <class T, bool Bwd>
 cudaError_t launch(const RowLossGeom& g, cudaStream_t stream) {
+  constexpr int VW = 16 / static_cast<int>(sizeof(T));
+  const bool vec = vectorizable(g, sizeof(T));
   if (g.N > 0 && (g.D > 0 || !Bwd)) {
     if (g.path == kColumns) {
       const int64_t blocks = std::min<int64_t>((g.N + kThreads - 1) / kThreads, kMaxGrid);
       BARACUDA_CUDA_TRY(launch_kernel(row_thread_kernel<T, Bwd>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
     } else if (g.path == kWarpRows) {
       const int64_t blocks = std::min<int64_t>((g.N + kRowWarps - 1) / kRowWarps, kMaxGrid);
-      BARACUDA_CUDA_TRY(launch_kernel(row_warp_kernel<T, Bwd>, dim3(static_cast<unsigned>(blocks)), dim3(32 * kRowWarps), 0, stream, g));
+      auto k = vec ? row_warp_kernel<T, Bwd, VW> : row_warp_kernel<T, Bwd, 1>;
+      BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(32 * kRowWarps), 0, stream, g));
     } else {
       const int64_t blocks = std::min<int64_t>(g.N, kMaxGrid);
-      BARACUDA_CUDA_TRY(launch_kernel(row_block_kernel<T, Bwd>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
+      auto k = vec ? row_block_kernel<T, Bwd, VW> : row_block_kernel<T, Bwd, 1>;
+      BARACUDA_CUDA_TRY(launch_kernel(k, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, g));
     }
   }
   if (!Bwd && g.reduction != kNoneR)
