@@ -41,6 +41,15 @@ bool enough_memory(size_t bytes);
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity(), kNaN = std::numeric_limits<float>::quiet_NaN();
 
+// A fresh device copy of h (the caller frees it); a failed CUDA call fails the test.
+template <class T>
+T* to_device(const std::vector<T>& h) {
+  T* d = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), h.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
+}
+
 // Case thinning for slow tools (compute-sanitizer): with BARACUDA_TEST_CASE_STRIDE=k set, a
 // matrix test runs only the cases whose seed is a multiple of k. Unset or 1: every case.
 bool matrix_case_skipped(uint64_t seed);

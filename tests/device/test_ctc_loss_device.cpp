@@ -18,14 +18,6 @@ using namespace baracuda::test;
 
 namespace {
 
-template <class T>
-T* to_device(const std::vector<T>& h) {
-  T* d = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), h.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return d;
-}
-
 std::vector<std::vector<double>> sample_lp(const std::vector<float>& lp, int64_t T, int64_t N, int64_t C, int64_t n) {
   std::vector<std::vector<double>> r(static_cast<size_t>(T), std::vector<double>(static_cast<size_t>(C)));
   for (int64_t t = 0; t < T; ++t)

@@ -17,14 +17,6 @@ using namespace baracuda::test;
 
 namespace {
 
-template <class T>
-T* to_device(const std::vector<T>& h) {
-  T* d = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), h.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return d;
-}
-
 // f32 lines of N: line 0 zeros, line 1 a NaN, line 2 a +inf, line 3 ramps; `columns`: the lines
 // along axis 0 (strided). Forward and backward (dy = 1), p = 2, eps = 2^-10.
 void check_special_lines(int64_t N, bool columns) {
