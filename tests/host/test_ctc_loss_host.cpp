@@ -81,6 +81,10 @@ TEST(CtcLossPlan, RefusalsNameTheField) {
   d.total_target_length = 4;
   refused(d, StatusCode::kInvalidProblem, "total_target_length");
   refused(desc(10, 2, 5, int64_t{1} << 40), StatusCode::kUnsupported, "max_target_length");
+  // repro (fuzzer under UBSan): T = INT64_MAX with N = 0 (an empty log_probs) made 2T overflow
+  auto huge = CtcLossBackwardPlan::select(desc(INT64_MAX, 0, 5, 3), hopper());
+  ASSERT_FALSE(huge);
+  expect_error(huge.status(), StatusCode::kInvalidProblem, "workspace");
   // the backward's α of every step overflows the workspace's size: refused, not wrapped
   auto b = CtcLossBackwardPlan::select(desc(int64_t{1} << 40, 1 << 20, 2, (1 << 29)), hopper());
   ASSERT_FALSE(b);

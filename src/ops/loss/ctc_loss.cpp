@@ -61,11 +61,13 @@ struct Carve {
 };
 Result<Carve> carve_of(std::string_view op, const CtcLossDescriptor& d, const Shapes& sh, bool bwd) {
   Carve c;
-  c.rows = bwd ? 2 * d.T : 2;  // (2T: T <= numel of log_probs, no overflow)
   const int64_t acc_size = static_cast<int64_t>(dtype_size(acc_of(d.dtype)));
   int64_t ints = 0, acc = 0;
-  if (!checked_mul(d.N, ctc::kIntArrays * sh.P + 1, &ints) || !checked_mul(ints, 4, &ints) || !checked_mul(d.N, c.rows, &acc) || !checked_mul(acc, sh.P, &acc) ||
-      !checked_mul(acc, acc_size, &acc))
+  // rows per sample: the forward's α ping-pong (2), the backward's α and β of every step (2T; T can
+  // be anything when N = 0)
+  const bool rows_ok = bwd ? checked_mul(d.T, 2, &c.rows) : (c.rows = 2, true);
+  if (!rows_ok || !checked_mul(d.N, ctc::kIntArrays * sh.P + 1, &ints) || !checked_mul(ints, 4, &ints) || !checked_mul(d.N, c.rows, &acc) ||
+      !checked_mul(acc, sh.P, &acc) || !checked_mul(acc, acc_size, &acc))
     return error(StatusCode::kInvalidProblem, op, ": the workspace (N · 2T · (2 · max_target_length + 1) accumulators) exceeds 2^63 bytes");
   WorkspaceLayout l;
   c.ints = l.take(static_cast<size_t>(ints));
