@@ -181,6 +181,16 @@ def torch_copy(R, bwd, wrap=None):
     return lambda: y.copy_(x)
 
 
+def torch_cat(R, bwd, wrap=None):
+    n = len([k for k in R.ops if k.startswith("inputs[")])
+    xs = [R.t(f"inputs[{k}]") for k in range(n)]
+    y = R.t("out")
+    dim = R.i("dim")
+    if R.b("stack"):
+        return lambda: torch.stack(xs, dim, out=y)
+    return lambda: torch.cat(xs, dim, out=y)
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -790,7 +800,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 
 
 TORCH = {
-    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy,
+    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
@@ -809,7 +819,8 @@ TORCH = {
 # What each family's table says PyTorch ran.
 TORCH_SIDE = {
     "pad": "F.pad; backward = torch.autograd.grad of it.",
-    "copy": "Tensor.copy_ into a preallocated result of the same layout.",
+    "copy": "Tensor.copy_ into a preallocated result of the same layout; cat: torch.cat / torch.stack(inputs, dim, out=) "
+            "into a preallocated result.",
     "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
                    "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
                    "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",

@@ -29,7 +29,7 @@ import baracuda as _baracuda
 
 from . import Error, _C, _ROW_BY_NAME, fields as _all_fields, problem_line, select, _pref_line
 
-__all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "pad", "embedding", "embedding_bag",
+__all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "cat", "stack", "pad", "embedding", "embedding_bag",
            "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
            "EmbeddingBag", "CausalConv1d", "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any",
            "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min"]
@@ -192,6 +192,29 @@ def _make_backward(row: str, bwd_row: str):
     return backward
 
 
+def _problem_fields(problem: str) -> Dict[str, str]:
+    return dict(kv.split("=", 1) for kv in problem.split())
+
+
+def _cat_setup(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    problem, _, tensors = inputs
+    f = _problem_fields(problem)
+    ctx.dim, ctx.stack = int(f.get("dim", "0")), f.get("stack") == "true"
+    ctx.sizes = [int(n) for n in f["sizes"].split(",")]
+    ctx.n_in = len(tensors)
+
+
+def _cat_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    if g is None:
+        return None, None, [None] * ctx.n_in
+    pieces = torch.unbind(g, ctx.dim) if ctx.stack else torch.split(g, ctx.sizes, ctx.dim)
+    return None, None, list(pieces)
+
+
+# Rows whose backward is views of the gradient (no backward row, no kernel): (backward, setup).
+_VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup)}
+
 _OPS: Dict[str, Any] = {}
 
 
@@ -216,6 +239,8 @@ def custom_op(row: str) -> Any:
     if _ROW_BY_NAME[row].direction == "forward" and bwd_row in _ROW_BY_NAME:
         custom_op(bwd_row)
         op.register_autograd(_make_backward(row, bwd_row), setup_context=_setup_context)
+    elif row in _VIEW_BACKWARD:
+        op.register_autograd(_VIEW_BACKWARD[row][0], setup_context=_VIEW_BACKWARD[row][1])
     _OPS[row] = op
     return op
 
@@ -363,6 +388,34 @@ def elementwise(op: str, *operands: Any, param: Optional[Sequence[float]] = None
     r = call("elementwise", op=op, operand=[_operand(x) for x in operands], param=param,
              out_dtype=dtype_of(out_dtype) if out_dtype is not None else None, in_=ins)
     return r["out"]
+
+
+def cat(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
+    """torch.cat: one launch for up to 128 inputs (one dtype; every input has the result's rank).
+    Backward: the gradient split into views."""
+    ts = list(tensors)
+    if not ts:
+        raise Error("InvalidProblem", "cat: expected a non-empty list of tensors")
+    rank = ts[0].dim()
+    d = dim + rank if dim < 0 else dim
+    shape = [int(n) for n in ts[0].shape]
+    sizes = [int(t.shape[d]) if 0 <= d < t.dim() else 0 for t in ts]
+    if 0 <= d < rank:
+        shape[d] = builtins.sum(sizes)
+    return call("cat", dtype=dtype_of(ts[0].dtype), rank=rank, shape=shape, dim=int(dim), sizes=sizes, inputs=ts)["out"]
+
+
+def stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
+    """torch.stack: the inputs (one shape, one dtype) along a new axis dim, one launch for up to 128."""
+    ts = list(tensors)
+    if not ts:
+        raise Error("InvalidProblem", "stack: expected a non-empty list of tensors")
+    rank = ts[0].dim() + 1
+    d = dim + rank if dim < 0 else dim
+    shape = [int(n) for n in ts[0].shape]
+    shape.insert(builtins.max(0, builtins.min(d, rank - 1)), len(ts))
+    return call("cat", dtype=dtype_of(ts[0].dtype), rank=rank, shape=shape, dim=int(dim), sizes=[1] * len(ts), stack=True,
+                inputs=ts)["out"]
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

@@ -620,3 +620,25 @@ def test_ctc_loss_against_torch():
     il2 = torch.tensor([30, 25, 20, 3], device="cuda")
     torch.testing.assert_close(bt.ctc_loss(lp, tg, il2, tl2, reduction="none", zero_infinity=True),
                                F.ctc_loss(lp, tg, il2, tl2, reduction="none", zero_infinity=True), rtol=1e-5, atol=1e-5)
+
+
+def test_cat_and_stack_against_torch():
+    a = torch.randn(4, 5, 6, device="cuda")
+    b = torch.randn(6, 3, 4, device="cuda").permute(2, 1, 0)   # [4, 3, 6], transposed
+    c = torch.randn(4, 8, 6, device="cuda")[:, ::2]            # [4, 4, 6], strided
+    for dim, xs in ((1, [a, b, c]), (-2, [a, b, c]), (0, [a, a]), (2, [a, a[..., :0], a])):
+        torch.testing.assert_close(bt.cat(xs, dim), torch.cat(xs, dim), rtol=0, atol=0)
+    for dtype in (torch.bfloat16, torch.int64, torch.bool, torch.uint8):
+        xs = [torch.randint(0, 2, (7, n), device="cuda").to(dtype) for n in (3, 16, 1)]
+        torch.testing.assert_close(bt.cat(xs, 1), torch.cat(xs, 1), rtol=0, atol=0)
+    many = [torch.randn(i % 5, 3, device="cuda") for i in range(200)]  # two launches
+    torch.testing.assert_close(bt.cat(many), torch.cat(many), rtol=0, atol=0)
+    for dim in (0, 1, 2, -1, -3):
+        xs = [torch.randn(3, 5, device="cuda") for _ in range(4)]
+        torch.testing.assert_close(bt.stack(xs, dim), torch.stack(xs, dim), rtol=0, atol=0)
+    # autograd: the gradient split into views
+    xs = [torch.randn(2, n, dtype=torch.float64, device="cuda", requires_grad=True) for n in (3, 1, 4)]
+    assert torch.autograd.gradcheck(lambda *v: bt.cat(list(v), 1), tuple(xs))
+    assert torch.autograd.gradcheck(lambda u, v: bt.stack([u, v], 1), (xs[0], xs[0].detach().clone().requires_grad_()))
+    with pytest.raises(baracuda.Error, match=r"inputs\[1\]"):
+        bt.cat([a, torch.randn(3, 5, 6, device="cuda")], 1)

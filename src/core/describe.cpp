@@ -162,6 +162,31 @@ void describe_hash(HashMix& h, const TensorLayout& v) {
   for (int i = 0; i < std::clamp(v.rank, 0, kMaxRank); ++i) h.word(static_cast<uint64_t>(v.shape[i])), h.word(static_cast<uint64_t>(v.stride[i]));
 }
 
+void describe_put(std::string& out, const IntList& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+}
+std::string describe_get(std::string_view s, IntList* v) {
+  std::vector<int64_t> parsed;
+  while (!s.empty()) {
+    const size_t c = s.find(',');
+    int64_t x = 0;
+    if (!get_integer(s.substr(0, c), &x, "x").empty()) return "a comma list of integers";
+    parsed.push_back(x);
+    if (c == std::string_view::npos) break;
+    s.remove_prefix(c + 1);
+    if (s.empty()) return "a comma list of integers";
+  }
+  v->v = std::move(parsed);
+  return {};
+}
+void describe_hash(HashMix& h, const IntList& v) {
+  h.word(v.size());
+  for (int64_t x : v.v) h.word(static_cast<uint64_t>(x));
+}
+
 namespace describe_detail {
 
 int split_list(std::string_view s, std::string_view* items, int cap) {

@@ -2,6 +2,9 @@
 #include "baracuda/core/operands.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "core/checked_math.hpp"
 #include "core/validate.hpp"
@@ -28,6 +31,14 @@ Status check_operand_sizes(std::string_view op, const OperandSpecs& specs) {
                    ": more than 2^63 elements or bytes");
   }
   return {};
+}
+
+std::string_view element_name(std::string_view field, size_t i) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> names;  // node-based: the strings never move
+  std::string name = cat(field, "[", i, "]");
+  std::lock_guard<std::mutex> lock(mu);
+  return *names.insert(std::move(name)).first;
 }
 
 OperandSpec& OperandSpecs::add(std::string_view name, OperandRole role, DType dtype, std::span<const int64_t> shape) {

@@ -15,6 +15,7 @@
 // and gets for_each_field(), hash_fields(), to_string() ("dtype=bf16 seq=32768 heads_q=32":
 // the fields that differ from a default-constructed value) and from_string() (the inverse, onto
 // a default-constructed value; unknown fields and malformed values are errors naming the field).
+// A variable-length list of integers (cat's sizes) is an IntList ("3,5,7"; empty when omitted).
 // Both macros are used inside namespace baracuda. A field may be a bool, an integer, a double,
 // a DType or described enum, a Scalar, a TensorLayout ("bf16[4,5]", strides "{5,1}" appended
 // when not contiguous), std::optional of those ("none"), a fixed array of those (comma list,
@@ -30,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -38,6 +40,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/pp.hpp"
@@ -193,6 +196,22 @@ std::string describe_get(std::string_view s, TensorLayout* v);
 void describe_hash(HashMix& h, double v);
 void describe_hash(HashMix& h, const Scalar& v);
 void describe_hash(HashMix& h, const TensorLayout& v);
+
+// A descriptor field holding any number of integers (the one variable-length field type: a
+// list of per-operand extents, e.g. cat's sizes). Text: a comma list ("3,5,7"), "" when empty.
+struct IntList {
+  std::vector<int64_t> v;
+  IntList() = default;
+  IntList(std::initializer_list<int64_t> l) : v(l) {}
+  explicit IntList(std::vector<int64_t> l) : v(std::move(l)) {}
+  size_t size() const { return v.size(); }
+  bool empty() const { return v.empty(); }
+  int64_t operator[](size_t i) const { return v[i]; }
+  bool operator==(const IntList&) const = default;
+};
+void describe_put(std::string& out, const IntList& v);
+std::string describe_get(std::string_view s, IntList* v);
+void describe_hash(HashMix& h, const IntList& v);
 
 // Integers of every width go through int64_t / uint64_t.
 template <class I>

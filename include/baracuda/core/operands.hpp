@@ -84,6 +84,11 @@ class OperandSpecs {
   std::vector<OperandSpec> v_;
 };
 
+// "inputs[17]": the name of element i of a span field, kept for the process's lifetime (an
+// OperandSpec holds its name as a string_view; a variable-count operand list names its elements
+// at select).
+std::string_view element_name(std::string_view field, size_t i);
+
 // One operand of a call as check_operands sees it.
 struct BoundView {
   const TensorLayout* layout = nullptr;  // nullptr: the Args has no such field or element
