@@ -191,6 +191,24 @@ def torch_cat(R, bwd, wrap=None):
     return lambda: torch.cat(xs, dim, out=y)
 
 
+def torch_fill(R, bwd, wrap=None):
+    y = R.t("out")
+    kind, f = R.f.get("kind", "full"), lambda k, d: float(R.f.get(k, d))
+    n = y.shape[0] if y.dim() else 1
+    if kind == "full":
+        v = R.f.get("value", "0")
+        v = (v == "true") if v in ("true", "false") else float(v)
+        return lambda: y.fill_(v)
+    if kind == "arange":
+        start, step = f("start", 0), f("step", 1)
+        return lambda: torch.arange(start, start + (n - 0.5) * step, step, out=y)
+    if kind == "linspace":
+        return lambda: torch.linspace(f("start", 0), f("end", 0), n, out=y)
+    if kind == "logspace":
+        return lambda: torch.logspace(f("start", 0), f("end", 0), n, f("base", 10), out=y)
+    return lambda: torch.eye(y.shape[0], y.shape[1], out=y)
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -800,7 +818,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 
 
 TORCH = {
-    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat,
+    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
@@ -820,7 +838,7 @@ TORCH = {
 TORCH_SIDE = {
     "pad": "F.pad; backward = torch.autograd.grad of it.",
     "copy": "Tensor.copy_ into a preallocated result of the same layout; cat: torch.cat / torch.stack(inputs, dim, out=) "
-            "into a preallocated result.",
+            "into a preallocated result; fill: Tensor.fill_, torch.arange / linspace / logspace / eye(..., out=).",
     "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
                    "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
                    "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",

@@ -1,7 +1,13 @@
-// Reference adapters of the copy family: copy (dst = cast(src broadcast to dst's shape)) and cat
-// (each input's elements at its place in out); every element exact.
+// Reference adapters of the copy family: copy (dst = cast(src broadcast to dst's shape)), cat
+// (each input's elements at its place in out), every element exact; fill (the creation ops:
+// full / eye exact, arange / linspace / logspace in float64 against the f32 / f64 kernels, their
+// integer forms as PyTorch defines them: f32 fused arithmetic, truncated).
+#include <algorithm>
+#include <cmath>
+
 #include "baracuda/ops/cat.hpp"
 #include "baracuda/ops/copy.hpp"
+#include "baracuda/ops/fill.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
@@ -48,9 +54,75 @@ Status cat(RefCall& c) {
   return {};
 }
 
+// v held in an integer dtype (PyTorch's static_cast of an in-range value; wraps otherwise).
+double wrap_int(DType dt, int64_t v) {
+  switch (dt) {
+    case DType::i8: return static_cast<int8_t>(v);
+    case DType::u8: return static_cast<uint8_t>(v);
+    case DType::i16: return static_cast<int16_t>(v);
+    case DType::i32: return static_cast<int32_t>(v);
+    default: return static_cast<double>(v);
+  }
+}
+bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64; }
+// A float truncated into an integer dtype (the kernels' saturating conversion, in range here).
+double trunc_into(DType dt, float v) { return wrap_int(dt, static_cast<int64_t>(std::trunc(v))); }
+// A Scalar as an integer (ints exactly, floats truncated).
+int64_t int_of(const Scalar& v) { return v.is_int() ? v.i : static_cast<int64_t>(std::trunc(v.f)); }
+
+Status fill(RefCall& c) {
+  const FillDescriptor& d = c.desc<FillDescriptor>();
+  RefOperand& out = c["out"];
+  const int64_t n = numel_of(std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
+  out.want.assign(static_cast<size_t>(n), 0.0);
+  out.exact = d.kind == FillKind::kFull || d.kind == FillKind::kEye || !is_float(d.dtype);
+  if (!out.exact) out.mag.assign(static_cast<size_t>(n), 0.0);
+  // the ends as the dtype holds them (floats rounded, integers truncated)
+  auto held = [&](const Scalar& v) { return is_float(d.dtype) ? ref::store_as(d.dtype, v.as_double()) : std::trunc(v.as_double()); };
+  const double s = held(d.start), e = held(d.end);
+  for (int64_t i = 0; i < n; ++i) {
+    double& w = out.want[static_cast<size_t>(i)];
+    switch (d.kind) {
+      case FillKind::kFull:
+        w = is_float(d.dtype) ? ref::store_as(d.dtype, d.value.as_double())
+            : d.dtype == DType::boolean ? (d.value.as_double() != 0 || std::isnan(d.value.as_double()))
+                                        : wrap_int(d.dtype, int_of(d.value));
+        break;
+      case FillKind::kEye: w = i / d.shape[1] == i % d.shape[1] ? 1.0 : 0.0; break;
+      case FillKind::kArange:
+        if (is_float(d.dtype)) {
+          w = d.start.as_double() + d.step.as_double() * static_cast<double>(i);
+          out.mag[static_cast<size_t>(i)] = std::fabs(d.start.as_double()) + std::fabs(d.step.as_double() * static_cast<double>(i));
+        } else {
+          const int64_t s0 = int_of(d.start), st = int_of(d.step);
+          w = wrap_int(d.dtype, static_cast<int64_t>(static_cast<uint64_t>(s0) + static_cast<uint64_t>(st) * static_cast<uint64_t>(i)));
+        }
+        break;
+      default: {  // linspace, logspace
+        const double x = n == 1 ? s : s + (e - s) * static_cast<double>(i) / static_cast<double>(n - 1);
+        if (!is_float(d.dtype)) {  // PyTorch's integer linspace: f32 step, fused, truncated
+          const float fs = static_cast<float>(s), fe = static_cast<float>(e);
+          const float step = n > 1 ? (fe - fs) / static_cast<float>(n - 1) : 0.0f;
+          const float v = n == 1 ? fs : i < n / 2 ? std::fma(step, static_cast<float>(i), fs) : std::fma(-step, static_cast<float>(n - 1 - i), fe);
+          w = trunc_into(d.dtype, v);
+        } else if (d.kind == FillKind::kLinspace) {
+          w = x;
+          out.mag[static_cast<size_t>(i)] = std::fabs(s) + std::fabs(e);
+        } else {
+          w = std::pow(d.base, x);
+          // the exponent's rounding (f32) grows the power's relative error by |ln base| · |exponent|
+          out.mag[static_cast<size_t>(i)] = std::fabs(w) * std::max(1.0, std::fabs(std::log(d.base)) * (std::fabs(s) + std::fabs(e)));
+        }
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_copy() { return {nullptr, &copy, nullptr}; }
 OpRef ref_cat() { return {nullptr, &cat, nullptr}; }
+OpRef ref_fill() { return {nullptr, &fill, nullptr}; }
 
 }  // namespace baracuda::harness

@@ -24,12 +24,14 @@ import torch
 
 import builtins  # the reductions below take the names sum, all, any, max, min (as torch's)
 import functools
+import math
 
 import baracuda as _baracuda
 
 from . import Error, _C, _ROW_BY_NAME, fields as _all_fields, problem_line, select, _pref_line
 
-__all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "cat", "stack", "pad", "embedding", "embedding_bag",
+__all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "cat", "stack", "full", "zeros", "ones",
+           "full_like", "zeros_like", "ones_like", "arange", "linspace", "logspace", "eye", "pad", "embedding", "embedding_bag",
            "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
            "EmbeddingBag", "CausalConv1d", "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any",
            "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min"]
@@ -416,6 +418,83 @@ def stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
     shape.insert(builtins.max(0, builtins.min(d, rank - 1)), len(ts))
     return call("cat", dtype=dtype_of(ts[0].dtype), rank=rank, shape=shape, dim=int(dim), sizes=[1] * len(ts), stack=True,
                 inputs=ts)["out"]
+
+
+def _size(size: Any) -> List[int]:
+    if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)):
+        size = size[0]
+    return [int(n) for n in size]
+
+
+def _fill(dtype: torch.dtype, shape: List[int], **kind: Any) -> torch.Tensor:
+    return call("fill", dtype=dtype_of(dtype), rank=len(shape), shape=shape, **kind)["out"]
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.full (dtype from fill_value when not given: bool, int64 or float32, as PyTorch)."""
+    if dtype is None:
+        dtype = torch.bool if isinstance(fill_value, bool) else torch.int64 if isinstance(fill_value, int) else torch.float32
+    return _fill(dtype, _size([size]), value=fill_value)
+
+
+def zeros(*size: Any, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or torch.float32, _size(size), value=0)
+
+
+def ones(*size: Any, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or torch.float32, _size(size), value=1)
+
+
+def full_like(input: torch.Tensor, fill_value: Any, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or input.dtype, [int(n) for n in input.shape], value=fill_value)
+
+
+def zeros_like(input: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return full_like(input, 0, dtype=dtype)
+
+
+def ones_like(input: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return full_like(input, 1, dtype=dtype)
+
+
+def _arange_length(dtype: torch.dtype, start: Any, end: Any, step: Any) -> int:
+    """PyTorch's arange length (FillDescriptor::arange's rule): ceil((end - start) / step);
+    integer dtypes truncate the bounds first, int64 divides exactly."""
+    if dtype.is_floating_point:
+        s, e, st = float(start), float(end), float(step)
+        if not math.isfinite(s) or not math.isfinite(e):
+            raise Error("InvalidProblem", f"arange: unsupported range: {s} -> {e}")
+    else:
+        s, e, st = int(start), int(end), int(step)
+    if st == 0:
+        raise Error("InvalidProblem", "arange: step must be nonzero")
+    if not ((st > 0 and e >= s) or (st < 0 and e <= s)):
+        raise Error("InvalidProblem", "arange: upper bound and larger bound inconsistent with step sign")
+    if dtype == torch.int64:
+        return abs(e - s + st - (1 if st > 0 else -1)) // abs(st)  # C's truncating division (same signs)
+    return int(math.ceil((float(end) - float(start)) / float(step)))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.arange (int64 when every bound is an integer, else float32; PyTorch's length)."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = torch.int64 if builtins.all(isinstance(v, int) for v in (start, end, step)) else torch.float32
+    n = _arange_length(dtype, start, end, step)
+    return _fill(dtype, [n], kind="arange", start=start, end=end, step=step)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or torch.float32, [int(steps)], kind="linspace", start=start, end=end)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or torch.float32, [int(steps)], kind="logspace", start=start, end=end, base=float(base))
+
+
+def eye(n: int, m: Optional[int] = None, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _fill(dtype or torch.float32, [int(n), int(n if m is None else m)], kind="eye")
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

@@ -642,3 +642,31 @@ def test_cat_and_stack_against_torch():
     assert torch.autograd.gradcheck(lambda u, v: bt.stack([u, v], 1), (xs[0], xs[0].detach().clone().requires_grad_()))
     with pytest.raises(baracuda.Error, match=r"inputs\[1\]"):
         bt.cat([a, torch.randn(3, 5, 6, device="cuda")], 1)
+
+
+def test_creation_ops_against_torch():
+    for shape, v, dt in (((5, 7), 2.5, None), ((3,), -4, None), ((2, 2), True, None), ((9,), 200, torch.uint8),
+                         ((4, 4), -1.75, torch.bfloat16)):
+        torch.testing.assert_close(bt.full(shape, v, dtype=dt), torch.full(shape, v, dtype=dt, device="cuda"), rtol=0, atol=0)
+    torch.testing.assert_close(bt.zeros(3, 4), torch.zeros(3, 4, device="cuda"), rtol=0, atol=0)
+    torch.testing.assert_close(bt.ones((2, 5), dtype=torch.int32), torch.ones(2, 5, dtype=torch.int32, device="cuda"), rtol=0, atol=0)
+    x = torch.randn(3, 6, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(bt.zeros_like(x), torch.zeros_like(x), rtol=0, atol=0)
+    torch.testing.assert_close(bt.full_like(x, 7), torch.full_like(x, 7), rtol=0, atol=0)
+    for args, dt in (((10,), None), ((-3, 17, 4), None), ((10, 1, -3), None), ((0.0, 1.0, 0.1), None), ((2, 9.5, 0.5), torch.float64),
+                     ((1, 1000, 7), torch.int32), ((-5.5, 3.2, 0.3), torch.bfloat16)):
+        want = torch.arange(*args, dtype=dt, device="cuda")
+        got = bt.arange(*args, dtype=dt)
+        assert got.shape == want.shape, args
+        torch.testing.assert_close(got, want)
+    with pytest.raises(baracuda.Error, match="step must be nonzero"):
+        bt.arange(0, 5, 0)
+    with pytest.raises(baracuda.Error, match="inconsistent with step sign"):
+        bt.arange(0, 5, -1)
+    for a, b, n, dt in ((-1, 3.7, 1001, None), (0.1, 1, 64, torch.float16), (-500, 1000, 333, torch.int16), (4, 9, 1, None),
+                        (1e-3, -7, 255, torch.float64), (0, 10, 0, None)):
+        torch.testing.assert_close(bt.linspace(a, b, n, dtype=dt), torch.linspace(a, b, n, dtype=dt, device="cuda"))
+    for a, b, n, base in ((-3, 5, 200, 10.0), (0, 4, 50, 2.0)):
+        torch.testing.assert_close(bt.logspace(a, b, n, base), torch.logspace(a, b, n, base, device="cuda"), rtol=1e-5, atol=0)
+    for n, m, dt in ((5, None, None), (3, 7, torch.bool), (6, 2, torch.int64)):
+        torch.testing.assert_close(bt.eye(n, m, dtype=dt), torch.eye(n, n if m is None else m, dtype=dt, device="cuda"), rtol=0, atol=0)

@@ -1,9 +1,10 @@
-// CatPlan's kernel: one launch copies up to kMaxCatInputsPerLaunch inputs. A block takes tiles
-// of kTileUnits units (tiles never straddle two pieces: each piece's tiles are counted apart),
-// finds its piece by binary search over the tiles' prefix, and each thread moves
-// kUnitsPerThread units, every load issued before the first store. Row form: 16-byte units
-// when the piece's rows and both row starts are 16-byte aligned, else one element per unit.
-// The parameter block travels by value (launches with 8 or fewer pieces take a small copy).
+// CatPlan's kernels: one launch copies up to kMaxCatInputsPerLaunch inputs. A persistent grid
+// strides over tiles of kTileUnits units (tiles never straddle two pieces: each piece's tiles
+// are counted apart); a block finds a tile's piece by binary search over the tiles' prefix, and
+// each thread moves kUnitsPerThread units, every load issued before the first store. Row form:
+// 16-byte units when the piece's rows and both row starts are 16-byte aligned, else one element
+// per unit. The parameter block travels by value (__grid_constant__; 64 bytes per row piece,
+// launches with 8 or fewer pieces take a small block).
 #include <algorithm>
 
 #include "core/launch.cuh"
@@ -32,22 +33,34 @@ struct Bits<8> {
   using type = uint64_t;
 };
 
-// The launch's parameters with room for Cap pieces.
-template <int Cap>
-struct Params {
+// Row form on the device: a piece's output start is folded into dst (64 bytes a piece).
+struct RowPiece {
+  const char* src;
   char* dst;
-  int esize;
-  bool rows;
-  int64_t dst_row, inner;
-  int rank, dim;
-  int64_t shape[kMaxRank], dst_stride[kMaxRank];
-  int n;
-  int64_t tiles;
-  CatPiece piece[Cap];
+  int64_t first_tile, units, row_units, src_row;
+  detail::FastDiv row_div;
+  bool vec;
+};
+// The strided walk: a piece's strides at the output's axes.
+struct WalkPiece {
+  const char* src;
+  int64_t first_tile, units, begin, size;
+  int64_t stride[kMaxRank];
 };
 
-template <int Cap>
-__device__ int find_piece(const Params<Cap>& p, int64_t tile) {
+// A launch's parameters with room for Cap pieces of type Piece.
+template <class Piece, int Cap>
+struct Params {
+  char* dst;
+  int64_t dst_row;
+  int rank, dim, n;
+  int64_t tiles;
+  int64_t shape[kMaxRank], dst_stride[kMaxRank];  // walk only
+  Piece piece[Cap];
+};
+
+template <class P>
+__device__ int find_piece(const P& p, int64_t tile) {
   int lo = 0, hi = p.n - 1;  // the last piece whose first_tile <= tile
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
@@ -58,8 +71,8 @@ __device__ int find_piece(const Params<Cap>& p, int64_t tile) {
 }
 
 // Row form: units of type U (16 bytes, or the element's bits).
-template <class U, int Cap>
-__device__ void copy_rows(const Params<Cap>& p, const CatPiece& c, int64_t base) {
+template <class U>
+__device__ void copy_rows(const RowPiece& c, int64_t dst_row, int64_t base) {
   const bool small = c.units < (int64_t{1} << 31);
   U v[kUnitsPerThread];
   int64_t to[kUnitsPerThread];
@@ -70,63 +83,86 @@ __device__ void copy_rows(const Params<Cap>& p, const CatPiece& c, int64_t base)
       const int64_t r = small ? int64_t{c.row_div.div(static_cast<uint32_t>(u))} : u / c.row_units;
       const int64_t col = (u - r * c.row_units) * static_cast<int64_t>(sizeof(U));
       v[k] = *reinterpret_cast<const U*>(c.src + r * c.src_row + col);
-      to[k] = r * p.dst_row + col;
+      to[k] = r * dst_row + col;
     }
   }
-  char* const dst = p.dst + c.begin * p.inner * p.esize;
 #pragma unroll
   for (int k = 0; k < kUnitsPerThread; ++k)
-    if (base + int64_t{k} * kThreads + threadIdx.x < c.units) *reinterpret_cast<U*>(dst + to[k]) = v[k];
+    if (base + int64_t{k} * kThreads + threadIdx.x < c.units) *reinterpret_cast<U*>(c.dst + to[k]) = v[k];
+}
+
+template <int E, int Cap>
+__global__ void __launch_bounds__(kThreads) cat_rows_kernel(const __grid_constant__ Params<RowPiece, Cap> p) {
+  using T = typename Bits<E>::type;
+  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    const RowPiece& c = p.piece[find_piece(p, tile)];
+    const int64_t base = (tile - c.first_tile) * kTileUnits;
+    if (c.vec) copy_rows<uint4>(c, p.dst_row, base);
+    else copy_rows<T>(c, p.dst_row, base);
+  }
 }
 
 // Any strides: a piece's element e over the output's extents with extent `size` along dim.
-template <class T, int Cap>
-__device__ void copy_walk(const Params<Cap>& p, const CatPiece& c, int64_t base) {
-  T v[kUnitsPerThread];
-  int64_t to[kUnitsPerThread];
-#pragma unroll
-  for (int k = 0; k < kUnitsPerThread; ++k) {
-    int64_t e = base + int64_t{k} * kThreads + threadIdx.x;
-    if (e < c.units) {
-      int64_t from = 0, out = 0;
-      for (int a = p.rank - 1; a >= 0; --a) {
-        const int64_t n = a == p.dim ? c.size : p.shape[a];
-        const int64_t i = e % n;
-        e /= n;
-        from += i * c.stride[a];
-        out += (a == p.dim ? i + c.begin : i) * p.dst_stride[a];
-      }
-      v[k] = reinterpret_cast<const T*>(c.src)[from];
-      to[k] = out;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kUnitsPerThread; ++k)
-    if (base + int64_t{k} * kThreads + threadIdx.x < c.units) reinterpret_cast<T*>(p.dst)[to[k]] = v[k];
-}
-
 template <int E, int Cap>
-__global__ void __launch_bounds__(kThreads) cat_kernel(const __grid_constant__ Params<Cap> p) {
+__global__ void __launch_bounds__(kThreads) cat_walk_kernel(const __grid_constant__ Params<WalkPiece, Cap> p) {
   using T = typename Bits<E>::type;
   for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const CatPiece& c = p.piece[find_piece(p, tile)];
+    const WalkPiece& c = p.piece[find_piece(p, tile)];
     const int64_t base = (tile - c.first_tile) * kTileUnits;
-    if (!p.rows) copy_walk<T>(p, c, base);
-    else if (c.vec) copy_rows<uint4>(p, c, base);
-    else copy_rows<T>(p, c, base);
+    T v[kUnitsPerThread];
+    int64_t to[kUnitsPerThread];
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      int64_t e = base + int64_t{k} * kThreads + threadIdx.x;
+      if (e < c.units) {
+        int64_t from = 0, out = 0;
+        for (int a = p.rank - 1; a >= 0; --a) {
+          const int64_t n = a == p.dim ? c.size : p.shape[a];
+          const int64_t i = e % n;
+          e /= n;
+          from += i * c.stride[a];
+          out += (a == p.dim ? i + c.begin : i) * p.dst_stride[a];
+        }
+        v[k] = reinterpret_cast<const T*>(c.src)[from];
+        to[k] = out;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k)
+      if (base + int64_t{k} * kThreads + threadIdx.x < c.units) reinterpret_cast<T*>(p.dst)[to[k]] = v[k];
   }
 }
+
+template <class Piece, int Cap>
+Params<Piece, Cap> header(const CatParams& g) {
+  Params<Piece, Cap> p;
+  p.dst = g.dst, p.dst_row = g.dst_row, p.rank = g.rank, p.dim = g.dim, p.n = g.n, p.tiles = g.tiles;
+  std::copy(g.shape, g.shape + kMaxRank, p.shape);
+  std::copy(g.dst_stride, g.dst_stride + kMaxRank, p.dst_stride);
+  return p;
+}
+
+// A persistent grid: one wave of resident blocks (8 of 256 threads per SM) striding over tiles.
+inline dim3 grid_of(int64_t tiles) { return dim3(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{132} * 8))); }
 
 template <int E, int Cap>
 cudaError_t launch_cap(const CatParams& g, cudaStream_t stream) {
-  Params<Cap> p;
-  p.dst = g.dst, p.esize = g.esize, p.rows = g.rows, p.dst_row = g.dst_row, p.inner = g.inner;
-  p.rank = g.rank, p.dim = g.dim, p.n = g.n, p.tiles = g.tiles;
-  std::copy(g.shape, g.shape + kMaxRank, p.shape);
-  std::copy(g.dst_stride, g.dst_stride + kMaxRank, p.dst_stride);
-  std::copy(g.piece, g.piece + g.n, p.piece);
-  const int64_t blocks = std::min<int64_t>(g.tiles, int64_t{132} * 64);
-  return launch_kernel(cat_kernel<E, Cap>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, p);
+  if (g.rows) {
+    auto p = header<RowPiece, Cap>(g);
+    for (int k = 0; k < g.n; ++k) {
+      const CatPiece& c = g.piece[k];
+      p.piece[k] = RowPiece{c.src, g.dst + c.begin * g.inner * g.esize, c.first_tile, c.units, c.row_units, c.src_row, c.row_div, c.vec};
+    }
+    return launch_kernel(cat_rows_kernel<E, Cap>, grid_of(g.tiles), dim3(kThreads), 0, stream, p);
+  }
+  auto p = header<WalkPiece, Cap>(g);
+  for (int k = 0; k < g.n; ++k) {
+    const CatPiece& c = g.piece[k];
+    p.piece[k].src = c.src, p.piece[k].first_tile = c.first_tile, p.piece[k].units = c.units;
+    p.piece[k].begin = c.begin, p.piece[k].size = c.size;
+    std::copy(c.stride, c.stride + kMaxRank, p.piece[k].stride);
+  }
+  return launch_kernel(cat_walk_kernel<E, Cap>, grid_of(g.tiles), dim3(kThreads), 0, stream, p);
 }
 
 template <int E>
