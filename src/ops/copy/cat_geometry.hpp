@@ -17,8 +17,8 @@
 
 namespace baracuda::catk {
 
-inline constexpr int kThreads = 256;
-inline constexpr int kUnitsPerThread = 8;
+inline constexpr int kThreads = 128;
+inline constexpr int kUnitsPerThread = 4;
 inline constexpr int64_t kTileUnits = int64_t{kThreads} * kUnitsPerThread;
 
 struct CatPiece {

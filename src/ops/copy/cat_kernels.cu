@@ -1,5 +1,5 @@
-// CatPlan's kernels: one launch copies up to kMaxCatInputsPerLaunch inputs. A persistent grid
-// strides over tiles of kTileUnits units (tiles never straddle two pieces: each piece's tiles
+// CatPlan's kernels: one launch copies up to kMaxCatInputsPerLaunch inputs. A grid of blocks
+// takes tiles of kTileUnits units (tiles never straddle two pieces: each piece's tiles
 // are counted apart); a block finds a tile's piece by binary search over the tiles' prefix, and
 // each thread moves kUnitsPerThread units, every load issued before the first store. Row form:
 // 16-byte units when the piece's rows and both row starts are 16-byte aligned, else one element
@@ -142,8 +142,9 @@ Params<Piece, Cap> header(const CatParams& g) {
   return p;
 }
 
-// A persistent grid: one wave of resident blocks (8 of 256 threads per SM) striding over tiles.
-inline dim3 grid_of(int64_t tiles) { return dim3(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{132} * 8))); }
+// A block per tile (small tiles, many blocks: a slot frees as soon as its tile is done; a
+// persistent grid of 8 blocks per SM striding over 32 KB tiles measured 7 % slower, H200).
+inline dim3 grid_of(int64_t tiles) { return dim3(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{1} << 30))); }
 
 template <int E, int Cap>
 cudaError_t launch_cap(const CatParams& g, cudaStream_t stream) {

@@ -198,6 +198,7 @@ Status FillPlan::run(cudaStream_t stream, Workspace, const FillArgs& a) const {
   std::copy(a.out.shape, a.out.shape + d.rank, g.shape);
   std::copy(a.out.stride, a.out.stride + d.rank, g.stride);
   g.numel = a.out.numel();
+  g.esize = static_cast<int>(dtype_size(d.dtype));
   g.contiguous = a.out.is_contiguous();
   g.kind = d.kind;
   g.bits = bits_;

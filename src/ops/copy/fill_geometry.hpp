@@ -11,14 +11,15 @@
 
 namespace baracuda::fillk {
 
-inline constexpr int kThreads = 256;
-inline constexpr int64_t kMaxGrid = int64_t{132} * 8;
+inline constexpr int kThreads = 128;
+inline constexpr int kPiecesPerThread = 4;  // 16-byte pieces a thread writes per block (contiguous)
 
 struct FillParams {
   void* out = nullptr;
   int rank = 0;
   int64_t shape[kMaxRank] = {}, stride[kMaxRank] = {};
   int64_t numel = 0;
+  int esize = 1;
   bool contiguous = false;  // row-major strides: element f at out + f
   FillKind kind = FillKind::kFull;
   uint64_t bits = 0;        // full: the value; eye: 1 (raw bits of the dtype)

@@ -1,6 +1,7 @@
 // FillPlan's kernels: a value per output position (the kind's formula), written to a contiguous
 // output in 16-byte pieces (an unaligned head and the tail element by element) or to any
-// strided view element by element. full and eye move raw bits (one kernel per element size);
+// strided view element by element. full and eye move raw bits (one kernel per element size;
+// eye divides once per 16-byte piece and walks its columns);
 // arange / linspace / logspace compute in the dtype's compute type (f32, f64 for f64, i64 for
 // integer arange), products and sums fused (fma) as nvcc builds PyTorch's kernels.
 #include <algorithm>
@@ -14,19 +15,20 @@ namespace baracuda::fillk {
 
 namespace {
 
-// Writes value(f) (raw bits of type U) at every position f of the output.
-template <class U, class F>
-__device__ void write_all(const FillParams& p, F value) {
+// Writes the value of every position f of the output (raw bits of type U): gen(f) for one
+// element, gen.chunk(f0, e) for the V consecutive elements of a 16-byte piece.
+template <class U, class G>
+__device__ void write_all(const FillParams& p, const G& gen) {
   U* out = static_cast<U*>(p.out);
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, nthreads = static_cast<int64_t>(gridDim.x) * kThreads;
+  const int64_t tid = threadIdx.x;
   if (!p.contiguous) {
-    for (int64_t f = tid; f < p.numel; f += nthreads) {
+    for (int64_t f = static_cast<int64_t>(blockIdx.x) * kThreads + tid; f < p.numel; f += static_cast<int64_t>(gridDim.x) * kThreads) {
       int64_t r = f, o = 0;
       for (int a = p.rank - 1; a >= 0; --a) {
         o += (r % p.shape[a]) * p.stride[a];
         r /= p.shape[a];
       }
-      out[o] = value(f);
+      out[o] = gen(f);
     }
     return;
   }
@@ -35,29 +37,72 @@ __device__ void write_all(const FillParams& p, F value) {
   const int64_t head = mis == 0 ? 0 : std::min<int64_t>(p.numel, V - mis);
   const int64_t body = (p.numel - head) / V, tail = head + body * V;
   uint4* vout = reinterpret_cast<uint4*>(out + head);
-  for (int64_t c = tid; c < body; c += nthreads) {
-    union {
-      uint4 v;
-      U e[V];
-    } pack;
-    const int64_t f0 = head + c * V;
+  constexpr int64_t kPer = int64_t{kThreads} * kPiecesPerThread;
+  for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * kPer; c0 < body; c0 += static_cast<int64_t>(gridDim.x) * kPer) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) pack.e[k] = value(f0 + k);
-    vout[c] = pack.v;
+    for (int k = 0; k < kPiecesPerThread; ++k) {
+      const int64_t c = c0 + k * kThreads + tid;
+      if (c < body) {
+        union {
+          uint4 v;
+          U e[V];
+        } pack;
+        gen.template chunk<V>(head + c * V, pack.e);
+        vout[c] = pack.v;
+      }
+    }
   }
-  if (tid < head) out[tid] = value(tid);
-  if (tid < p.numel - tail) out[tail + tid] = value(tail + tid);
+  if (blockIdx.x == 0) {
+    if (tid < head) out[tid] = gen(tid);
+    if (tid < p.numel - tail) out[tail + tid] = gen(tail + tid);
+  }
 }
+
+// A generator from a per-element function (its chunk: V calls).
+template <class U, class F>
+struct PerElement {
+  F f;
+  __device__ U operator()(int64_t i) const { return f(i); }
+  template <int V>
+  __device__ void chunk(int64_t f0, U* e) const {
+#pragma unroll
+    for (int k = 0; k < V; ++k) e[k] = f(f0 + k);
+  }
+};
+template <class U, class F>
+__device__ PerElement<U, F> per_element(F f) {
+  return {f};
+}
+
+// eye: one division per piece, then the column walks.
+template <class U>
+struct Eye {
+  int64_t cols;
+  U one;
+  __device__ U operator()(int64_t f) const { return f / cols == f % cols ? one : U(0); }
+  template <int V>
+  __device__ void chunk(int64_t f0, U* e) const {
+    int64_t r = f0 / cols, c = f0 - r * cols;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      e[k] = r == c ? one : U(0);
+      if (++c == cols) c = 0, ++r;
+    }
+  }
+};
 
 template <class U>
 __global__ void __launch_bounds__(kThreads) bits_kernel(const FillParams p) {
   const U one = static_cast<U>(p.bits);
-  if (p.kind == FillKind::kEye) {
-    const int64_t cols = p.cols;
-    write_all<U>(p, [&](int64_t f) { return f / cols == f % cols ? one : U(0); });
-  } else {
-    write_all<U>(p, [&](int64_t) { return one; });
-  }
+  if (p.kind == FillKind::kEye) write_all<U>(p, Eye<U>{p.cols, one});
+  else write_all<U>(p, per_element<U>([one](int64_t) { return one; }));
+}
+
+// An index as the compute type C (through a 32-bit conversion below 2^31: the same value, a
+// cheaper instruction than the 64-bit one).
+template <class C>
+__device__ __forceinline__ C index_as(int64_t f) {
+  return f < (int64_t{1} << 31) ? static_cast<C>(static_cast<int32_t>(f)) : static_cast<C>(f);
 }
 
 template <class U, class T>
@@ -75,26 +120,29 @@ __global__ void __launch_bounds__(kThreads) range_kernel(const FillParams p) {
   constexpr bool kInt = std::is_integral_v<T>;
   const C start = static_cast<C>(p.start), end = static_cast<C>(p.end), step = static_cast<C>(p.step);
   // linspace's exponent / value: the symmetric form (both ends exact)
-  auto lin = [&](int64_t f) -> C {
-    return f < p.halfway ? fma(step, static_cast<C>(f), start) : fma(-step, static_cast<C>(p.steps - 1 - f), end);
-  };
+  const int64_t halfway = p.halfway, last = p.steps - 1;
+  auto lin = [=](int64_t f) -> C { return f < halfway ? fma(step, index_as<C>(f), start) : fma(-step, index_as<C>(last - f), end); };
   if (p.kind == FillKind::kArange) {
     if constexpr (kInt) {
       const uint64_t s0 = static_cast<uint64_t>(p.istart), ds = static_cast<uint64_t>(p.istep);
-      write_all<U>(p, [&](int64_t f) { return as_bits<U>(static_cast<T>(static_cast<int64_t>(s0 + ds * static_cast<uint64_t>(f)))); });
+      write_all<U>(p, per_element<U>([=](int64_t f) { return as_bits<U>(static_cast<T>(static_cast<int64_t>(s0 + ds * static_cast<uint64_t>(f)))); }));
     } else {
-      write_all<U>(p, [&](int64_t f) { return as_bits<U>(from_c<T>(fma(step, static_cast<C>(f), start), false)); });
+      write_all<U>(p, per_element<U>([=](int64_t f) { return as_bits<U>(from_c<T>(fma(step, index_as<C>(f), start), false)); }));
     }
   } else if (p.kind == FillKind::kLinspace) {
-    write_all<U>(p, [&](int64_t f) { return as_bits<U>(from_c<T>(lin(f), false)); });
+    write_all<U>(p, per_element<U>([=](int64_t f) { return as_bits<U>(from_c<T>(lin(f), false)); }));
   } else {
     const double base = p.base;
-    write_all<U>(p, [&](int64_t f) { return as_bits<U>(from_c<T>(pow(base, static_cast<double>(lin(f))), false)); });
+    write_all<U>(p, per_element<U>([=](int64_t f) { return as_bits<U>(from_c<T>(pow(base, static_cast<double>(lin(f))), false)); }));
   }
 }
 
-// A grid-stride loop over pieces (contiguous) or elements: at most one wave of resident blocks.
-int64_t blocks_for(const FillParams& p) { return std::clamp<int64_t>((p.numel + kThreads - 1) / kThreads, 1, kMaxGrid); }
+// A block per kPiecesPerThread pieces a thread (contiguous) or an element a thread (strided);
+// grid-stride loops past 2^30 blocks.
+int64_t blocks_for(const FillParams& p) {
+  const int64_t per = p.contiguous ? int64_t{kThreads} * kPiecesPerThread * (16 / p.esize) : kThreads;
+  return std::clamp<int64_t>((p.numel + per - 1) / per, 1, int64_t{1} << 30);
+}
 
 template <class U>
 cudaError_t launch_bits(const FillParams& p, cudaStream_t stream) {
