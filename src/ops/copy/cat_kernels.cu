@@ -55,19 +55,35 @@ struct Params {
   int64_t dst_row;
   int rank, dim, n;
   int64_t tiles;
+  bool by_y;  // blockIdx.y is the piece, blockIdx.x its tile (else blockIdx.x strides over every tile)
   int64_t shape[kMaxRank], dst_stride[kMaxRank];  // walk only
   Piece piece[Cap];
 };
 
+// The piece of the launch's tile (by_y: the grid's y; else the last piece whose first_tile <=
+// tile, by binary search: a dependent parameter load per step, which is why balanced launches
+// take the y form).
 template <class P>
 __device__ int find_piece(const P& p, int64_t tile) {
-  int lo = 0, hi = p.n - 1;  // the last piece whose first_tile <= tile
+  if (p.by_y) return static_cast<int>(blockIdx.y);
+  int lo = 0, hi = p.n - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (p.piece[mid].first_tile <= tile) lo = mid;
     else hi = mid - 1;
   }
   return lo;
+}
+
+// The block's first tile and the loop's stride: by_y, the y-th piece's x-th tile, once; else
+// blockIdx.x, striding by the grid.
+template <class P>
+__device__ int64_t first_tile_of(const P& p) {
+  return p.by_y ? p.piece[blockIdx.y].first_tile + blockIdx.x : blockIdx.x;
+}
+template <class P>
+__device__ int64_t tile_stride(const P& p) {
+  return p.by_y ? p.tiles : gridDim.x;
 }
 
 // Row form: units of type U (16 bytes, or the element's bits).
@@ -94,9 +110,10 @@ __device__ void copy_rows(const RowPiece& c, int64_t dst_row, int64_t base) {
 template <int E, int Cap>
 __global__ void __launch_bounds__(kThreads) cat_rows_kernel(const __grid_constant__ Params<RowPiece, Cap> p) {
   using T = typename Bits<E>::type;
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+  for (int64_t tile = first_tile_of(p); tile < p.tiles; tile += tile_stride(p)) {
     const RowPiece& c = p.piece[find_piece(p, tile)];
     const int64_t base = (tile - c.first_tile) * kTileUnits;
+    if (base >= c.units) return;  // by_y: past this piece's tiles
     if (c.vec) copy_rows<uint4>(c, p.dst_row, base);
     else copy_rows<T>(c, p.dst_row, base);
   }
@@ -106,9 +123,10 @@ __global__ void __launch_bounds__(kThreads) cat_rows_kernel(const __grid_constan
 template <int E, int Cap>
 __global__ void __launch_bounds__(kThreads) cat_walk_kernel(const __grid_constant__ Params<WalkPiece, Cap> p) {
   using T = typename Bits<E>::type;
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+  for (int64_t tile = first_tile_of(p); tile < p.tiles; tile += tile_stride(p)) {
     const WalkPiece& c = p.piece[find_piece(p, tile)];
     const int64_t base = (tile - c.first_tile) * kTileUnits;
+    if (base >= c.units) return;
     T v[kUnitsPerThread];
     int64_t to[kUnitsPerThread];
 #pragma unroll
@@ -143,8 +161,17 @@ Params<Piece, Cap> header(const CatParams& g) {
 }
 
 // A block per tile (small tiles, many blocks: a slot frees as soon as its tile is done; a
-// persistent grid of 8 blocks per SM striding over 32 KB tiles measured 7 % slower, H200).
-inline dim3 grid_of(int64_t tiles) { return dim3(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{1} << 30))); }
+// persistent grid of 8 blocks per SM striding over 32 KB tiles measured 7 % slower, H200). When
+// the pieces are balanced (n · the largest piece's tiles <= 2 · all tiles) the grid is
+// [largest piece's tiles, n] and a block reads its piece off blockIdx.y.
+template <class P>
+dim3 grid_of(P& p, const CatParams& g) {
+  int64_t most = 0;
+  for (int k = 0; k < g.n; ++k) most = std::max(most, (k + 1 < g.n ? g.piece[k + 1].first_tile : g.tiles) - g.piece[k].first_tile);
+  p.by_y = most <= (int64_t{1} << 30) && most * g.n <= 2 * g.tiles;
+  if (p.by_y) return dim3(static_cast<unsigned>(most), static_cast<unsigned>(g.n));
+  return dim3(static_cast<unsigned>(std::min<int64_t>(g.tiles, int64_t{1} << 30)));
+}
 
 template <int E, int Cap>
 cudaError_t launch_cap(const CatParams& g, cudaStream_t stream) {
@@ -154,7 +181,8 @@ cudaError_t launch_cap(const CatParams& g, cudaStream_t stream) {
       const CatPiece& c = g.piece[k];
       p.piece[k] = RowPiece{c.src, g.dst + c.begin * g.inner * g.esize, c.first_tile, c.units, c.row_units, c.src_row, c.row_div, c.vec};
     }
-    return launch_kernel(cat_rows_kernel<E, Cap>, grid_of(g.tiles), dim3(kThreads), 0, stream, p);
+    const dim3 grid = grid_of(p, g);
+    return launch_kernel(cat_rows_kernel<E, Cap>, grid, dim3(kThreads), 0, stream, p);
   }
   auto p = header<WalkPiece, Cap>(g);
   for (int k = 0; k < g.n; ++k) {
@@ -163,7 +191,8 @@ cudaError_t launch_cap(const CatParams& g, cudaStream_t stream) {
     p.piece[k].begin = c.begin, p.piece[k].size = c.size;
     std::copy(c.stride, c.stride + kMaxRank, p.piece[k].stride);
   }
-  return launch_kernel(cat_walk_kernel<E, Cap>, grid_of(g.tiles), dim3(kThreads), 0, stream, p);
+  const dim3 grid = grid_of(p, g);
+  return launch_kernel(cat_walk_kernel<E, Cap>, grid, dim3(kThreads), 0, stream, p);
 }
 
 template <int E>

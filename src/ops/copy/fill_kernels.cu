@@ -74,15 +74,17 @@ __device__ PerElement<U, F> per_element(F f) {
   return {f};
 }
 
-// eye: one division per piece, then the column walks.
+// eye: one division per piece (by multiplication below 2^31 elements), then the column walks.
 template <class U>
 struct Eye {
   int64_t cols;
   U one;
+  detail::FastDiv col_div;
+  bool small;
   __device__ U operator()(int64_t f) const { return f / cols == f % cols ? one : U(0); }
   template <int V>
   __device__ void chunk(int64_t f0, U* e) const {
-    int64_t r = f0 / cols, c = f0 - r * cols;
+    int64_t r = small ? int64_t{col_div.div(static_cast<uint32_t>(f0))} : f0 / cols, c = f0 - r * cols;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       e[k] = r == c ? one : U(0);
@@ -94,7 +96,7 @@ struct Eye {
 template <class U>
 __global__ void __launch_bounds__(kThreads) bits_kernel(const FillParams p) {
   const U one = static_cast<U>(p.bits);
-  if (p.kind == FillKind::kEye) write_all<U>(p, Eye<U>{p.cols, one});
+  if (p.kind == FillKind::kEye) write_all<U>(p, Eye<U>{p.cols, one, p.col_div, p.numel < (int64_t{1} << 31)});
   else write_all<U>(p, per_element<U>([one](int64_t) { return one; }));
 }
 
