@@ -203,8 +203,6 @@ Status FillPlan::run(cudaStream_t stream, Workspace, const FillArgs& a) const {
   g.kind = d.kind;
   g.bits = bits_;
   g.base = d.base;
-  g.cols = d.rank == 2 ? d.shape[1] : 1;
-  if (d.kind == FillKind::kEye && g.numel < (int64_t{1} << 31)) g.col_div = detail::FastDiv(static_cast<uint32_t>(g.cols));
   if (d.kind == FillKind::kArange) {
     if (is_float(d.dtype)) {
       g.start = d.start.as_double(), g.step = d.step.as_double();

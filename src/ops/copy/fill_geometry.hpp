@@ -7,7 +7,6 @@
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/fill.hpp"
-#include "core/fast_div.hpp"
 #include "core/launch_fn.hpp"
 
 namespace baracuda::fillk {
@@ -27,8 +26,6 @@ struct FillParams {
   double start = 0, end = 0, step = 0, base = 10;  // float kinds (arange's step; linspace's computed on the device)
   int64_t istart = 0, iend = 0, istep = 0;         // integer dtypes: start / end / step as integers
   int64_t steps = 0, halfway = 0;                  // linspace / logspace: n and n / 2
-  int64_t cols = 1;                                // eye: m
-  detail::FastDiv col_div;                         // eye: divides by m when numel < 2^31
 };
 using FillLaunchFn = LaunchFn<FillParams>;
 

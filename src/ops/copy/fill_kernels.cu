@@ -1,7 +1,7 @@
 // FillPlan's kernels: a value per output position (the kind's formula), written to a contiguous
 // output in 16-byte pieces (an unaligned head and the tail element by element) or to any
 // strided view element by element. full and eye move raw bits (one kernel per element size;
-// eye divides once per 16-byte piece and walks its columns);
+// eye is a zero fill and a diagonal pass);
 // arange / linspace / logspace compute in the dtype's compute type (f32, f64 for f64, i64 for
 // integer arange), products and sums fused (fma) as nvcc builds PyTorch's kernels.
 #include <algorithm>
@@ -74,30 +74,18 @@ __device__ PerElement<U, F> per_element(F f) {
   return {f};
 }
 
-// eye: one division per piece (by multiplication below 2^31 elements), then the column walks.
-template <class U>
-struct Eye {
-  int64_t cols;
-  U one;
-  detail::FastDiv col_div;
-  bool small;
-  __device__ U operator()(int64_t f) const { return f / cols == f % cols ? one : U(0); }
-  template <int V>
-  __device__ void chunk(int64_t f0, U* e) const {
-    int64_t r = small ? int64_t{col_div.div(static_cast<uint32_t>(f0))} : f0 / cols, c = f0 - r * cols;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      e[k] = r == c ? one : U(0);
-      if (++c == cols) c = 0, ++r;
-    }
-  }
-};
-
 template <class U>
 __global__ void __launch_bounds__(kThreads) bits_kernel(const FillParams p) {
-  const U one = static_cast<U>(p.bits);
-  if (p.kind == FillKind::kEye) write_all<U>(p, Eye<U>{p.cols, one, p.col_div, p.numel < (int64_t{1} << 31)});
-  else write_all<U>(p, per_element<U>([one](int64_t) { return one; }));
+  const U v = static_cast<U>(p.kind == FillKind::kEye ? 0 : p.bits);
+  write_all<U>(p, per_element<U>([v](int64_t) { return v; }));
+}
+
+// eye's diagonal after its zero fill: out[i, i] = 1 for i < min(n, m).
+template <class U>
+__global__ void __launch_bounds__(kThreads) diagonal_kernel(const FillParams p, const int64_t count) {
+  const int64_t step = p.stride[0] + p.stride[1];  // the view's byte extent fits int64: so does this
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count; i += static_cast<int64_t>(gridDim.x) * kThreads)
+    static_cast<U*>(p.out)[i * step] = static_cast<U>(p.bits);
 }
 
 // An index as the compute type C (through a 32-bit conversion below 2^31: the same value, a
@@ -146,10 +134,16 @@ int64_t blocks_for(const FillParams& p) {
   return std::clamp<int64_t>((p.numel + per - 1) / per, 1, int64_t{1} << 30);
 }
 
+// full; eye: the zero fill, then its diagonal (PyTorch's zero_ + diagonal fill_; one pass that
+// selects 0 or 1 per element measured 205 µs against 170 for the pair on [16384, 16384] bf16).
 template <class U>
 cudaError_t launch_bits(const FillParams& p, cudaStream_t stream) {
   if (p.numel == 0) return cudaSuccess;
-  return launch_kernel(bits_kernel<U>, dim3(static_cast<unsigned>(blocks_for(p))), dim3(kThreads), 0, stream, p);
+  BARACUDA_CUDA_TRY(launch_kernel(bits_kernel<U>, dim3(static_cast<unsigned>(blocks_for(p))), dim3(kThreads), 0, stream, p));
+  if (p.kind != FillKind::kEye) return cudaSuccess;
+  const int64_t count = std::min(p.shape[0], p.shape[1]);
+  const int64_t blocks = std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, int64_t{1} << 20);
+  return launch_kernel(diagonal_kernel<U>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, p, count);
 }
 
 template <class T>
