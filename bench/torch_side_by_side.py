@@ -209,6 +209,15 @@ def torch_fill(R, bwd, wrap=None):
     return lambda: torch.eye(y.shape[0], y.shape[1], out=y)
 
 
+def torch_flip_roll(R, bwd, wrap=None):
+    x, y = R.t("input"), R.t("out")
+    ints = lambda k: [int(v) for v in R.f[k].split(",")] if R.f.get(k) else []
+    if R.r["op"] == "flip":
+        return lambda: torch.flip(x, ints("dims"), out=y)
+    dims = ints("dims")
+    return lambda: torch.roll(x, ints("shifts"), dims, out=y) if dims else torch.roll(x, ints("shifts")[0], out=y)
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -818,7 +827,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 
 
 TORCH = {
-    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill,
+    "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill, "flip": torch_flip_roll, "roll": torch_flip_roll,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,
@@ -838,7 +847,7 @@ TORCH = {
 TORCH_SIDE = {
     "pad": "F.pad; backward = torch.autograd.grad of it.",
     "copy": "Tensor.copy_ into a preallocated result of the same layout; cat: torch.cat / torch.stack(inputs, dim, out=) "
-            "into a preallocated result; fill: Tensor.fill_, torch.arange / linspace / logspace / eye(..., out=).",
+            "into a preallocated result; fill: Tensor.fill_, torch.arange / linspace / logspace / eye(..., out=); flip / roll: torch.flip / torch.roll(..., out=).",
     "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
                    "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
                    "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",

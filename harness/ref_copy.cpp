@@ -1,5 +1,6 @@
 // Reference adapters of the copy family: copy (dst = cast(src broadcast to dst's shape)), cat
-// (each input's elements at its place in out), every element exact; fill (the creation ops:
+// (each input's elements at its place in out), flip / roll (each output coordinate mapped back,
+// the flattened roll over the row-major order), every element exact; fill (the creation ops:
 // full / eye exact, arange / linspace / logspace in float64 against the f32 / f64 kernels, their
 // integer forms as PyTorch defines them: f32 fused arithmetic, truncated).
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "baracuda/ops/cat.hpp"
 #include "baracuda/ops/copy.hpp"
 #include "baracuda/ops/fill.hpp"
+#include "baracuda/ops/flip_roll.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
@@ -119,10 +121,65 @@ Status fill(RefCall& c) {
   return {};
 }
 
+// out[f] = input[source(f)], source from the output's coordinates (row-major, logical).
+template <class Source>
+Status index_map(RefCall& c, std::span<const int64_t> shape, Source source) {
+  const std::vector<double>& in = c["input"].in;
+  RefOperand& out = c["out"];
+  const int64_t n = numel_of(shape);
+  out.want.assign(static_cast<size_t>(n), 0.0);
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t f = 0; f < n; ++f) {
+    int64_t r = f;
+    for (size_t a = shape.size(); a-- > 0;) idx[a] = r % shape[a], r /= shape[a];
+    out.want[static_cast<size_t>(f)] = in[static_cast<size_t>(source(f, idx))];
+  }
+  out.exact = true;
+  return {};
+}
+// The row-major index of coordinates idx.
+int64_t linear(std::span<const int64_t> shape, const std::vector<int64_t>& idx) {
+  int64_t g = 0;
+  for (size_t a = 0; a < shape.size(); ++a) g = g * shape[a] + idx[a];
+  return g;
+}
+int64_t mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
+int axis(int64_t d, int rank) { return static_cast<int>(d < 0 ? d + rank : d); }
+
+Status flip(RefCall& c) {
+  const FlipDescriptor& d = c.desc<FlipDescriptor>();
+  const std::span<const int64_t> shape(d.shape, static_cast<size_t>(d.rank));
+  return index_map(c, shape, [&](int64_t, std::vector<int64_t> idx) {
+    for (int64_t dim : d.dims.v) {
+      if (d.rank == 0) continue;
+      const size_t a = static_cast<size_t>(axis(dim, d.rank));
+      idx[a] = shape[a] - 1 - idx[a];
+    }
+    return linear(shape, idx);
+  });
+}
+
+Status roll(RefCall& c) {
+  const RollDescriptor& d = c.desc<RollDescriptor>();
+  const std::span<const int64_t> shape(d.shape, static_cast<size_t>(d.rank));
+  const int64_t n = numel_of(shape);
+  return index_map(c, shape, [&](int64_t f, std::vector<int64_t> idx) {
+    if (d.dims.empty()) return mod(f - mod(d.shifts[0], n), n);
+    for (size_t k = 0; k < d.dims.size(); ++k) {
+      if (d.rank == 0) continue;
+      const size_t a = static_cast<size_t>(axis(d.dims[k], d.rank));
+      idx[a] = mod(idx[a] - mod(d.shifts[k], shape[a]), shape[a]);
+    }
+    return linear(shape, idx);
+  });
+}
+
 }  // namespace
 
 OpRef ref_copy() { return {nullptr, &copy, nullptr}; }
 OpRef ref_cat() { return {nullptr, &cat, nullptr}; }
 OpRef ref_fill() { return {nullptr, &fill, nullptr}; }
+OpRef ref_flip() { return {nullptr, &flip, nullptr}; }
+OpRef ref_roll() { return {nullptr, &roll, nullptr}; }
 
 }  // namespace baracuda::harness

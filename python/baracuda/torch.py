@@ -31,7 +31,7 @@ import baracuda as _baracuda
 from . import Error, _C, _ROW_BY_NAME, fields as _all_fields, problem_line, select, _pref_line
 
 __all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "cat", "stack", "full", "zeros", "ones",
-           "full_like", "zeros_like", "ones_like", "arange", "linspace", "logspace", "eye", "pad", "embedding", "embedding_bag",
+           "full_like", "zeros_like", "ones_like", "arange", "linspace", "logspace", "eye", "flip", "roll", "pad", "embedding", "embedding_bag",
            "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
            "EmbeddingBag", "CausalConv1d", "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any",
            "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min"]
@@ -214,8 +214,35 @@ def _cat_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, 
     return None, None, list(pieces)
 
 
-# Rows whose backward is views of the gradient (no backward row, no kernel): (backward, setup).
-_VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup)}
+def _problem_setup(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    ctx.problem, ctx.pref = inputs[0], inputs[1]
+
+
+def _flip_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    return None, None, [None if g is None else custom_op("flip")(ctx.problem, ctx.pref, [g.contiguous()])[0]]
+
+
+def _roll_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    if g is None:
+        return None, None, [None]
+    f = _problem_fields(ctx.problem)
+    shape = [int(n) for n in f["shape"].split(",")] if f.get("shape") else []
+    rank = int(f.get("rank", "0"))
+    dims = [int(d) for d in f["dims"].split(",")] if f.get("dims") else []
+    shifts = [int(v) for v in f["shifts"].split(",")]
+    numel = math.prod(shape[:rank]) if rank else 1
+    ext = [shape[d + rank if d < 0 else d] for d in dims] if dims else [numel]
+    f["shifts"] = ",".join(str((-v) % n if n > 0 else 0) for v, n in zip(shifts, ext))  # the inverse roll
+    problem = " ".join(f"{k}={v}" for k, v in f.items())
+    return None, None, [custom_op("roll")(problem, ctx.pref, [g.contiguous()])[0]]
+
+
+# Rows whose backward is no kernel row: views of the gradient (cat) or the op itself again (flip,
+# roll with the shifts negated): (backward, setup).
+_VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup), "flip": (_flip_backward, _problem_setup),
+                                              "roll": (_roll_backward, _problem_setup)}
 
 _OPS: Dict[str, Any] = {}
 
@@ -495,6 +522,20 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     return _fill(dtype or torch.float32, [int(n), int(n if m is None else m)], kind="eye")
+
+
+def flip(input: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """torch.flip (any strides; autograd: the flip of the gradient)."""
+    return call("flip", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                dims=[int(d) for d in dims] or None, input=input)["out"]
+
+
+def roll(input: torch.Tensor, shifts: Any, dims: Any = None) -> torch.Tensor:
+    """torch.roll (no dims: the flattened roll; autograd: the roll of the gradient back)."""
+    sh = [int(shifts)] if isinstance(shifts, int) else [int(v) for v in shifts]
+    dm = [] if dims is None else [int(dims)] if isinstance(dims, int) else [int(d) for d in dims]
+    return call("roll", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape], shifts=sh,
+                dims=dm or None, input=input)["out"]
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

@@ -670,3 +670,24 @@ def test_creation_ops_against_torch():
         torch.testing.assert_close(bt.logspace(a, b, n, base), torch.logspace(a, b, n, base, device="cuda"), rtol=1e-5, atol=0)
     for n, m, dt in ((5, None, None), (3, 7, torch.bool), (6, 2, torch.int64)):
         torch.testing.assert_close(bt.eye(n, m, dtype=dt), torch.eye(n, n if m is None else m, dtype=dt, device="cuda"), rtol=0, atol=0)
+
+
+def test_flip_and_roll_against_torch():
+    x = torch.randn(4, 6, 40, device="cuda")
+    xt = torch.randn(40, 6, 4, device="cuda").permute(2, 1, 0)  # [4, 6, 40], transposed
+    for t in (x, xt, x[:, ::2]):
+        for dims in ((0,), (-1,), (0, 2), (1, 0, 2), ()):
+            torch.testing.assert_close(bt.flip(t, dims), torch.flip(t, dims), rtol=0, atol=0)
+        for shifts, dims in ((1, 0), (-3, 2), ((2, 5), (0, 1)), ((3, 3), (1, 1)), (7, None), (-(2 ** 63), 2), (8, -1)):
+            torch.testing.assert_close(bt.roll(t, shifts, dims), torch.roll(t, shifts, dims), rtol=0, atol=0)
+    for dtype in (torch.bfloat16, torch.uint8, torch.float64, torch.int16):
+        y = torch.randint(0, 100, (12, 64), device="cuda").to(dtype)
+        torch.testing.assert_close(bt.flip(y, (1,)), torch.flip(y, (1,)), rtol=0, atol=0)
+        torch.testing.assert_close(bt.roll(y, 16, 1), torch.roll(y, 16, 1), rtol=0, atol=0)
+        torch.testing.assert_close(bt.roll(y, -5), torch.roll(y, -5), rtol=0, atol=0)
+    xd = torch.randn(3, 5, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: bt.flip(v, (0, 1)), (xd,))
+    assert torch.autograd.gradcheck(lambda v: bt.roll(v, (2, -7), (0, 1)), (xd,))
+    assert torch.autograd.gradcheck(lambda v: bt.roll(v, 4), (xd,))
+    with pytest.raises(baracuda.Error, match="appears multiple times"):
+        bt.flip(x, (0, 0))

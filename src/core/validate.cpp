@@ -213,10 +213,10 @@ bool merged_stride(const TensorLayout& v, int from, int to, int64_t* stride) {
     if (first) {
       s = v.stride[a];
       first = false;
-    } else if (v.stride[a] != s * extent) {
-      return false;
+    } else if (int64_t want = 0; !checked_mul(s, extent, &want) || v.stride[a] != want) {
+      return false;  // (a caller's stride times an extent can pass 2^63: no run then)
     }
-    extent *= v.shape[a];
+    if (!checked_mul(extent, v.shape[a], &extent)) return false;
   }
   *stride = s;
   return true;

@@ -7,31 +7,13 @@
 // launches with 8 or fewer pieces take a small block).
 #include <algorithm>
 
+#include "core/dispatch.hpp"
 #include "core/launch.cuh"
 #include "ops/copy/cat_geometry.hpp"
 
 namespace baracuda::catk {
 
 namespace {
-
-template <int E>
-struct Bits;
-template <>
-struct Bits<1> {
-  using type = uint8_t;
-};
-template <>
-struct Bits<2> {
-  using type = uint16_t;
-};
-template <>
-struct Bits<4> {
-  using type = uint32_t;
-};
-template <>
-struct Bits<8> {
-  using type = uint64_t;
-};
 
 // Row form on the device: a piece's output start is folded into dst (64 bytes a piece).
 struct RowPiece {
@@ -109,7 +91,7 @@ __device__ void copy_rows(const RowPiece& c, int64_t dst_row, int64_t base) {
 
 template <int E, int Cap>
 __global__ void __launch_bounds__(kThreads) cat_rows_kernel(const __grid_constant__ Params<RowPiece, Cap> p) {
-  using T = typename Bits<E>::type;
+  using T = StorageTypes::bits<E>;
   for (int64_t tile = first_tile_of(p); tile < p.tiles; tile += tile_stride(p)) {
     const RowPiece& c = p.piece[find_piece(p, tile)];
     const int64_t base = (tile - c.first_tile) * kTileUnits;
@@ -122,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) cat_rows_kernel(const __grid_constan
 // Any strides: a piece's element e over the output's extents with extent `size` along dim.
 template <int E, int Cap>
 __global__ void __launch_bounds__(kThreads) cat_walk_kernel(const __grid_constant__ Params<WalkPiece, Cap> p) {
-  using T = typename Bits<E>::type;
+  using T = StorageTypes::bits<E>;
   for (int64_t tile = first_tile_of(p); tile < p.tiles; tile += tile_stride(p)) {
     const WalkPiece& c = p.piece[find_piece(p, tile)];
     const int64_t base = (tile - c.first_tile) * kTileUnits;
