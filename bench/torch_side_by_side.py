@@ -212,10 +212,10 @@ def torch_fill(R, bwd, wrap=None):
 def torch_flip_roll(R, bwd, wrap=None):
     x, y = R.t("input"), R.t("out")
     ints = lambda k: [int(v) for v in R.f[k].split(",")] if R.f.get(k) else []
-    if R.r["op"] == "flip":
-        return lambda: torch.flip(x, ints("dims"), out=y)
+    if R.r["op"] == "flip":  # (no out= form: PyTorch allocates the result from its cache)
+        return lambda: torch.flip(x, ints("dims"))
     dims = ints("dims")
-    return lambda: torch.roll(x, ints("shifts"), dims, out=y) if dims else torch.roll(x, ints("shifts")[0], out=y)
+    return lambda: torch.roll(x, ints("shifts"), dims) if dims else torch.roll(x, ints("shifts")[0])
 
 
 def torch_elementwise(R, bwd, wrap=None):
@@ -847,7 +847,7 @@ TORCH = {
 TORCH_SIDE = {
     "pad": "F.pad; backward = torch.autograd.grad of it.",
     "copy": "Tensor.copy_ into a preallocated result of the same layout; cat: torch.cat / torch.stack(inputs, dim, out=) "
-            "into a preallocated result; fill: Tensor.fill_, torch.arange / linspace / logspace / eye(..., out=); flip / roll: torch.flip / torch.roll(..., out=).",
+            "into a preallocated result; fill: Tensor.fill_, torch.arange / linspace / logspace / eye(..., out=); flip / roll: torch.flip / torch.roll (no out= form: a fresh result).",
     "elementwise": "the torch.* / F.* call (composites where PyTorch has no kernel: swiglu, geglu, reglu, glu, prelu, fma); "
                    "backward = torch.autograd.grad of it (a gradient that is grad_out itself is passed on by autograd; ours "
                    "binds it to grad_out, --alias, and a row with nothing else to write runs no pass: 'no pass').",

@@ -678,7 +678,7 @@ def test_flip_and_roll_against_torch():
     for t in (x, xt, x[:, ::2]):
         for dims in ((0,), (-1,), (0, 2), (1, 0, 2), ()):
             torch.testing.assert_close(bt.flip(t, dims), torch.flip(t, dims), rtol=0, atol=0)
-        for shifts, dims in ((1, 0), (-3, 2), ((2, 5), (0, 1)), ((3, 3), (1, 1)), (7, None), (-(2 ** 63), 2), (8, -1)):
+        for shifts, dims in ((1, 0), (-3, 2), ((2, 5), (0, 1)), ((3, 3), (1, 1)), (7, None), (-(2 ** 62) + 3, 2), (8, -1)):  # (PyTorch's roll refuses -2^63)
             torch.testing.assert_close(bt.roll(t, shifts, dims), torch.roll(t, shifts, dims), rtol=0, atol=0)
     for dtype in (torch.bfloat16, torch.uint8, torch.float64, torch.int16):
         y = torch.randint(0, 100, (12, 64), device="cuda").to(dtype)

@@ -75,14 +75,14 @@ __device__ PerElement<U, F> per_element(F f) {
 }
 
 template <class U>
-__global__ void __launch_bounds__(kThreads) bits_kernel(const FillParams p) {
+__global__ void __launch_bounds__(kThreads) bits_kernel(const __grid_constant__ FillParams p) {
   const U v = static_cast<U>(p.kind == FillKind::kEye ? 0 : p.bits);
   write_all<U>(p, per_element<U>([v](int64_t) { return v; }));
 }
 
 // eye's diagonal after its zero fill: out[i, i] = 1 for i < min(n, m).
 template <class U>
-__global__ void __launch_bounds__(kThreads) diagonal_kernel(const FillParams p, const int64_t count) {
+__global__ void __launch_bounds__(kThreads) diagonal_kernel(const __grid_constant__ FillParams p, const int64_t count) {
   const int64_t step = p.stride[0] + p.stride[1];  // the view's byte extent fits int64: so does this
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count; i += static_cast<int64_t>(gridDim.x) * kThreads)
     static_cast<U*>(p.out)[i * step] = static_cast<U>(p.bits);
@@ -104,7 +104,7 @@ __device__ __forceinline__ U as_bits(T v) {
 
 // arange / linspace / logspace of T.
 template <class T>
-__global__ void __launch_bounds__(kThreads) range_kernel(const FillParams p) {
+__global__ void __launch_bounds__(kThreads) range_kernel(const __grid_constant__ FillParams p) {
   using U = typename StorageTypes::template bits<sizeof(T)>;
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   constexpr bool kInt = std::is_integral_v<T>;
