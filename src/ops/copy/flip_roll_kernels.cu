@@ -48,13 +48,12 @@ __device__ __forceinline__ void offsets(const Params& p, int64_t u, int64_t* in,
   *in = a_in, *out = a_out;
 }
 
-// K units a thread, kThreads apart (coalesced), every load before the first store.
-template <class U, bool Vec, int K>
+template <class U, bool Vec>
 __device__ void move_units(const Params& p, int64_t base, int esize) {
-  U v[K];
-  int64_t to[K];
+  U v[kUnitsPerThread];
+  int64_t to[kUnitsPerThread];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
+  for (int k = 0; k < kUnitsPerThread; ++k) {
     const int64_t u = base + int64_t{k} * kThreads + threadIdx.x;
     if (u < p.units) {
       int64_t from = 0;
@@ -65,22 +64,20 @@ __device__ void move_units(const Params& p, int64_t base, int esize) {
     }
   }
 #pragma unroll
-  for (int k = 0; k < K; ++k)
+  for (int k = 0; k < kUnitsPerThread; ++k)
     if (base + int64_t{k} * kThreads + threadIdx.x < p.units) reinterpret_cast<U*>(p.out)[to[k]] = v[k];
 }
 
-// Tiles of 16 bytes a unit: kUnitsPerThread units a thread (16-byte units), E-byte units: as
-// many as make the same bytes (a 2-byte roll with 4 units a thread ran 1 KB blocks at 13 % of
-// copy). The parameters stay in the constant bank (__grid_constant__): the axis loop indexes
-// them, which would otherwise copy them to local memory.
+// (Tried, H200 2026-11-28: the parameters as __grid_constant__ with 16-byte tiles of element
+// units: flip 368 -> 708 µs, the 2-byte roll 1925 -> 6981: the axis loop's dynamic indexing of
+// the parameter space is slower than this form. Not kept.)
 template <int E>
-__global__ void __launch_bounds__(kThreads) flip_roll_kernel(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(kThreads) flip_roll_kernel(const Params p) {
   using T = StorageTypes::bits<E>;
-  constexpr int kElems = kUnitsPerThread * 16 / E;
-  const int64_t tile = int64_t{kThreads} * (p.vec ? kUnitsPerThread : kElems);
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * tile; base < p.units; base += static_cast<int64_t>(gridDim.x) * tile) {
+  constexpr int64_t kTile = int64_t{kThreads} * kUnitsPerThread;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile; base < p.units; base += static_cast<int64_t>(gridDim.x) * kTile) {
     if (p.flat) {
-      for (int k = 0; k < kElems; ++k) {
+      for (int k = 0; k < kUnitsPerThread; ++k) {
         const int64_t f = base + int64_t{k} * kThreads + threadIdx.x;
         if (f >= p.units) break;
         int64_t g = f >= p.flat_shift ? f - p.flat_shift : f - p.flat_shift + p.units, from = 0, to = 0, r = f;
@@ -91,9 +88,9 @@ __global__ void __launch_bounds__(kThreads) flip_roll_kernel(const __grid_consta
         reinterpret_cast<T*>(p.out)[to] = reinterpret_cast<const T*>(p.in)[from];
       }
     } else if (p.vec) {
-      move_units<uint4, true, kUnitsPerThread>(p, base, E);
+      move_units<uint4, true>(p, base, E);
     } else {
-      move_units<T, false, kElems>(p, base, E);
+      move_units<T, false>(p, base, E);
     }
   }
 }
@@ -101,8 +98,8 @@ __global__ void __launch_bounds__(kThreads) flip_roll_kernel(const __grid_consta
 template <int E>
 cudaError_t launch(const Params& p, cudaStream_t stream) {
   if (p.units == 0) return cudaSuccess;
-  const int64_t tile = int64_t{kThreads} * (p.vec ? kUnitsPerThread : kUnitsPerThread * 16 / E);
-  const int64_t blocks = std::min<int64_t>((p.units + tile - 1) / tile, int64_t{1} << 30);
+  constexpr int64_t kTile = int64_t{kThreads} * kUnitsPerThread;
+  const int64_t blocks = std::min<int64_t>((p.units + kTile - 1) / kTile, int64_t{1} << 30);
   return launch_kernel(flip_roll_kernel<E>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, p);
 }
 
