@@ -67,7 +67,19 @@ fliproll::Params geometry(const TensorLayout& in, const void* in_data, const Ten
     std::copy(out.stride, out.stride + out.rank, p.out_stride);
     return p;
   }
-  std::vector<fliproll::Axis> ax;  // outermost first
+  // outermost first; at most kMaxRank, on the stack (run() allocates nothing)
+  struct {
+    fliproll::Axis v[kMaxRank];
+    size_t n = 0;
+    bool empty() const { return n == 0; }
+    size_t size() const { return n; }
+    fliproll::Axis& back() { return v[n - 1]; }
+    void pop_back() { --n; }
+    void push_back(const fliproll::Axis& a) { v[n++] = a; }
+    fliproll::Axis& operator[](size_t k) { return v[k]; }
+    fliproll::Axis* begin() { return v; }
+    fliproll::Axis* end() { return v + n; }
+  } ax;
   if (flat) {
     fliproll::Axis a;
     a.n = numel, a.in_stride = a.out_stride = 1, a.shift = flat_shift;
