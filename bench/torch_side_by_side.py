@@ -218,6 +218,60 @@ def torch_flip_roll(R, bwd, wrap=None):
     return lambda: torch.roll(x, ints("shifts"), dims) if dims else torch.roll(x, ints("shifts")[0])
 
 
+def draw_index(dist, shape, n, along, dtype):
+    """Index entries as harness/ref_gather_scatter.cpp draws them: uniform over [0, n), "perm"
+    (perm[k mod n] of one permutation, k the coordinate `along`), "same" (7)."""
+    g = torch.Generator(device="cuda").manual_seed(13)
+    if dist == "same":
+        return torch.full(shape, min(7, n - 1), device="cuda", dtype=dtype)
+    if dist == "perm":
+        perm = torch.randperm(n, device="cuda", generator=g)
+        k = torch.arange(shape[along], device="cuda") % n
+        view = [1] * len(shape)
+        view[along] = shape[along]
+        return perm[k].reshape(view).expand(shape).to(dtype).contiguous()
+    return torch.randint(0, n, shape, device="cuda", generator=g, dtype=dtype)
+
+
+def torch_gather_scatter(R, bwd, wrap=None):
+    """torch.gather / index_select, scatter / scatter_add / scatter_reduce / index_add / index_copy / index_fill
+    on the record's operands (in place when the record binds out to self: index_add_ ...)."""
+    op, rank = R.r["op"], R.i("rank")
+    dim = R.i("dim")
+    dim = dim + rank if dim < 0 else dim
+    slices = R.f.get("form") == "slices"
+    ishape = R.ops["index"]["shape"]
+    idt = DT[R.f.get("index_dtype", "i64")]
+    data_shape = [int(v) for v in R.f["input_shape" if op == "gather" else "self_shape"].split(",")]
+    idx = draw_index(option(R.r, "data", "uniform"), ishape, data_shape[dim], 0 if slices else dim, idt)
+    if op == "gather":
+        x = R.t("input")
+        return (lambda: torch.index_select(x, dim, idx)) if slices else (lambda: torch.gather(x, dim, idx))
+    self = R.t("self")
+    src = R.t("src") if R.has("src") else None
+    value = float(R.f.get("value", "0"))
+    reduce = R.f.get("reduce", "none")
+    inplace = "--inplace" in R.r["options"] or "--alias=out:self" in R.r["options"]
+    include_self = R.f.get("include_self", "true") == "true"
+    if slices:
+        if reduce == "none":
+            fn = (lambda: self.index_fill_(dim, idx, value)) if src is None else (lambda: self.index_copy_(dim, idx, src))
+            return fn if inplace else ((lambda: self.index_fill(dim, idx, value)) if src is None else (lambda: self.index_copy(dim, idx, src)))
+        if reduce == "sum":
+            alpha = float(R.f.get("alpha", "1"))
+            return (lambda: self.index_add_(dim, idx, src, alpha=alpha)) if inplace else (lambda: self.index_add(dim, idx, src, alpha=alpha))
+        return (lambda: self.index_reduce_(dim, idx, src, reduce, include_self=include_self)) if inplace else \
+            (lambda: self.index_reduce(dim, idx, src, reduce, include_self=include_self))
+    if reduce == "none":
+        if src is None:
+            return (lambda: self.scatter_(dim, idx, value)) if inplace else (lambda: torch.scatter(self, dim, idx, value))
+        return (lambda: self.scatter_(dim, idx, src)) if inplace else (lambda: torch.scatter(self, dim, idx, src))
+    if reduce == "sum" and include_self:
+        return (lambda: self.scatter_add_(dim, idx, src)) if inplace else (lambda: torch.scatter_add(self, dim, idx, src))
+    return (lambda: self.scatter_reduce_(dim, idx, src, reduce, include_self=include_self)) if inplace else \
+        (lambda: torch.scatter_reduce(self, dim, idx, src, reduce, include_self=include_self))
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -828,6 +882,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill, "flip": torch_flip_roll, "roll": torch_flip_roll,
+    "gather": torch_gather_scatter, "scatter": torch_gather_scatter,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,

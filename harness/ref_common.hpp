@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "baracuda/core/dtype.hpp"
+
 namespace baracuda::harness {
 
 inline std::vector<double> abs_of(std::vector<double> v) {
@@ -18,6 +20,17 @@ inline std::vector<int64_t> as_ints(const std::vector<double>& v) {
   std::vector<int64_t> r(v.size());
   for (size_t i = 0; i < v.size(); ++i) r[i] = static_cast<int64_t>(v[i]);
   return r;
+}
+
+// v held in an integer dtype (PyTorch's static_cast of an in-range value; wraps otherwise).
+inline double wrap_int(DType dt, int64_t v) {
+  switch (dt) {
+    case DType::i8: return static_cast<int8_t>(v);
+    case DType::u8: return static_cast<uint8_t>(v);
+    case DType::i16: return static_cast<int16_t>(v);
+    case DType::i32: return static_cast<int32_t>(v);
+    default: return static_cast<double>(v);
+  }
 }
 
 inline int64_t numel_of(std::span<const int64_t> s) {

@@ -56,16 +56,6 @@ Status cat(RefCall& c) {
   return {};
 }
 
-// v held in an integer dtype (PyTorch's static_cast of an in-range value; wraps otherwise).
-double wrap_int(DType dt, int64_t v) {
-  switch (dt) {
-    case DType::i8: return static_cast<int8_t>(v);
-    case DType::u8: return static_cast<uint8_t>(v);
-    case DType::i16: return static_cast<int16_t>(v);
-    case DType::i32: return static_cast<int32_t>(v);
-    default: return static_cast<double>(v);
-  }
-}
 bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64; }
 // A float truncated into an integer dtype (the kernels' saturating conversion, in range here).
 double trunc_into(DType dt, float v) { return wrap_int(dt, static_cast<int64_t>(std::trunc(v))); }

@@ -239,10 +239,99 @@ def _roll_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None,
     return None, None, [custom_op("roll")(problem, ctx.pref, [g.contiguous()])[0]]
 
 
-# Rows whose backward is no kernel row: views of the gradient (cat) or the op itself again (flip,
-# roll with the shifts negated): (backward, setup).
+def _indexed_setup(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    ctx.problem, ctx.pref = inputs[0], inputs[1]
+    ctx.save_for_backward(*[t for t in inputs[2]], output[0])
+    ctx.n_in = len(inputs[2])
+
+
+def _line(f: Dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in f.items())
+
+
+def _index_fields(f: Dict[str, str], data_shape: str) -> Dict[str, str]:
+    """The fields a gather and a scatter of the same index share, with the data's shape."""
+    keep = {k: f[k] for k in ("dtype", "index_dtype", "form", "rank", "index_shape", "dim", "bounds", "wrap_negative") if k in f}
+    keep[data_shape[0]] = data_shape[1]
+    return keep
+
+
+def _gather_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    input, index, _ = ctx.saved_tensors
+    if g is None or not input.is_floating_point():
+        return None, None, [None, None]
+    f = _problem_fields(ctx.problem)
+    s = _index_fields(f, ("self_shape", f.get("input_shape", "")))
+    if not s["self_shape"]:
+        del s["self_shape"]
+    s["reduce"] = "sum"
+    dinput = custom_op("scatter")(_line(s), ctx.pref, [torch.zeros_like(input), index, g.contiguous()])[0]
+    return None, None, [dinput, None]
+
+
+def _scatter_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    saved = ctx.saved_tensors
+    self, index, result = saved[0], saved[1], saved[-1]
+    src = saved[2] if ctx.n_in == 3 else None
+    if g is None or not self.is_floating_point():
+        return None, None, [None] * ctx.n_in
+    g = g.contiguous()
+    f = _problem_fields(ctx.problem)
+    reduce, include_self = f.get("reduce", "none"), f.get("include_self", "true") == "true"
+    gat = _index_fields(f, ("input_shape", f.get("self_shape", "")))
+    if not gat["input_shape"]:
+        del gat["input_shape"]
+    sca = _index_fields(f, ("self_shape", f.get("self_shape", "")))
+    if not sca["self_shape"]:
+        del sca["self_shape"]
+
+    def gather_of(t: torch.Tensor) -> torch.Tensor:
+        return custom_op("gather")(_line(gat), ctx.pref, [t.contiguous(), index])[0]
+
+    def scatter_sum(base: torch.Tensor, values: Optional[torch.Tensor], value: float = 1.0) -> torch.Tensor:
+        s = dict(sca, reduce="sum")
+        if values is None:
+            s.update(src_is_value="true", value=repr(value))
+            return custom_op("scatter")(_line(s), ctx.pref, [base, index])[0]
+        return custom_op("scatter")(_line(s), ctx.pref, [base, index, values.contiguous()])[0]
+
+    def targeted() -> torch.Tensor:  # 1 where a valid index lands, else 0
+        return scatter_sum(torch.zeros_like(self), None) > 0
+
+    dself = dsrc = None
+    if reduce == "none":
+        dself = g.masked_fill(targeted(), 0)
+        dsrc = gather_of(g) if src is not None else None
+    elif reduce == "sum":
+        dself = g if include_self else g.masked_fill(targeted(), 0)
+        alpha = float(f["alpha"]) if "alpha" in f else 1.0
+        dsrc = gather_of(g) * alpha if src is not None else None
+    elif reduce == "mean":
+        n = scatter_sum(torch.ones_like(self) if include_self else torch.zeros_like(self), None)
+        gn = g / n.clamp(min=1)
+        dself = gn if include_self else g.masked_fill(n > 0, 0)
+        dsrc = gather_of(gn) if src is not None else None
+    elif reduce in ("amax", "amin"):
+        # ties share the gradient evenly (PyTorch's rule)
+        mself = (self == result) if include_self else torch.zeros_like(self, dtype=torch.bool)
+        msrc = (src == gather_of(result)) if src is not None else None
+        n = scatter_sum(mself.to(g.dtype), msrc.to(g.dtype) if msrc is not None else None)
+        gn = g / n.clamp(min=1)
+        dself = torch.where(mself, gn, torch.zeros_like(gn)) if include_self else g.masked_fill(targeted(), 0)
+        dsrc = torch.where(msrc, gather_of(gn), torch.zeros_like(src)) if src is not None else None
+    else:
+        raise Error("Unsupported", f"scatter: the gradient of reduce {reduce} is not implemented (sum, mean, amax, amin and none are)")
+    return None, None, [dself, None] + ([dsrc] if ctx.n_in == 3 else [])
+
+
+# Rows whose backward is no kernel row: views of the gradient (cat), the op itself again (flip,
+# roll with the shifts negated) or the other indexed op (gather <-> scatter): (backward, setup).
 _VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup), "flip": (_flip_backward, _problem_setup),
-                                              "roll": (_roll_backward, _problem_setup)}
+                                              "roll": (_roll_backward, _problem_setup),
+                                              "gather": (_gather_backward, _indexed_setup),
+                                              "scatter": (_scatter_backward, _indexed_setup)}
 
 _OPS: Dict[str, Any] = {}
 
@@ -536,6 +625,127 @@ def roll(input: torch.Tensor, shifts: Any, dims: Any = None) -> torch.Tensor:
     dm = [] if dims is None else [int(dims)] if isinstance(dims, int) else [int(d) for d in dims]
     return call("roll", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape], shifts=sh,
                 dims=dm or None, input=input)["out"]
+
+
+def _index_dtype(index: torch.Tensor) -> str:
+    if index.dtype not in (torch.int32, torch.int64):
+        raise Error("InvalidProblem", f"index: dtype {index.dtype} must be int32 or int64")
+    return dtype_of(index.dtype)
+
+
+def _gather(input: torch.Tensor, dim: int, index: torch.Tensor, form: str, wrap: bool = False,
+            fill_value: Any = None, bounds: Optional[str] = None) -> torch.Tensor:
+    rank = input.dim()
+    d = dim + rank if dim < 0 else dim
+    ishape = [int(n) for n in input.shape]
+    if form == "slices":
+        sshape = list(ishape)
+        if 0 <= d < rank:
+            sshape[d] = int(index.numel())
+        index = index.reshape(-1)
+    else:
+        sshape = [int(n) for n in index.shape]
+    return call("gather", dtype=dtype_of(input.dtype), index_dtype=_index_dtype(index), form=form, rank=rank, input_shape=ishape or None,
+                index_shape=sshape or None, dim=int(dim), bounds=bounds, wrap_negative=wrap or None, fill_value=fill_value,
+                input=input, index=index)["out"]
+
+
+def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, fill_value: Any = None, mode: Optional[str] = None) -> torch.Tensor:
+    """torch.gather (any strides; autograd: a scatter sum of the gradient). An out-of-range index is
+    never read: it gathers ``fill_value`` (0); ``mode="clamp"`` clamps instead (JAX's "clip")."""
+    return _gather(input, dim, index, "elements", fill_value=fill_value, bounds=mode)
+
+
+def take_along_dim(input: torch.Tensor, indices: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+    """torch.take_along_dim: input and indices broadcast against each other except along dim
+    (stride-0 views, no copy); dim None: over the flattened input."""
+    if dim is None:
+        return _gather(input.reshape(-1), 0, indices.reshape(-1), "elements")
+    rank = input.dim()
+    d = dim + rank if dim < 0 else dim
+    shape = [builtins.max(int(a), int(b)) for a, b in zip(input.shape, indices.shape)]
+    ishape, xshape = list(shape), list(shape)
+    ishape[d], xshape[d] = int(indices.shape[d]), int(input.shape[d])
+    return _gather(input.expand(xshape), dim, indices.expand(ishape), "elements")
+
+
+def take(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """torch.take: the flattened input at index (negative entries count from the end)."""
+    return _gather(input.reshape(-1), 0, index.reshape(-1), "elements", wrap=True).reshape(index.shape)
+
+
+def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """torch.index_select (16-byte rows where the layout allows; autograd: index_add of the gradient)."""
+    return _gather(input, dim, index, "slices")
+
+
+_REDUCE_NAMES = {None: "none", "add": "sum", "multiply": "prod", "sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax",
+                 "amin": "amin"}
+
+
+def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Optional[torch.Tensor], form: str, reduce: str = "none",
+             value: Any = None, include_self: bool = True, alpha: Any = None, wrap: bool = False,
+             preference: Any = None) -> torch.Tensor:
+    rank = self.dim()
+    d = dim + rank if dim < 0 else dim
+    tshape = [int(n) for n in self.shape]
+    if form == "slices":
+        sshape = list(tshape)
+        if 0 <= d < rank:
+            sshape[d] = int(index.numel())
+        index = index.reshape(-1)
+    else:
+        sshape = [int(n) for n in index.shape]
+        if src is not None and list(src.shape) != sshape:  # PyTorch's larger src: the index-shaped corner
+            src = src[tuple(slice(0, n) for n in sshape)]
+    return call("scatter", preference=preference, dtype=dtype_of(self.dtype), index_dtype=_index_dtype(index), form=form, rank=rank,
+                self_shape=tshape or None, index_shape=sshape or None, dim=int(dim), reduce=reduce,
+                include_self=None if include_self else False, src_is_value=True if src is None else None,
+                value=value if src is None else None, alpha=alpha, wrap_negative=wrap or None, self=self, index=index, src=src)["out"]
+
+
+def scatter(input: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None, value: Any = None, *,
+            reduce: Optional[str] = None) -> torch.Tensor:
+    """torch.scatter (src or value; reduce "add" / "multiply"). Duplicate targets without a reduce:
+    one of them wins (PyTorch's rule; the last one under PlanPreference determinism=run_to_run)."""
+    if src is not None and not isinstance(src, torch.Tensor):
+        src, value = None, src
+    return _scatter(input, dim, index, src, "elements", _REDUCE_NAMES[reduce], value=value)
+
+
+def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    return _scatter(input, dim, index, src, "elements", "sum")
+
+
+def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
+                   include_self: bool = True) -> torch.Tensor:
+    """torch.scatter_reduce: "sum", "prod", "mean", "amax", "amin" (mean is always deterministic)."""
+    return _scatter(input, dim, index, src, "elements", _REDUCE_NAMES[reduce], include_self=include_self)
+
+
+def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1) -> torch.Tensor:
+    return _scatter(input, dim, index, source, "slices", "sum", alpha=None if alpha == 1 else alpha)
+
+
+def index_copy(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    return _scatter(input, dim, index, source, "slices", "none")
+
+
+def index_fill(input: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -> torch.Tensor:
+    return _scatter(input, dim, index, None, "slices", "none", value=value)
+
+
+def index_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
+                 include_self: bool = True) -> torch.Tensor:
+    """torch.index_reduce: "prod", "mean", "amax", "amin"."""
+    return _scatter(input, dim, index, source, "slices", _REDUCE_NAMES[reduce], include_self=include_self)
+
+
+def put(input: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumulate: bool = False) -> torch.Tensor:
+    """torch.put: the flattened input written at index (negative entries count from the end)."""
+    flat = _scatter(input.reshape(-1), 0, index.reshape(-1), source.reshape(-1), "elements", "sum" if accumulate else "none",
+                    wrap=True)
+    return flat.reshape(input.shape)
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

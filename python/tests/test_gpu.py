@@ -691,3 +691,86 @@ def test_flip_and_roll_against_torch():
     assert torch.autograd.gradcheck(lambda v: bt.roll(v, 4), (xd,))
     with pytest.raises(baracuda.Error, match="appears multiple times"):
         bt.flip(x, (0, 0))
+
+
+def test_gather_and_index_select_against_torch():
+    x = torch.randn(6, 9, 5, device="cuda")
+    xt = torch.randn(5, 9, 6, device="cuda").permute(2, 1, 0)  # transposed
+    idx = torch.randint(0, 9, (4, 12, 5), device="cuda")
+    for t in (x, xt):
+        torch.testing.assert_close(bt.gather(t, 1, idx), torch.gather(t, 1, idx), rtol=0, atol=0)
+        torch.testing.assert_close(bt.gather(t, -1, idx[:, :, :3] % 5), torch.gather(t, -1, idx[:, :, :3] % 5), rtol=0, atol=0)
+        sel = torch.randint(0, 6, (11,), device="cuda", dtype=torch.int32)
+        torch.testing.assert_close(bt.index_select(t, 0, sel), torch.index_select(t, 0, sel), rtol=0, atol=0)
+        torch.testing.assert_close(bt.index_select(t, 2, sel % 5), torch.index_select(t, 2, sel % 5), rtol=0, atol=0)
+    ta = torch.randint(0, 9, (6, 3, 1), device="cuda")
+    torch.testing.assert_close(bt.take_along_dim(x, ta, 1), torch.take_along_dim(x, ta, 1), rtol=0, atol=0)
+    tk = torch.randint(-x.numel(), x.numel(), (7, 3), device="cuda")
+    torch.testing.assert_close(bt.take(x, tk), torch.take(x, tk), rtol=0, atol=0)
+    for dtype in (torch.bfloat16, torch.uint8, torch.float64, torch.int16, torch.bool):
+        y = torch.randint(0, 2, (40, 64), device="cuda").to(dtype)
+        i = torch.randint(0, 40, (70,), device="cuda")
+        torch.testing.assert_close(bt.index_select(y, 0, i), y[i], rtol=0, atol=0)
+    bad = torch.tensor([0, 9, -1], device="cuda")
+    out = bt.gather(x[:1, :, :1].reshape(1, 9), 1, bad.reshape(1, 3), fill_value=float("nan"))
+    assert out[0, 0] == x[0, 0, 0] and out[0, 1:].isnan().all()
+    clamped = bt.gather(x[:1, :, :1].reshape(1, 9), 1, bad.reshape(1, 3), mode="clamp")
+    torch.testing.assert_close(clamped, x[0, [0, 8, 0], 0].reshape(1, 3), rtol=0, atol=0)
+
+
+def test_scatter_family_against_torch():
+    torch.manual_seed(3)
+    self = torch.randn(8, 10, device="cuda")
+    src = torch.randn(8, 14, device="cuda")
+    idx = torch.randint(0, 10, (8, 12), device="cuda")
+    perm = torch.stack([torch.randperm(10, device="cuda")[:7] for _ in range(8)])  # unique targets per row
+    torch.testing.assert_close(bt.scatter(self, 1, perm, src), torch.scatter(self, 1, perm, src), rtol=0, atol=0)
+    torch.testing.assert_close(bt.scatter(self, 1, perm, 2.5), torch.scatter(self, 1, perm, 2.5), rtol=0, atol=0)
+    torch.testing.assert_close(bt.scatter_add(self, 1, idx, src), torch.scatter_add(self, 1, idx, src), rtol=1e-5, atol=1e-5)
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            torch.testing.assert_close(bt.scatter_reduce(self, 1, idx, src, reduce, include_self=include_self),
+                                       torch.scatter_reduce(self, 1, idx, src, reduce, include_self=include_self),
+                                       rtol=1e-5, atol=1e-5)
+    ii = torch.randint(-5, 5, (9,), device="cuda") % 8
+    rows = torch.randn(9, 10, device="cuda")
+    torch.testing.assert_close(bt.index_add(self, 0, ii, rows, alpha=0.5), self.index_add(0, ii, rows, alpha=0.5), rtol=1e-5, atol=1e-5)
+    pi = torch.randperm(8, device="cuda")[:5]
+    torch.testing.assert_close(bt.index_copy(self, 0, pi, rows[:5]), self.index_copy(0, pi, rows[:5]), rtol=0, atol=0)
+    torch.testing.assert_close(bt.index_fill(self, 1, pi, -2.0), self.index_fill(1, pi, -2.0), rtol=0, atol=0)
+    for reduce in ("prod", "mean", "amax", "amin"):
+        torch.testing.assert_close(bt.index_reduce(self, 0, ii, rows, reduce, include_self=False),
+                                   self.index_reduce(0, ii, rows, reduce, include_self=False), rtol=1e-5, atol=1e-5)
+    pidx = torch.tensor([-1, 3, 17], device="cuda")
+    torch.testing.assert_close(bt.put(self, pidx, torch.tensor([1.0, 2.0, 3.0], device="cuda"), accumulate=True),
+                               self.put(pidx, torch.tensor([1.0, 2.0, 3.0], device="cuda"), accumulate=True), rtol=1e-6, atol=1e-6)
+    ints = torch.randint(-50, 50, (8, 10), device="cuda", dtype=torch.int32)
+    isrc = torch.randint(-50, 50, (8, 12), device="cuda", dtype=torch.int32)
+    for reduce in ("sum", "mean", "amax", "prod"):
+        torch.testing.assert_close(bt.scatter_reduce(ints, 1, idx % 3, isrc, reduce), torch.scatter_reduce(ints, 1, idx % 3, isrc, reduce),
+                                   rtol=0, atol=0)
+    # the sorted pass: bitwise identical reruns under determinism = run_to_run
+    big = torch.randn(4096, 256, device="cuda", dtype=torch.bfloat16)
+    tok = torch.randint(0, 64, (4096,), device="cuda")
+    base = torch.zeros(64, 256, device="cuda", dtype=torch.bfloat16)
+    a = baracuda.torch._scatter(base, 0, tok, big, "slices", "sum", preference="determinism=run_to_run")
+    b = baracuda.torch._scatter(base, 0, tok, big, "slices", "sum", preference="determinism=run_to_run")
+    assert torch.equal(a, b)
+    torch.testing.assert_close(a.float(), torch.zeros(64, 256, device="cuda").index_add(0, tok, big.float()), rtol=2e-2, atol=2e-2)
+
+
+def test_gather_scatter_gradients():
+    xd = torch.randn(5, 7, dtype=torch.float64, device="cuda", requires_grad=True)
+    idx = torch.randint(0, 7, (5, 9), device="cuda")
+    assert torch.autograd.gradcheck(lambda v: bt.gather(v, 1, idx), (xd,))
+    sel = torch.tensor([4, 0, 4, 2], device="cuda")
+    assert torch.autograd.gradcheck(lambda v: bt.index_select(v, 0, sel), (xd,))
+    sd = torch.randn(5, 9, dtype=torch.float64, device="cuda", requires_grad=True)
+    perm = torch.stack([torch.randperm(7, device="cuda")[:6] for _ in range(5)])
+    assert torch.autograd.gradcheck(lambda a, b: bt.scatter(a, 1, perm, b[:, :6]), (xd, sd))
+    assert torch.autograd.gradcheck(lambda a, b: bt.scatter_add(a, 1, idx, b), (xd, sd))
+    for reduce in ("mean", "amax", "amin"):
+        for include_self in (True, False):
+            assert torch.autograd.gradcheck(lambda a, b: bt.scatter_reduce(a, 1, idx, b, reduce, include_self=include_self), (xd, sd))
+    rows = torch.randn(4, 7, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bt.index_add(a, 0, sel, b, alpha=2.0), (xd, rows))

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "baracuda/core/any_plan.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 
@@ -22,6 +23,13 @@ inline PlanPreference hopper() {
 inline void expect_error(const Status& s, StatusCode code, const std::string& needle) {
   EXPECT_EQ(s.code(), code) << s.to_string();
   EXPECT_NE(s.message().find(needle), std::string::npos) << "message: " << s.message() << "\nwanted: " << needle;
+}
+
+// AnyPlan::select(op, problem) on Hopper is refused with `code` and a message holding `needle`.
+inline void expect_refused(std::string_view op, std::string_view problem, StatusCode code, const std::string& needle) {
+  auto p = AnyPlan::select(op, problem, hopper());
+  ASSERT_FALSE(p) << op << " " << problem;
+  expect_error(p.status(), code, needle);
 }
 
 // n values uniform in [lo, hi) from rng.

@@ -1,13 +1,13 @@
 // Embedding / embedding_bag backward: keys and histogram, CUB scan and radix sort (or the
 // atomic counting scatter), heavy-row partials, the row writer, per-sample-weight gradients.
 // The pipeline is described in embedding_geometry.hpp.
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 
+#include "core/radix_sort.hpp"
 #include "ops/embedding/embedding_common.cuh"
 
 namespace baracuda::detail {
@@ -348,12 +348,10 @@ cudaError_t Backward::fn(const EmbParams& p0, cudaStream_t stream) {
                                       Positive{}, stream));
   if (p.N > 0) {
     if (p.sorted) {
-      cub::DoubleBuffer<uint32_t> keys(p.keys_in, p.keys);
-      cub::DoubleBuffer<int> pos(p.pos_in, p.pos);
-      bytes = p.cub_bytes;
-      BARACUDA_CUDA_TRY(cub::DeviceRadixSort::SortPairs(p.cub_temp, bytes, keys, pos, p.N, 0, p.key_bits, stream));
-      p.keys = keys.Current();
-      p.pos = pos.Current();
+      SortPairsBuffers b{p.keys_in, p.keys, p.pos_in, p.pos};
+      BARACUDA_CUDA_TRY(sort_pairs(p.cub_temp, p.cub_bytes, &b, p.N, p.key_bits, false, stream));
+      p.keys = static_cast<uint32_t*>(b.keys);
+      p.pos = static_cast<int*>(b.pos);
     } else {
       BARACUDA_CUDA_TRY(launch_kernel(scatter_kernel, dim3(grid_for(p.N, 1)), block, 0, stream, p));
     }
@@ -385,9 +383,8 @@ cudaError_t Backward::fn(const EmbParams& p0, cudaStream_t stream) {
 EmbLaunchFn emb_backward_launcher(DType t, bool vector) { return emb::launcher_for<emb::Backward>(t, vector); }
 
 size_t emb_cub_bound(int64_t n, int64_t v) {
-  // Radix sort through a DoubleBuffer (onesweep): per 8-bit pass a look-back word per digit per
-  // tile of >= 1024 keys, plus histograms; scan: a descriptor word pair per tile of >= 128.
-  const size_t sort = 4 * (static_cast<size_t>(n) / 1024 + 2) * 256 * 8 + 16 * 1024;
+  // the radix sort's (core/radix_sort); scan: a descriptor word pair per tile of >= 128.
+  const size_t sort = sort_pairs_bound(n, false);
   // select over the histogram: the same tile state as the scan
   const size_t scan = 16 * (static_cast<size_t>(v + 1) / 128 + 64) + 4 * 1024;
   return (sort > scan ? sort : scan) + 64 * 1024;
@@ -402,12 +399,8 @@ cudaError_t emb_cub_query(int64_t n, int64_t v, int key_bits, size_t* bytes) {
                                    static_cast<int*>(nullptr), static_cast<int*>(nullptr), v, emb::Positive{});
   if (e != cudaSuccess) return e;
   if (select > scan) scan = select;
-  if (n > 0) {
-    cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
-    cub::DoubleBuffer<int> pos(nullptr, nullptr);
-    e = cub::DeviceRadixSort::SortPairs(nullptr, sort, keys, pos, n, 0, key_bits);
-    if (e != cudaSuccess) return e;
-  }
+  e = sort_pairs_query(n, key_bits, false, &sort);
+  if (e != cudaSuccess) return e;
   *bytes = scan > sort ? scan : sort;
   return cudaSuccess;
 }
