@@ -195,7 +195,8 @@ bool run_bag(const BagCase& c, uint64_t seed) {
   EXPECT_TRUE(s1.ok()) << repro << ": " << s1.to_string();
   if (!s1.ok()) return false;
   EmbeddingBagBackwardArgs ba{idx.ref(), off.ref(), c.psw ? psw.ref() : TensorRef{}, max ? mi.ref() : TensorRef{},
-                              w.ref(),   g.ref(),   dw.mut(), c.psw ? dpsw.mut() : TensorMut{},
+                              c.psw ? w.ref() : TensorRef{},  // weight: an operand only for the per-sample-weight gradient
+                              g.ref(),   dw.mut(), c.psw ? dpsw.mut() : TensorMut{},
                               counter_view(static_cast<char*>(counters.p) + 8)};
   Status s2 = bp->run(nullptr, {ws.p, bp->workspace_size()}, ba);
   EXPECT_TRUE(s2.ok()) << repro << ": " << s2.to_string();

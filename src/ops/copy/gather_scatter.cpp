@@ -505,6 +505,8 @@ Status ScatterPlan::run(cudaStream_t stream, Workspace ws, const ScatterArgs& a)
   }
   const SortShape ss = sort_shape(d);
   p.positions = ss.positions;
+  p.small = p.positions * p.cols < (int64_t{1} << 31);  // (both within numel(S))
+  if (p.small) p.cols_div = detail::FastDiv(static_cast<uint32_t>(p.cols));
   p.wide = wide_, p.key_bits = key_bits_;
   const SortLayout l = sort_layout(ss);
   if (Status s = check_workspace(kScatter, ws, l.total); !s.ok()) return s;

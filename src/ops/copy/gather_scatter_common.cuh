@@ -17,7 +17,7 @@ namespace baracuda::gs {
 // The index entry at element offset off, normalized: true and *j in [0, n), or false (out of
 // range, counted when `count` and a counter is given).
 __device__ __forceinline__ bool resolve(const IndexRule& r, int64_t off, bool count, int64_t* j) {
-  int64_t v = r.idx64 ? static_cast<const int64_t*>(r.idx)[off] : static_cast<const int32_t*>(r.idx)[off];
+  int64_t v = r.idx64 ? __ldg(static_cast<const long long*>(r.idx) + off) : __ldg(static_cast<const int*>(r.idx) + off);
   if (r.wrap && v < 0) v += r.n;  // v + n <= n: no overflow
   if (r.clamp && r.n > 0) v = v < 0 ? 0 : (v >= r.n ? r.n - 1 : v);
   if (v < 0 || v >= r.n) {
@@ -92,6 +92,47 @@ __device__ __forceinline__ calc_t<T> identity(Reduce r) {
       else return static_cast<C>(INFINITY);
     default: return C(0);
   }
+}
+
+// VEC elements at p (aligned to VEC·sizeof(T)) in the compute type, and back: one vector access
+// (16-bit floats through packed words: element-wise accesses became 2-byte loads).
+template <class T, int VEC>
+__device__ __forceinline__ void load_calc(const T* p, calc_t<T> (&v)[VEC]) {
+  if constexpr (VEC == 1) {
+    v[0] = up(p[0]);
+  } else if constexpr (std::is_integral_v<T>) {
+    const Vec<T, VEC> w = *reinterpret_cast<const Vec<T, VEC>*>(p);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v[e] = up(w.v[e]);
+  } else {
+    load_acc_vec<T, VEC>(p, v);
+  }
+}
+template <class T, int VEC>
+__device__ __forceinline__ void store_calc(T* p, const calc_t<T> (&v)[VEC]) {
+  if constexpr (VEC == 1) {
+    p[0] = down<T>(v[0]);
+  } else if constexpr (std::is_integral_v<T>) {
+    Vec<T, VEC> w;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) w.v[e] = down<T>(v[e]);
+    *reinterpret_cast<Vec<T, VEC>*>(p) = w;
+  } else {
+    store_global16<T, VEC>(p, v);
+  }
+}
+
+// out[0..8) += v[0..8) for 16-bit floats as one 16-byte vector reduction (sm_90's red.v4.*x2).
+template <class T>
+__device__ __forceinline__ void red_add16(T* p, const float (&v)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) w[q] = elem_word<T, 8>(v, q);
+  const size_t g = __cvta_generic_to_global(p);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(g), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+  else
+    asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(g), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
 }
 
 // *addr = f(*addr) atomically, for an element of 1, 2, 4 or 8 bytes.

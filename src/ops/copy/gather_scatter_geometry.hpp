@@ -94,6 +94,8 @@ struct SortParams {
   int ncol = 0;
   ColAxis ca[kMaxRank];
   int64_t cols = 1;  // column units per target
+  int small = 1;      // positions · cols < 2^31: cols_div splits a thread's unit
+  detail::FastDiv cols_div;
   int vec = 1;       // elements per column unit
   Reduce reduce = Reduce::kSum;
   int include_self = 1;

@@ -15,9 +15,12 @@ struct Offsets {
 
 __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
   Offsets o;
+  // unrolled over kMaxRank, predicated on naxes (a loop bounded by the parameter is not unrolled)
   if (p.small) {
     uint32_t r = static_cast<uint32_t>(u);
-    for (int k = p.naxes - 1; k >= 0; --k) {
+#pragma unroll
+    for (int k = kMaxRank - 1; k >= 0; --k) {
+      if (k >= p.naxes) continue;
       const Axis& a = p.ax[k];
       const uint32_t q = k > 0 ? a.div.div(r) : 0;
       const int64_t c = static_cast<int64_t>(r - q * static_cast<uint32_t>(a.n));
@@ -27,7 +30,9 @@ __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
     }
   } else {
     int64_t r = u;
-    for (int k = p.naxes - 1; k >= 0; --k) {
+#pragma unroll
+    for (int k = kMaxRank - 1; k >= 0; --k) {
+      if (k >= p.naxes) continue;
       const Axis& a = p.ax[k];
       const int64_t q = k > 0 ? r / a.n : 0;
       const int64_t c = r - q * a.n;
@@ -41,8 +46,8 @@ __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
 
 template <int U>
 struct UnitOf {
-  using type = std::conditional_t<U == 1, uint8_t, std::conditional_t<U == 2, uint16_t, std::conditional_t<U == 4, uint32_t,
-               std::conditional_t<U == 8, unsigned long long, uint4>>>>;
+  using type = std::conditional_t<U == 1, unsigned char, std::conditional_t<U == 2, unsigned short, std::conditional_t<U == 4, unsigned int,
+               std::conditional_t<U == 8, unsigned long long, uint4>>>>;  // (types __ldg takes)
 };
 
 // Gather (scatter = 0) or scatter none (1) of U-byte units; offsets in elements of esize bytes.
@@ -69,7 +74,7 @@ __global__ void __launch_bounds__(kThreads) move_kernel(const __grid_constant__ 
       V v[kUnitsPerThread];
 #pragma unroll
       for (int k = 0; k < kUnitsPerThread; ++k)
-        v[k] = ok[k] ? *reinterpret_cast<const V*>(p.data + (o[k].data + j[k] * p.dim_s) * p.esize) : fill;
+        v[k] = ok[k] ? __ldg(reinterpret_cast<const V*>(p.data + (o[k].data + j[k] * p.dim_s) * p.esize)) : fill;
 #pragma unroll
       for (int k = 0; k < kUnitsPerThread; ++k)
         if (base + int64_t{k} * kThreads < p.units) *reinterpret_cast<V*>(p.out + o[k].out * p.esize) = v[k];
@@ -90,12 +95,8 @@ __device__ __forceinline__ void atomic_combine(Reduce r, T* t, const calc_t<T> (
     if constexpr (std::is_same_v<T, float> && VEC == 4) {
       atomicAdd(reinterpret_cast<float4*>(t), make_float4(v[0], v[1], v[2], v[3]));
       return;
-    } else if constexpr ((std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) && VEC % 2 == 0) {
-#pragma unroll
-      for (int e = 0; e < VEC; e += 2) {
-        if constexpr (std::is_same_v<T, __half>) atomicAdd(reinterpret_cast<__half2*>(t + e), __floats2half2_rn(v[e], v[e + 1]));
-        else atomicAdd(reinterpret_cast<__nv_bfloat162*>(t + e), __floats2bfloat162_rn(v[e], v[e + 1]));
-      }
+    } else if constexpr ((std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) && VEC == 8) {
+      red_add16<T>(t, v);
       return;
     } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
                          std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, int32_t>) {
@@ -127,17 +128,15 @@ __global__ void __launch_bounds__(kThreads) atomic_kernel(const __grid_constant_
     int64_t j = 0;
     if (!resolve(p.rule, o.idx, o.first && p.phase == 1, &j)) continue;
     T* t = reinterpret_cast<T*>(p.out) + o.out + j * p.dim_s;
+    C v[VEC];
     if (p.phase == 0) {
-      const T id = down<T>(identity<T>(p.reduce));
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) t[e] = id;
+      for (int e = 0; e < VEC; ++e) v[e] = identity<T>(p.reduce);
+      store_calc<T, VEC>(t, v);
       continue;
     }
-    C v[VEC];
     if (p.data) {
-      const T* s = reinterpret_cast<const T*>(p.data) + o.data;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) v[e] = up(s[e]);
+      load_calc<T, VEC>(reinterpret_cast<const T*>(p.data) + o.data, v);
     } else {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) v[e] = up(from_bits<T>(p.fill[0]));

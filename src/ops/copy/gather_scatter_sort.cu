@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) segments_kernel(const __grid_constan
   const uint64_t sentinel = (p.key_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << p.key_bits) - 1);
   const int64_t total = p.positions * p.cols, step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; u < total; u += step) {
-    const int64_t slot = u / p.cols, cu = u - slot * p.cols;
+    const int64_t slot = p.small ? static_cast<int64_t>(p.cols_div.div(static_cast<uint32_t>(u))) : u / p.cols, cu = u - slot * p.cols;
     const uint64_t key = key_at(p.keys, p.wide, slot);
     if (key == sentinel || (slot > 0 && key_at(p.keys, p.wide, slot - 1) == key)) continue;
     int64_t src_c = 0, out_c = 0;
@@ -90,31 +90,33 @@ __global__ void __launch_bounds__(kThreads) segments_kernel(const __grid_constan
     if constexpr (kNone) {
       int64_t last = slot;
       while (last + 1 < p.positions && key_at(p.keys, p.wide, last + 1) == key) ++last;
+      Vec<T, VEC> w;
       if (p.src) {
-        const T* s = reinterpret_cast<const T*>(p.src) + src_of(p, pos_at(p.pos, p.wide, last)) + src_c;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) t[e] = s[e];
+        w = *reinterpret_cast<const Vec<T, VEC>*>(reinterpret_cast<const T*>(p.src) + src_of(p, pos_at(p.pos, p.wide, last)) + src_c);
       } else {
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) t[e] = from_bits<T>(p.value_bits);
+        for (int e = 0; e < VEC; ++e) w.v[e] = from_bits<T>(p.value_bits);
       }
+      *reinterpret_cast<Vec<T, VEC>*>(t) = w;
     } else {
       using C = calc_t<T>;
       const Reduce r = p.reduce;
       C acc[VEC];
+      if (p.include_self) load_calc<T, VEC>(t, acc);
+      else
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) acc[e] = p.include_self ? up(t[e]) : identity<T>(r);
+        for (int e = 0; e < VEC; ++e) acc[e] = identity<T>(r);
       const C alpha = p.has_alpha ? from_bits<C>(p.alpha_bits) : C(1);
       const C value = up(from_bits<T>(p.value_bits));
       int64_t count = 0;
       for (int64_t j = slot; j < p.positions && key_at(p.keys, p.wide, j) == key; ++j, ++count) {
-        const T* s = p.src ? reinterpret_cast<const T*>(p.src) + src_of(p, pos_at(p.pos, p.wide, j)) + src_c : nullptr;
+        C v[VEC];
+        if (p.src) load_calc<T, VEC>(reinterpret_cast<const T*>(p.src) + src_of(p, pos_at(p.pos, p.wide, j)) + src_c, v);
+        else
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          C v = s ? up(s[e]) : value;
-          if (p.has_alpha) v = combine(Reduce::kProd, v, alpha);
-          acc[e] = combine(r, acc[e], v);
-        }
+          for (int e = 0; e < VEC; ++e) v[e] = value;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = combine(r, acc[e], p.has_alpha ? combine(Reduce::kProd, v[e], alpha) : v[e]);
       }
       if (r == Reduce::kMean) {
         const int64_t n = count + (p.include_self ? 1 : 0);
@@ -130,8 +132,7 @@ __global__ void __launch_bounds__(kThreads) segments_kernel(const __grid_constan
           }
         }
       }
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) t[e] = down<T>(acc[e]);
+      store_calc<T, VEC>(t, acc);
     }
   }
 }
