@@ -272,6 +272,19 @@ def torch_gather_scatter(R, bwd, wrap=None):
         (lambda: torch.scatter_reduce(self, dim, idx, src, reduce, include_self=include_self))
 
 
+def torch_nonzero(R, bwd, wrap=None):
+    """torch.nonzero (its count synchronizes: ours is the fixed-bound form), masked_select, masked_scatter."""
+    op = R.f.get("op", "nonzero")
+    x = R.t("input")
+    if op == "nonzero":
+        return lambda: torch.nonzero(x)
+    m = R.t("mask").bool()
+    if op == "masked_select":
+        return lambda: torch.masked_select(x, m)
+    src = R.t("source")
+    return lambda: x.masked_scatter(m, src)
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -882,7 +895,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill, "flip": torch_flip_roll, "roll": torch_flip_roll,
-    "gather": torch_gather_scatter, "scatter": torch_gather_scatter,
+    "gather": torch_gather_scatter, "scatter": torch_gather_scatter, "nonzero": torch_nonzero,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,

@@ -326,12 +326,35 @@ def _scatter_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[No
     return None, None, [dself, None] + ([dsrc] if ctx.n_in == 3 else [])
 
 
+def _mask_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    saved = ctx.saved_tensors
+    f = _problem_fields(ctx.problem)
+    op = f.get("op", "nonzero")
+    input, mask = saved[0], saved[1] if ctx.n_in > 1 else None
+    if g is None or op == "nonzero" or not input.is_floating_point():
+        return None, None, [None] * ctx.n_in
+    g = g.contiguous()
+    base = {k: f[k] for k in ("dtype", "mask_dtype", "rank", "shape") if k in f}
+    if op == "masked_select":  # dinput: the gradient scattered back to the flagged positions
+        line = _line(dict(base, op="masked_scatter", source_numel=str(g.numel())))
+        dinput = custom_op("nonzero")(line, ctx.pref, [torch.zeros_like(input), mask, g])[0]
+        return None, None, [dinput, None]
+    # masked_scatter: dinput = dout off the flags, dsource = dout at the flags, in order (zero past the count)
+    source = saved[2]
+    dinput = g.masked_fill(mask.to(torch.bool) if mask.dtype == torch.bool else mask != 0, 0)
+    line = _line(dict(base, op="masked_select", max_count=str(source.numel())))
+    dsource = custom_op("nonzero")(line, ctx.pref, [g, mask])[0]
+    return None, None, [dinput, None, dsource]
+
+
 # Rows whose backward is no kernel row: views of the gradient (cat), the op itself again (flip,
 # roll with the shifts negated) or the other indexed op (gather <-> scatter): (backward, setup).
 _VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup), "flip": (_flip_backward, _problem_setup),
                                               "roll": (_roll_backward, _problem_setup),
                                               "gather": (_gather_backward, _indexed_setup),
-                                              "scatter": (_scatter_backward, _indexed_setup)}
+                                              "scatter": (_scatter_backward, _indexed_setup),
+                                              "nonzero": (_mask_backward, _indexed_setup)}
 
 _OPS: Dict[str, Any] = {}
 
@@ -746,6 +769,109 @@ def put(input: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumula
     flat = _scatter(input.reshape(-1), 0, index.reshape(-1), source.reshape(-1), "elements", "sum" if accumulate else "none",
                     wrap=True)
     return flat.reshape(input.shape)
+
+
+def _mask_call(op: str, input: torch.Tensor, mask: Optional[torch.Tensor] = None, source: Optional[torch.Tensor] = None,
+               **fields: Any) -> Dict[str, torch.Tensor]:
+    shape = [int(n) for n in input.shape]
+    return call("nonzero", op=op, dtype=dtype_of(input.dtype), mask_dtype=None if mask is None else dtype_of(mask.dtype),
+                rank=input.dim(), shape=shape or None, input=input, mask=mask, source=source, **fields)
+
+
+def nonzero_static(input: torch.Tensor, *, size: int, fill_value: int = -1) -> torch.Tensor:
+    """torch.nonzero_static: [size, rank] coordinates, rows past the count = fill_value (one launch
+    sequence, no host synchronization: graph-capturable)."""
+    return _mask_call("nonzero", input, max_count=int(size), fill_value=int(fill_value))["out"]
+
+
+def nonzero(input: torch.Tensor, *, as_tuple: bool = False) -> Any:
+    """torch.nonzero: a counting pass, one host synchronization (as PyTorch's), then exactly
+    `count` rows (nonzero_static avoids the synchronization)."""
+    count = int(_mask_call("nonzero", input, max_count=0)["count"].item())
+    out = _mask_call("nonzero", input, max_count=count)["out"]
+    return tuple(out.unbind(1)) if as_tuple else out
+
+
+def argwhere(input: torch.Tensor) -> torch.Tensor:
+    return nonzero(input)
+
+
+def masked_select(input: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """torch.masked_select (input and mask broadcast; one host synchronization for the count)."""
+    shape = torch.broadcast_shapes(input.shape, mask.shape)
+    x, m = input.expand(shape), mask.expand(shape)
+    count = int(_mask_call("masked_select", x, m, max_count=0)["count"].item())
+    return _mask_call("masked_select", x, m, max_count=count)["out"]
+
+
+def masked_scatter(input: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """torch.masked_scatter: the flagged positions, in order, take source's elements."""
+    src = source.reshape(-1)
+    return _mask_call("masked_scatter", input, mask.expand(input.shape), src, source_numel=int(src.numel()))["out"]
+
+
+def _linear_index(x: torch.Tensor, indices: Sequence[Any]) -> Tuple[torch.Tensor, int, int, torch.Tensor, bool]:
+    """Advanced indexing as one index along merged axes: (x with the indexed axes merged at `at`,
+    at, how many axes were merged, the linear index (broadcast shape), whether the result's
+    indexed dimensions go first). Boolean masks become their nonzero coordinates; negative
+    entries count from the end; an entry out of range becomes -1 (it reads 0, writes nothing)."""
+    idx: List[Optional[torch.Tensor]] = []
+    for i in indices:
+        if i is None or (isinstance(i, slice) and i == slice(None)):
+            idx.append(None)
+        elif isinstance(i, torch.Tensor) and i.dtype == torch.bool:
+            idx.extend(nonzero(i, as_tuple=True))
+        elif isinstance(i, torch.Tensor):
+            idx.append(i)
+        else:
+            raise Error("Unsupported", f"index: entries must be tensors or ':' (got {type(i).__name__})")
+    idx += [None] * (x.dim() - len(idx))
+    axes = [a for a, i in enumerate(idx) if i is not None]
+    if not axes:
+        raise Error("InvalidProblem", "index: no index tensor")
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    if not adjacent:  # the indexed axes first (PyTorch's rule), in order
+        order = axes + [a for a in range(x.dim()) if a not in axes]
+        x = x.permute(order)
+        idx = [idx[a] for a in order]
+        axes = list(range(len(axes)))
+    ts = torch.broadcast_tensors(*[idx[a] for a in axes])
+    lin = torch.zeros(ts[0].shape, dtype=torch.int64, device=x.device)
+    valid = torch.ones(ts[0].shape, dtype=torch.bool, device=x.device)
+    for a, t in zip(axes, ts):
+        n = int(x.shape[a])
+        t = t.to(torch.int64)
+        t = torch.where(t < 0, t + n, t)
+        valid &= (t >= 0) & (t < n)
+        lin = lin * n + t
+    lin = torch.where(valid, lin, torch.full_like(lin, -1))
+    at = axes[0]
+    return x.flatten(at, axes[-1]), at, len(axes), lin, not adjacent
+
+
+def index(x: torch.Tensor, indices: Sequence[Any]) -> torch.Tensor:
+    """x[indices] with index tensors, boolean masks and ':' (PyTorch's advanced indexing): one
+    index_select along the merged indexed axes."""
+    xm, at, _, lin, _ = _linear_index(x, indices)
+    out = index_select(xm, at, lin.reshape(-1))
+    return out.reshape(list(xm.shape[:at]) + list(lin.shape) + list(xm.shape[at + 1:]))
+
+
+def index_put(x: torch.Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False) -> torch.Tensor:
+    """x.index_put(indices, values, accumulate): index_copy (or index_add) along the merged indexed
+    axes; duplicates without accumulate: one of them wins (PyTorch's rule)."""
+    if not builtins.all(i is None or isinstance(i, torch.Tensor) or i == slice(None) for i in indices):
+        raise Error("Unsupported", "index_put: entries must be tensors or ':'")
+    base = x if x.is_contiguous() else x.contiguous()
+    xm, at, merged, lin, first = _linear_index(base, indices)
+    if first:
+        raise Error("Unsupported", "index_put: index tensors on non-adjacent axes are not wired yet")
+    shape = list(xm.shape[:at]) + list(lin.shape) + list(xm.shape[at + 1:])
+    v = values if isinstance(values, torch.Tensor) else torch.tensor(values, dtype=x.dtype, device=x.device)
+    v = v.to(x.dtype).expand(shape).reshape(list(xm.shape[:at]) + [lin.numel()] + list(xm.shape[at + 1:]))
+    flat = lin.reshape(-1)
+    out = _scatter(xm, at, flat, v.contiguous(), "slices", "sum" if accumulate else "none")
+    return out.reshape(x.shape)
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

@@ -774,3 +774,43 @@ def test_gather_scatter_gradients():
             assert torch.autograd.gradcheck(lambda a, b: bt.scatter_reduce(a, 1, idx, b, reduce, include_self=include_self), (xd, sd))
     rows = torch.randn(4, 7, dtype=torch.float64, device="cuda", requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: bt.index_add(a, 0, sel, b, alpha=2.0), (xd, rows))
+
+
+def test_nonzero_masked_and_advanced_indexing_against_torch():
+    torch.manual_seed(5)
+    x = torch.randn(6, 7, 5, device="cuda")
+    x[x.abs() < 0.5] = 0
+    x[0, 0, 0] = -0.0  # zero
+    x[1, 1, 1] = float("nan")  # nonzero
+    torch.testing.assert_close(bt.nonzero(x), torch.nonzero(x), rtol=0, atol=0)
+    for a, b in zip(bt.nonzero(x, as_tuple=True), torch.nonzero(x, as_tuple=True)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.testing.assert_close(bt.argwhere(x[:, ::2]), torch.argwhere(x[:, ::2]), rtol=0, atol=0)
+    st = bt.nonzero_static(x, size=300, fill_value=-1)
+    ref = torch.nonzero(x)
+    n = ref.shape[0]
+    torch.testing.assert_close(st[:n], ref, rtol=0, atol=0)
+    assert (st[n:] == -1).all()
+    m = x > 0.3
+    torch.testing.assert_close(bt.masked_select(x, m), torch.masked_select(x, m), rtol=0, atol=0)
+    torch.testing.assert_close(bt.masked_select(x, m[0]), torch.masked_select(x, m[0]), rtol=0, atol=0)  # broadcast mask
+    src = torch.randn(300, device="cuda")
+    torch.testing.assert_close(bt.masked_scatter(x, m, src), x.masked_scatter(m, src), rtol=0, atol=0)
+    i = torch.tensor([[0, 5], [-1, 2]], device="cuda")
+    j = torch.tensor([1, 6], device="cuda")
+    torch.testing.assert_close(bt.index(x, (i, j)), x[i, j], rtol=0, atol=0)
+    torch.testing.assert_close(bt.index(x, (slice(None), j)), x[:, j], rtol=0, atol=0)
+    torch.testing.assert_close(bt.index(x, (i, slice(None), torch.tensor([4, 0], device="cuda"))),
+                               x[i, :, torch.tensor([4, 0], device="cuda")], rtol=0, atol=0)  # non-adjacent: indexed dims first
+    torch.testing.assert_close(bt.index(x, (m[:, :, 0],)), x[m[:, :, 0]], rtol=0, atol=0)
+    v = torch.randn(2, 2, 5, device="cuda")
+    torch.testing.assert_close(bt.index_put(x, (i, j), v), x.index_put((i, j), v), rtol=0, atol=0)
+    dup = torch.tensor([1, 1, 3], device="cuda")
+    vals = torch.randn(3, 7, 5, device="cuda")
+    torch.testing.assert_close(bt.index_put(x, (dup,), vals, accumulate=True), x.index_put((dup,), vals, accumulate=True),
+                               rtol=1e-6, atol=1e-6)
+    xd = torch.randn(4, 6, dtype=torch.float64, device="cuda", requires_grad=True)
+    md = torch.rand(4, 6, device="cuda") > 0.5
+    assert torch.autograd.gradcheck(lambda a: bt.masked_select(a, md), (xd,))
+    sd = torch.randn(30, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bt.masked_scatter(a, md, b), (xd, sd))

@@ -143,6 +143,18 @@ void finish_units(gs::MoveParams* p) {
   p->small = p->units < (int64_t{1} << 31);
   if (p->small)
     for (int k = 0; k < p->naxes; ++k) p->ax[k].div = detail::FastDiv(static_cast<uint32_t>(p->ax[k].n));
+  // narrow: Σ |stride|·(n − 1) of each operand, and the indexed side's reach along dim, in int32
+  int64_t reach[3] = {0, 0, 0};
+  bool fits = p->small && checked_mul(p->dim_s < 0 ? -p->dim_s : p->dim_s, std::max<int64_t>(p->rule.n - 1, 0), &reach[0]);
+  for (int k = 0; k < p->naxes && fits; ++k) {
+    const gs::Axis& a = p->ax[k];
+    const int64_t s[3] = {a.data_s, a.out_s, a.idx_s};
+    for (int i = 0; i < 3 && fits; ++i) {
+      int64_t t = 0;
+      fits = s[i] != INT64_MIN && checked_mul(s[i] < 0 ? -s[i] : s[i], a.n - 1, &t) && checked_add(reach[i], t, &reach[i]);
+    }
+  }
+  p->narrow = fits && reach[0] < (int64_t{1} << 30) && reach[1] < (int64_t{1} << 30) && reach[2] < (int64_t{1} << 30);
 }
 
 unsigned long long* counter_ptr(bool on, const TensorMut& c) { return on ? static_cast<unsigned long long*>(c.data) : nullptr; }

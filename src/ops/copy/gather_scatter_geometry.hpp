@@ -55,6 +55,7 @@ struct MoveParams {
   Axis ax[kMaxRank];
   int64_t units = 0;
   int small = 1;       // units < 2^31: FastDiv decomposition
+  int narrow = 0;      // small, and every element offset (j·dim_s included) within ±2^31
   int esize = 1;       // element bytes
   uint64_t fill[2] = {};  // one unit of bytes: gather's out-of-range fill / scatter's value
   // atomic scatter

@@ -13,9 +13,13 @@ struct Offsets {
   bool first = true;  // every coordinate the index is constant over is 0 (counts an entry once)
 };
 
+// Unit u's offsets; kNarrow: every offset fits int32 (fewer wide multiplies). Unrolled over
+// kMaxRank, predicated on naxes (a loop bounded by the parameter is not unrolled).
+template <bool kNarrow = false>
 __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
-  Offsets o;
-  // unrolled over kMaxRank, predicated on naxes (a loop bounded by the parameter is not unrolled)
+  using I = std::conditional_t<kNarrow, int32_t, int64_t>;
+  I data = 0, out = 0, idx = 0;
+  bool first = true;
   if (p.small) {
     uint32_t r = static_cast<uint32_t>(u);
 #pragma unroll
@@ -23,10 +27,10 @@ __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
       if (k >= p.naxes) continue;
       const Axis& a = p.ax[k];
       const uint32_t q = k > 0 ? a.div.div(r) : 0;
-      const int64_t c = static_cast<int64_t>(r - q * static_cast<uint32_t>(a.n));
+      const I c = static_cast<I>(r - q * static_cast<uint32_t>(a.n));
       r = q;
-      o.data += c * a.data_s, o.out += c * a.out_s, o.idx += c * a.idx_s;
-      o.first = o.first && (c == 0 || a.idx_s != 0);
+      data += c * static_cast<I>(a.data_s), out += c * static_cast<I>(a.out_s), idx += c * static_cast<I>(a.idx_s);
+      first = first && (c == 0 || a.idx_s != 0);
     }
   } else {
     int64_t r = u;
@@ -35,13 +39,13 @@ __device__ __forceinline__ Offsets offsets_of(const MoveParams& p, int64_t u) {
       if (k >= p.naxes) continue;
       const Axis& a = p.ax[k];
       const int64_t q = k > 0 ? r / a.n : 0;
-      const int64_t c = r - q * a.n;
+      const I c = static_cast<I>(r - q * a.n);
       r = q;
-      o.data += c * a.data_s, o.out += c * a.out_s, o.idx += c * a.idx_s;
-      o.first = o.first && (c == 0 || a.idx_s != 0);
+      data += c * static_cast<I>(a.data_s), out += c * static_cast<I>(a.out_s), idx += c * static_cast<I>(a.idx_s);
+      first = first && (c == 0 || a.idx_s != 0);
     }
   }
-  return o;
+  return Offsets{data, out, idx, first};
 }
 
 template <int U>
@@ -51,7 +55,7 @@ struct UnitOf {
 };
 
 // Gather (scatter = 0) or scatter none (1) of U-byte units; offsets in elements of esize bytes.
-template <int U>
+template <int U, bool kNarrow>
 __global__ void __launch_bounds__(kThreads) move_kernel(const __grid_constant__ MoveParams p) {
   using V = typename UnitOf<U>::type;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads * kUnitsPerThread;
@@ -66,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) move_kernel(const __grid_constant__ 
       const int64_t u = base + int64_t{k} * kThreads;
       ok[k] = false;
       if (u < p.units) {
-        o[k] = offsets_of(p, u);
+        o[k] = offsets_of<kNarrow>(p, u);
         ok[k] = resolve(p.rule, o[k].idx, o[k].first, &j[k]);
       }
     }
@@ -156,7 +160,8 @@ unsigned grid_for(int64_t units, int per_thread) {
 template <int U>
 cudaError_t launch_move(const MoveParams& p, cudaStream_t stream) {
   if (p.units == 0) return cudaSuccess;
-  return launch_kernel(move_kernel<U>, dim3(grid_for(p.units, kUnitsPerThread)), dim3(kThreads), 0, stream, p);
+  auto kernel = p.narrow ? move_kernel<U, true> : move_kernel<U, false>;
+  return launch_kernel(kernel, dim3(grid_for(p.units, kUnitsPerThread)), dim3(kThreads), 0, stream, p);
 }
 
 template <class T, int VEC>

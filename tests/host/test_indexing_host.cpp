@@ -1,4 +1,4 @@
-// Host tier for GatherPlan / ScatterPlan: the factories and operands, the algorithm choice
+// Host tier for GatherPlan / ScatterPlan / NonzeroPlan: the factories and operands, the algorithm choice
 // (atomic / sort against determinism and reduce), the workspace of the sorted pass, the
 // refusals (each naming its field) and run() on empty views touching nothing. The data
 // movement is the device tier's (contract suite over bench/problems/ci/copy.txt against
@@ -10,6 +10,7 @@
 
 #include "baracuda/core/any_plan.hpp"
 #include "baracuda/ops/gather_scatter.hpp"
+#include "baracuda/ops/nonzero.hpp"
 #include "host/host_test_util.hpp"
 
 using namespace baracuda;
@@ -129,4 +130,23 @@ TEST(GatherScatterPlan, EmptyViewsRunNothing) {
                           {"out", TensorMut::make(nullptr, DType::f32, out, outs)}};
   s = sc->run(nullptr, {}, sv);
   EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+TEST(NonzeroPlan, OperandsAndRefusals) {
+  const int64_t shape[] = {7, 9, 13};
+  auto nz = NonzeroPlan::select(NonzeroDescriptor::nonzero(DType::bf16, shape), hopper());
+  ASSERT_TRUE(nz) << nz.status().message();
+  EXPECT_EQ(nz->expected_operands().find("out")->shape[0], 7 * 9 * 13);  // the upper bound: numel
+  EXPECT_EQ(nz->expected_operands().find("out")->shape[1], 3);
+  EXPECT_EQ(nz->expected_operands().find("out")->dtype, DType::i64);
+  EXPECT_GT(nz->workspace_size(), 0u);
+  auto ms = NonzeroPlan::select(NonzeroDescriptor::masked_scatter(DType::f32, shape, 40), hopper());
+  ASSERT_TRUE(ms) << ms.status().message();
+  EXPECT_EQ(ms->expected_operands().find("source")->shape[0], 40);
+  EXPECT_NE(ms->expected_operands().find("mask"), nullptr);
+  const StatusCode bad = StatusCode::kInvalidProblem;
+  expect_refused("nonzero", "dtype=f32 rank=1 shape=5 max_count=-2", bad, "max_count = -2 must be >= 0");
+  expect_refused("nonzero", "op=masked_scatter dtype=f32 rank=1 shape=5 source_numel=-3", bad, "source_numel = -3");
+  expect_refused("nonzero", "dtype=f32 rank=9", bad, "rank = 9");
+  expect_refused("nonzero", "dtype=f32 rank=2 shape=3,4 max_count=4611686018427387905", bad, "past 2^58");
 }

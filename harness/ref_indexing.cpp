@@ -1,16 +1,19 @@
-// Reference adapters of gather and scatter. Index entries are drawn per CaseOptions::data:
+// Reference adapters of the indexing rows: gather, scatter and nonzero (nonzero / masked_select /
+// masked_scatter). gather / scatter index entries are drawn per CaseOptions::data:
 // "" (the correctness default: uniform over the valid range, one in 32 out of range — −1 or n,
 // or −n − 1 with wrap_negative), "uniform" (all valid), "perm" (entry k along dim is perm[k mod
 // n] of one random permutation: targets unique while S[dim] <= n, each exactly twice at 2n —
 // MoE's top-2 combine), "same" (every entry 7, or n − 1). The answer walks S in row-major order
 // (scatter: the terms of a target in position order, as the sorted pass combines them).
 // Bytes: gathered / scattered elements once each way, the index once, self's copy when out is
-// not self.
+// not self. nonzero: the flag operand (the input, or the mask) half zeros — floats with −0.0
+// among them, which is zero — and the answer in row-major order.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "baracuda/ops/gather_scatter.hpp"
+#include "baracuda/ops/nonzero.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/buffer.hpp"
 #include "harness/op_case.hpp"
@@ -234,9 +237,68 @@ Cost scatter_cost(const AnyPlan& plan, const CaseOptions& opt) {
   return {(d.src_is_value ? 0 : n * es) + entries * is + target + copy, 0};
 }
 
+// ---------------------------------------------------------------- nonzero
+
+void nonzero_fill(RefCall& c) {
+  const NonzeroDescriptor& d = c.desc<NonzeroDescriptor>();
+  const bool masked = d.op != MaskOp::kNonzero;
+  const DType t = masked ? d.mask_dtype : d.dtype;
+  RefOperand& f = c[masked ? "mask" : "input"];
+  f.in.assign(static_cast<size_t>(d.numel()), 0.0);
+  f.given = true;
+  auto& rng = c.rng();
+  for (double& e : f.in) {
+    const uint64_t r = rng() % 8;
+    if (r < 3) e = 0.0;
+    else if (r == 3) e = is_floating(t) ? -0.0 : 0.0;
+    else e = t == DType::boolean ? 1.0 : static_cast<double>(1 + static_cast<int64_t>(rng() % 50)) * (r % 2 && t != DType::u8 ? -1 : 1);
+  }
+}
+
+Status nonzero(RefCall& c) {
+  const NonzeroDescriptor& d = c.desc<NonzeroDescriptor>();
+  const std::span<const int64_t> shape = dims(d.shape, d.rank);
+  const int64_t n = d.numel();
+  const bool masked = d.op != MaskOp::kNonzero;
+  const std::vector<double>& flag = c[masked ? "mask" : "input"].in;
+  const std::vector<double>& in = c["input"].in;
+  RefOperand& out = c["out"];
+  out.exact = true;
+  int64_t count = 0;
+  if (d.op == MaskOp::kMaskedScatter) {
+    const std::vector<double>& src = c["source"].in;
+    out.want = in;
+    for (int64_t i = 0; i < n; ++i)
+      if (flag[static_cast<size_t>(i)] != 0.0) {
+        if (count < static_cast<int64_t>(src.size())) out.want[static_cast<size_t>(i)] = src[static_cast<size_t>(count)];
+        ++count;
+      }
+  } else {
+    const int64_t rows = d.max_count < 0 ? n : d.max_count, cols = d.op == MaskOp::kNonzero ? d.rank : 1;
+    out.want.assign(static_cast<size_t>(rows * cols), d.op == MaskOp::kNonzero ? static_cast<double>(d.fill_value) : 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      if (flag[static_cast<size_t>(i)] == 0.0) continue;
+      if (count < rows) {
+        if (d.op == MaskOp::kMaskedSelect) out.want[static_cast<size_t>(count)] = in[static_cast<size_t>(i)];
+        else
+          for (int64_t r = i, a = d.rank - 1; a >= 0; --a) {
+            out.want[static_cast<size_t>(count * cols + a)] = static_cast<double>(r % shape[static_cast<size_t>(a)]);
+            r /= shape[static_cast<size_t>(a)];
+          }
+      }
+      ++count;
+    }
+  }
+  RefOperand& k = c["count"];
+  k.want = {static_cast<double>(count)};
+  k.exact = true;
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_gather() { return {&gather_fill, &gather, &gather_cost}; }
 OpRef ref_scatter() { return {&scatter_fill, &scatter, &scatter_cost}; }
+OpRef ref_nonzero() { return {&nonzero_fill, &nonzero, nullptr}; }
 
 }  // namespace baracuda::harness

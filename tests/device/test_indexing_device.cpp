@@ -1,8 +1,8 @@
-// Device tier of gather / scatter beyond the contract suite (every CI problem over three views,
+// Device tier of gather / scatter / nonzero beyond the contract suite (every CI problem over three views,
 // reruns, graph replay): negative-stride data, transposed indices and padded outputs on the
 // gather, the atomic and the sorted scatter (integer-valued floats, so every order sums
 // exactly); the sorted pass bitwise identical run to run on a heavy duplicate (every term on
-// one target) and within tolerance of the float64 sum; more than 2^31 elements.
+// one target) and within tolerance of the float64 sum; more than 2^31 elements (nonzero too).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "baracuda/ops/gather_scatter.hpp"
+#include "baracuda/ops/nonzero.hpp"
 #include "device/device_harness.hpp"
 
 using namespace baracuda;
@@ -195,4 +196,33 @@ TEST(GatherScatterDevice, BeyondTwoToThe31) {
   EXPECT_EQ(first, (std::vector<uint8_t>{13, 10, 11, 12, 13, 12, 11, 10}));
   EXPECT_EQ(last, (std::vector<uint8_t>{23, 20, 21, 22, 23, 22, 21, 20}));
   cudaFree(x), cudaFree(y), cudaFree(si), cudaFree(bi);
+}
+
+TEST(NonzeroDevice, BeyondTwoToThe31) {
+  BARACUDA_REQUIRE_GPU();
+  // a bool mask of 2^31 + 16 with three ones (first, middle, last): nonzero's coordinates past
+  // 2^31, padding rows, and the count
+  const int64_t n = (int64_t{1} << 31) + 16;
+  if (!enough_memory(static_cast<size_t>(n) + (size_t{64} << 20))) GTEST_SKIP() << "needs ~2.2 GB of device memory";
+  uint8_t* m = nullptr;
+  BARACUDA_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&m), static_cast<size_t>(n)));
+  BARACUDA_CUDA_OK(cudaMemset(m, 0, static_cast<size_t>(n)));
+  const uint8_t one = 1;
+  const int64_t at[3] = {0, int64_t{1} << 30, n - 1};
+  for (int64_t i : at) BARACUDA_CUDA_OK(cudaMemcpy(m + i, &one, 1, cudaMemcpyHostToDevice));
+  const std::vector<int64_t> shape = {n};
+  auto p = NonzeroPlan::select(NonzeroDescriptor::nonzero(DType::boolean, shape, 5));
+  ASSERT_TRUE(p) << p.status().to_string();
+  std::vector<int64_t> init(6, 99);
+  int64_t* out = to_device(init);
+  void* ws = nullptr;
+  BARACUDA_CUDA_OK(cudaMalloc(&ws, p->workspace_size()));
+  NonzeroArgs a;
+  a.input = TensorRef::make(m, DType::boolean, shape);
+  a.out = TensorMut::make(out, DType::i64, std::vector<int64_t>{5, 1});
+  a.count = TensorMut::make(out + 5, DType::i64, std::vector<int64_t>{1});
+  const Status s = p->run(nullptr, {ws, p->workspace_size()}, a);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(download(out, 6), (std::vector<int64_t>{0, int64_t{1} << 30, n - 1, -1, -1, 3}));
+  cudaFree(m), cudaFree(out), cudaFree(ws);
 }
