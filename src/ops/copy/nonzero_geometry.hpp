@@ -1,8 +1,9 @@
 // What NonzeroPlan hands its kernels (no CUDA headers). Positions are split into tiles of
-// kThreads · kItems; thread t of a tile owns its items [t·kItems, (t + 1)·kItems) (blocked, so
-// thread order is position order). count pass: per tile the flagged positions; an exclusive
-// scan of the tile counts (CUB); write pass: per thread its flags' prefix in the tile (a block
-// scan) gives every flagged position its rank; finish: the count, and nonzero's padding rows.
+// kThreads · kItems; warp w of a tile owns kItems · 32 consecutive positions, 32 per step (lane
+// = position, so reads and writes coalesce; warp order is position order). count pass: per
+// tile the flagged positions (warp ballots); an exclusive scan of the tile counts (CUB); write
+// pass: the tile's offset, the warps before, the step's ballot below the lane give every
+// flagged position its rank; finish: the count, and the rows past it (nonzero, masked_select).
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,5 @@
 // nonzero / masked_select / masked_scatter: the count pass, CUB's scan of the tile counts, the
 // write pass (block scan of the flags) and the finish (count, nonzero's padding rows).
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -40,22 +38,38 @@ __device__ __forceinline__ bool flag_at(const Params& p, int64_t i) {
   return (b & p.flag_bits) != 0;
 }
 
-// The flags of thread t's items in tile b, as a bit mask (bit k: item k).
-__device__ __forceinline__ uint32_t thread_flags(const Params& p, int64_t first) {
-  uint32_t m = 0;
+constexpr int kWarps = kThreads / 32;
+constexpr int64_t kWarpSpan = int64_t{kItems} * 32;  // positions per warp: kItems steps of 32
+
+// Warp w of tile b owns positions [b·kTile + w·kWarpSpan, + kWarpSpan), 32 consecutive ones
+// per step (lane = position: coalesced); flags[s] is step s's ballot.
+__device__ __forceinline__ int warp_flags(const Params& p, int64_t base, uint32_t (&flags)[kItems]) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int c = 0;
 #pragma unroll
-  for (int k = 0; k < kItems; ++k)
-    if (first + k < p.numel && flag_at(p, first + k)) m |= 1u << k;
-  return m;
+  for (int s = 0; s < kItems; ++s) {
+    const int64_t i = base + s * 32 + lane;
+    flags[s] = __ballot_sync(0xffffffffu, i < p.numel && flag_at(p, i));
+    c += __popc(flags[s]);
+  }
+  return c;
+}
+
+__device__ __forceinline__ int64_t warp_base() {
+  return static_cast<int64_t>(blockIdx.x) * kTile + static_cast<int64_t>(threadIdx.x / 32) * kWarpSpan;
 }
 
 __global__ void __launch_bounds__(kThreads) count_kernel(const __grid_constant__ Params p) {
-  using Reduce = cub::BlockReduce<int, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kTile + static_cast<int64_t>(threadIdx.x) * kItems;
-  const int c = __popc(thread_flags(p, first));
-  const int total = Reduce(tmp).Sum(c);
-  if (threadIdx.x == 0) p.tile_counts[blockIdx.x] = total;
+  __shared__ int warp_total[kWarps];
+  uint32_t flags[kItems];
+  const int c = warp_flags(p, warp_base(), flags);
+  if (threadIdx.x % 32 == 0) warp_total[threadIdx.x / 32] = c;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long t = 0;
+    for (int w = 0; w < kWarps; ++w) t += warp_total[w];
+    p.tile_counts[blockIdx.x] = t;
+  }
 }
 
 template <int ES>
@@ -63,37 +77,41 @@ using bits_t = std::conditional_t<ES == 1, uint8_t, std::conditional_t<ES == 2, 
 
 template <int ES>
 __global__ void __launch_bounds__(kThreads) write_kernel(const __grid_constant__ Params p) {
-  using Scan = cub::BlockScan<int, kThreads>;
   using E = bits_t<ES>;
-  __shared__ typename Scan::TempStorage tmp;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kTile + static_cast<int64_t>(threadIdx.x) * kItems;
-  const uint32_t m = thread_flags(p, first);
-  int before = 0;
-  Scan(tmp).ExclusiveSum(__popc(m), before);
-  int64_t k = p.tile_offsets[blockIdx.x] + before;
+  __shared__ int warp_total[kWarps];
+  uint32_t flags[kItems];
+  const int64_t base = warp_base();
+  const int c = warp_flags(p, base, flags);
+  const int w = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (lane == 0) warp_total[w] = c;
+  __syncthreads();
+  int64_t k = p.tile_offsets[blockIdx.x];
+  for (int v = 0; v < w; ++v) k += warp_total[v];
   const MaskOp op = static_cast<MaskOp>(p.op);
+  const uint32_t below = (1u << lane) - 1u;
 #pragma unroll 1
-  for (int j = 0; j < kItems; ++j) {
-    const int64_t i = first + j;
+  for (int s = 0; s < kItems; ++s) {
+    const int64_t i = base + s * 32 + lane;
     if (i >= p.numel) break;
-    const bool on = (m >> j) & 1u;
+    const bool on = (flags[s] >> lane) & 1u;
+    const int64_t r = k + __popc(flags[s] & below);  // this position's rank when flagged
+    k += __popc(flags[s]);
     if (op == MaskOp::kMaskedScatter) {
-      const char* from = on && k < p.source_numel ? p.src + k * p.src_s * ES : p.in + offset_of(p, p.in_stride, p.in_contig, i) * ES;
+      const char* from = on && r < p.source_numel ? p.src + r * p.src_s * ES : p.in + offset_of(p, p.in_stride, p.in_contig, i) * ES;
       *reinterpret_cast<E*>(p.out + offset_of(p, p.out_stride, p.out_contig, i) * ES) = *reinterpret_cast<const E*>(from);
-    } else if (on && k < p.max_count) {
+    } else if (on && r < p.max_count) {
       if (op == MaskOp::kNonzero) {
-        int64_t r = i;
+        int64_t q = i;
         for (int a = p.out_cols - 1; a >= 0; --a) {
-          const int64_t q = r / p.shape[a];
-          reinterpret_cast<long long*>(p.out)[k * p.out_stride[0] + a * p.out_stride[1]] = r - q * p.shape[a];
-          r = q;
+          const int64_t d = q / p.shape[a];
+          reinterpret_cast<long long*>(p.out)[r * p.out_stride[0] + a * p.out_stride[1]] = q - d * p.shape[a];
+          q = d;
         }
       } else {
-        *reinterpret_cast<E*>(p.out + k * p.out_stride[0] * ES) =
+        *reinterpret_cast<E*>(p.out + r * p.out_stride[0] * ES) =
             *reinterpret_cast<const E*>(p.in + offset_of(p, p.in_stride, p.in_contig, i) * ES);
       }
     }
-    k += on;
   }
 }
 
