@@ -155,6 +155,9 @@ void finish_units(gs::MoveParams* p) {
     }
   }
   p->narrow = fits && reach[0] < (int64_t{1} << 30) && reach[1] < (int64_t{1} << 30) && reach[2] < (int64_t{1} << 30);
+  // up to 8 passes per block while the grid keeps ~4 blocks per SM of a 132-SM part
+  const int64_t pass = int64_t{gs::kThreads} * gs::kUnitsPerThread;
+  p->passes = static_cast<int>(std::clamp<int64_t>(p->units / (pass * 132 * 4), 1, 8));
 }
 
 unsigned long long* counter_ptr(bool on, const TensorMut& c) { return on ? static_cast<unsigned long long*>(c.data) : nullptr; }

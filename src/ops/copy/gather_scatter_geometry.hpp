@@ -56,6 +56,7 @@ struct MoveParams {
   int64_t units = 0;
   int small = 1;       // units < 2^31: FastDiv decomposition
   int narrow = 0;      // small, and every element offset (j·dim_s included) within ±2^31
+  int passes = 1;      // move pass: consecutive passes of kThreads · kUnitsPerThread units per block
   int esize = 1;       // element bytes
   uint64_t fill[2] = {};  // one unit of bytes: gather's out-of-range fill / scatter's value
   // atomic scatter

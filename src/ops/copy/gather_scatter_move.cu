@@ -58,36 +58,40 @@ struct UnitOf {
 template <int U, bool kNarrow>
 __global__ void __launch_bounds__(kThreads) move_kernel(const __grid_constant__ MoveParams p) {
   using V = typename UnitOf<U>::type;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads * kUnitsPerThread;
+  // a block walks `passes` consecutive passes of kThreads · kUnitsPerThread units: a gather
+  // along a row then finds the row's sectors in its SM's L1
+  const int64_t pass = int64_t{kThreads} * kUnitsPerThread, span = pass * p.passes;
   V fill;
   __builtin_memcpy(&fill, p.fill, U);
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads * kUnitsPerThread + threadIdx.x; base < p.units; base += step) {
-    Offsets o[kUnitsPerThread];
-    int64_t j[kUnitsPerThread];
-    bool ok[kUnitsPerThread];
+  for (int64_t start = static_cast<int64_t>(blockIdx.x) * span; start < p.units; start += static_cast<int64_t>(gridDim.x) * span) {
+    for (int64_t base = start + threadIdx.x, end = start + span < p.units ? start + span : p.units; base < end; base += pass) {
+      Offsets o[kUnitsPerThread];
+      int64_t j[kUnitsPerThread];
+      bool ok[kUnitsPerThread];
 #pragma unroll
-    for (int k = 0; k < kUnitsPerThread; ++k) {
-      const int64_t u = base + int64_t{k} * kThreads;
-      ok[k] = false;
-      if (u < p.units) {
-        o[k] = offsets_of<kNarrow>(p, u);
-        ok[k] = resolve(p.rule, o[k].idx, o[k].first, &j[k]);
+      for (int k = 0; k < kUnitsPerThread; ++k) {
+        const int64_t u = base + int64_t{k} * kThreads;
+        ok[k] = false;
+        if (u < end) {
+          o[k] = offsets_of<kNarrow>(p, u);
+          ok[k] = resolve(p.rule, o[k].idx, o[k].first, &j[k]);
+        }
       }
-    }
-    if (!p.scatter) {
-      V v[kUnitsPerThread];
+      if (!p.scatter) {
+        V v[kUnitsPerThread];
 #pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k)
-        v[k] = ok[k] ? __ldg(reinterpret_cast<const V*>(p.data + (o[k].data + j[k] * p.dim_s) * p.esize)) : fill;
+        for (int k = 0; k < kUnitsPerThread; ++k)
+          v[k] = ok[k] ? __ldg(reinterpret_cast<const V*>(p.data + (o[k].data + j[k] * p.dim_s) * p.esize)) : fill;
 #pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k)
-        if (base + int64_t{k} * kThreads < p.units) *reinterpret_cast<V*>(p.out + o[k].out * p.esize) = v[k];
-    } else {
+        for (int k = 0; k < kUnitsPerThread; ++k)
+          if (base + int64_t{k} * kThreads < end) *reinterpret_cast<V*>(p.out + o[k].out * p.esize) = v[k];
+      } else {
 #pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k)
-        if (ok[k])
-          *reinterpret_cast<V*>(p.out + (o[k].out + j[k] * p.dim_s) * p.esize) =
-              p.data ? *reinterpret_cast<const V*>(p.data + o[k].data * p.esize) : fill;
+        for (int k = 0; k < kUnitsPerThread; ++k)
+          if (ok[k])
+            *reinterpret_cast<V*>(p.out + (o[k].out + j[k] * p.dim_s) * p.esize) =
+                p.data ? *reinterpret_cast<const V*>(p.data + o[k].data * p.esize) : fill;
+      }
     }
   }
 }
@@ -161,7 +165,7 @@ template <int U>
 cudaError_t launch_move(const MoveParams& p, cudaStream_t stream) {
   if (p.units == 0) return cudaSuccess;
   auto kernel = p.narrow ? move_kernel<U, true> : move_kernel<U, false>;
-  return launch_kernel(kernel, dim3(grid_for(p.units, kUnitsPerThread)), dim3(kThreads), 0, stream, p);
+  return launch_kernel(kernel, dim3(grid_for(p.units, kUnitsPerThread * p.passes)), dim3(kThreads), 0, stream, p);
 }
 
 template <class T, int VEC>

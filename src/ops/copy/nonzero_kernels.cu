@@ -101,11 +101,21 @@ __global__ void __launch_bounds__(kThreads) write_kernel(const __grid_constant__
       *reinterpret_cast<E*>(p.out + offset_of(p, p.out_stride, p.out_contig, i) * ES) = *reinterpret_cast<const E*>(from);
     } else if (on && r < p.max_count) {
       if (op == MaskOp::kNonzero) {
-        int64_t q = i;
-        for (int a = p.out_cols - 1; a >= 0; --a) {
-          const int64_t d = q / p.shape[a];
-          reinterpret_cast<long long*>(p.out)[r * p.out_stride[0] + a * p.out_stride[1]] = q - d * p.shape[a];
-          q = d;
+        long long* row = reinterpret_cast<long long*>(p.out) + r * p.out_stride[0];
+        if (p.numel <= UINT32_MAX) {  // 32-bit divisions
+          uint32_t q = static_cast<uint32_t>(i);
+          for (int a = p.out_cols - 1; a >= 0; --a) {
+            const uint32_t n = static_cast<uint32_t>(p.shape[a]), d = q / n;
+            row[a * p.out_stride[1]] = q - d * n;
+            q = d;
+          }
+        } else {
+          int64_t q = i;
+          for (int a = p.out_cols - 1; a >= 0; --a) {
+            const int64_t d = q / p.shape[a];
+            row[a * p.out_stride[1]] = q - d * p.shape[a];
+            q = d;
+          }
         }
       } else {
         *reinterpret_cast<E*>(p.out + r * p.out_stride[0] * ES) =
