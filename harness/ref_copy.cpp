@@ -1,7 +1,7 @@
 // Reference adapters of the copy family: copy (dst = cast(src broadcast to dst's shape)), cat
 // (each input's elements at its place in out), flip / roll (each output coordinate mapped back,
-// the flattened roll over the row-major order), every element exact; fill (the creation ops:
-// full / eye exact, arange / linspace / logspace in float64 against the f32 / f64 kernels, their
+// the flattened roll over the row-major order), tril / triu (kept or 0), every element exact;
+// fill (the creation ops: full / eye exact, arange / linspace / logspace in float64 against the f32 / f64 kernels, their
 // integer forms as PyTorch defines them: f32 fused arithmetic, truncated).
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "baracuda/ops/copy.hpp"
 #include "baracuda/ops/fill.hpp"
 #include "baracuda/ops/flip_roll.hpp"
+#include "baracuda/ops/triangle.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
@@ -164,6 +165,23 @@ Status roll(RefCall& c) {
   });
 }
 
+// tril / triu: the input where the element's (j − i) is on the kept side of the diagonal, else 0.
+Status triangle(RefCall& c) {
+  const TriangleDescriptor& d = c.desc<TriangleDescriptor>();
+  const std::span<const int64_t> shape(d.shape, static_cast<size_t>(d.rank));
+  const std::vector<double>& in = c["input"].in;
+  RefOperand& out = c["out"];
+  const int64_t n = numel_of(shape), rows = d.shape[d.rank - 2], cols = d.shape[d.rank - 1];
+  out.want.assign(static_cast<size_t>(n), 0.0);
+  for (int64_t f = 0; f < n; ++f) {
+    const int64_t j = f % cols, i = (f / cols) % rows;
+    const bool keep = d.upper ? j - i >= d.diagonal : j - i <= d.diagonal;
+    out.want[static_cast<size_t>(f)] = keep ? in[static_cast<size_t>(f)] : 0.0;
+  }
+  out.exact = true;
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_copy() { return {nullptr, &copy, nullptr}; }
@@ -171,5 +189,6 @@ OpRef ref_cat() { return {nullptr, &cat, nullptr}; }
 OpRef ref_fill() { return {nullptr, &fill, nullptr}; }
 OpRef ref_flip() { return {nullptr, &flip, nullptr}; }
 OpRef ref_roll() { return {nullptr, &roll, nullptr}; }
+OpRef ref_triangle() { return {nullptr, &triangle, nullptr}; }
 
 }  // namespace baracuda::harness

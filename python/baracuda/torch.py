@@ -223,6 +223,11 @@ def _flip_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None,
     return None, None, [None if g is None else custom_op("flip")(ctx.problem, ctx.pref, [g.contiguous()])[0]]
 
 
+def _triangle_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
+    g = grads[0]
+    return None, None, [None if g is None else custom_op("triangle")(ctx.problem, ctx.pref, [g.contiguous()])[0]]
+
+
 def _roll_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
     g = grads[0]
     if g is None:
@@ -354,7 +359,8 @@ _VIEW_BACKWARD: Dict[str, Tuple[Any, Any]] = {"cat": (_cat_backward, _cat_setup)
                                               "roll": (_roll_backward, _problem_setup),
                                               "gather": (_gather_backward, _indexed_setup),
                                               "scatter": (_scatter_backward, _indexed_setup),
-                                              "nonzero": (_mask_backward, _indexed_setup)}
+                                              "nonzero": (_mask_backward, _indexed_setup),
+                                              "triangle": (_triangle_backward, _problem_setup)}
 
 _OPS: Dict[str, Any] = {}
 
@@ -872,6 +878,167 @@ def index_put(x: torch.Tensor, indices: Sequence[Any], values: Any, accumulate: 
     flat = lin.reshape(-1)
     out = _scatter(xm, at, flat, v.contiguous(), "slices", "sum" if accumulate else "none")
     return out.reshape(x.shape)
+
+
+def _copy(x: torch.Tensor) -> torch.Tensor:
+    shape = [int(n) for n in x.shape]
+    dt = dtype_of(x.dtype)
+    return call("copy", dtype=dt, out_dtype=dt, in_rank=x.dim(), in_shape=shape or None, out_rank=x.dim(),
+                out_shape=shape or None, src=x)["dst"]
+
+
+class _Contiguous(torch.autograd.Function):
+    """A contiguous copy of any view by the copy row; the gradient passes through (the view's own
+    backward — expand's sum, permute's inverse, narrow's padding — is the view op's)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return _copy(x)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g
+
+
+def contiguous(x: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of any view (strides 0 and negative included), one launch."""
+    return _Contiguous.apply(x)
+
+
+def repeat(input: torch.Tensor, *sizes: Any) -> torch.Tensor:
+    """Tensor.repeat: one copy of a stride-0 view [r0, n0, r1, n1, ...]."""
+    reps = [int(r) for r in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)) else sizes)]
+    if len(reps) < input.dim():
+        raise Error("InvalidProblem", "repeat: fewer repeats than dimensions")
+    x = input.reshape([1] * (len(reps) - input.dim()) + list(input.shape))
+    view = x.reshape([v for n in x.shape for v in (1, int(n))]).expand([v for r, n in zip(reps, x.shape) for v in (r, int(n))])
+    return contiguous(view).reshape([r * int(n) for r, n in zip(reps, x.shape)])
+
+
+def tile(input: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    d = [int(v) for v in dims]
+    return repeat(input, [1] * (input.dim() - len(d)) + d)
+
+
+def repeat_interleave(input: torch.Tensor, repeats: Any, dim: Optional[int] = None) -> torch.Tensor:
+    """torch.repeat_interleave: int repeats — one copy of a stride-0 view; tensor repeats — an
+    index_select by the cumulative counts (one synchronization for the length, as PyTorch's)."""
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else (dim + x.dim() if dim < 0 else dim)
+    if isinstance(repeats, int) or (isinstance(repeats, torch.Tensor) and repeats.numel() == 1 and x.shape[d] != 1):
+        r = int(repeats)
+        shape = list(x.shape)
+        view = x.unsqueeze(d + 1).expand(shape[:d + 1] + [r] + shape[d + 1:])
+        return contiguous(view).reshape(shape[:d] + [shape[d] * r] + shape[d + 1:])
+    reps = repeats.to(device=x.device, dtype=torch.int64)
+    ends = cumsum(reps, 0)
+    total = int(ends[-1].item()) if ends.numel() else 0
+    marks = scatter_add(zeros(total + 1, dtype=torch.int64), 0, ends, ones_like(ends))
+    idx = cumsum(marks[:total], 0)  # output position -> its source entry
+    return index_select(x, d, idx)
+
+
+def one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
+    """F.one_hot: a scatter of 1 into zeros (num_classes = -1: max + 1, one synchronization)."""
+    n = int(amax(tensor).item()) + 1 if num_classes < 0 else int(num_classes)
+    base = zeros(*(list(tensor.shape) + [n]), dtype=torch.int64)
+    return scatter(base, -1, tensor.unsqueeze(-1).to(torch.int64), 1)
+
+
+def pixel_shuffle(input: torch.Tensor, upscale_factor: int) -> torch.Tensor:
+    r = int(upscale_factor)
+    *lead, c, h, w = [int(n) for n in input.shape]
+    v = input.reshape(lead + [c // (r * r), r, r, h, w])
+    k = len(lead)
+    v = v.permute(list(range(k)) + [k, k + 3, k + 1, k + 4, k + 2])
+    return contiguous(v).reshape(lead + [c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(input: torch.Tensor, downscale_factor: int) -> torch.Tensor:
+    r = int(downscale_factor)
+    *lead, c, h, w = [int(n) for n in input.shape]
+    v = input.reshape(lead + [c, h // r, r, w // r, r])
+    k = len(lead)
+    v = v.permute(list(range(k)) + [k, k + 2, k + 4, k + 1, k + 3])
+    return contiguous(v).reshape(lead + [c * r * r, h // r, w // r])
+
+
+def narrow_copy(input: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
+    return contiguous(input.narrow(dim, start, length))
+
+
+def movedim(input: torch.Tensor, source: Any, destination: Any) -> torch.Tensor:
+    """torch.movedim as a contiguous copy (movedim-with-copy)."""
+    return contiguous(torch.movedim(input, source, destination))
+
+
+def meshgrid(*tensors: torch.Tensor, indexing: str = "ij") -> List[torch.Tensor]:
+    """torch.meshgrid as copies (each grid contiguous)."""
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    if indexing == "xy" and len(ts) >= 2:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [int(t.numel()) for t in ts]
+    grids = []
+    for k, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[k] = shape[k]
+        grids.append(contiguous(t.reshape(view).expand(shape)))
+    if indexing == "xy" and len(ts) >= 2:  # (PyTorch's rule: the first two inputs and outputs swapped)
+        grids[0], grids[1] = grids[1], grids[0]
+    return grids
+
+
+def diagonal(input: torch.Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> torch.Tensor:
+    """torch.diagonal as a copy (diagonal_copy)."""
+    return contiguous(torch.diagonal(input, offset, dim1, dim2))
+
+
+def diag_embed(input: torch.Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> torch.Tensor:
+    """torch.diag_embed: the last axis placed on a diagonal of two new last axes (an index_copy
+    along the flattened matrix; autograd: a gather of the diagonal)."""
+    if (dim1, dim2) not in ((-2, -1), (input.dim() - 1, input.dim())):
+        raise Error("Unsupported", "diag_embed: dim1 / dim2 other than the two last axes are not wired yet")
+    n = int(input.shape[-1])
+    m = n + builtins.abs(int(offset))
+    lead = [int(v) for v in input.shape[:-1]]
+    i = arange(n, dtype=torch.int64)
+    pos = (i + builtins.max(-offset, 0)) * m + i + builtins.max(offset, 0)
+    base = zeros(*(lead + [m * m]), dtype=input.dtype)
+    return index_copy(base, -1, pos, input).reshape(lead + [m, m])
+
+
+def diag(input: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
+    if input.dim() == 1:
+        return diag_embed(input, diagonal)
+    return contiguous(torch.diagonal(input, diagonal))
+
+
+def tril(input: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
+    """torch.tril (any batch, any strides; autograd: tril of the gradient)."""
+    return call("triangle", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                diagonal=int(diagonal), input=input)["out"]
+
+
+def triu(input: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
+    return call("triangle", dtype=dtype_of(input.dtype), rank=input.dim(), shape=[int(n) for n in input.shape],
+                diagonal=int(diagonal), upper=True, input=input)["out"]
+
+
+def _tri_count(row: int, col: int, offset: int, upper: bool) -> int:
+    if upper:
+        return builtins.sum(builtins.max(0, col - builtins.max(0, i + offset)) for i in range(row))
+    return builtins.sum(builtins.min(col, builtins.max(0, i + offset + 1)) for i in range(row))
+
+
+def tril_indices(row: int, col: int, offset: int = 0) -> torch.Tensor:
+    """torch.tril_indices: [2, count] row-major coordinates (no synchronization: the count is known)."""
+    mask = tril(ones(row, col, dtype=torch.bool), offset)
+    return contiguous(nonzero_static(mask, size=_tri_count(row, col, offset, False)).t())
+
+
+def triu_indices(row: int, col: int, offset: int = 0) -> torch.Tensor:
+    mask = triu(ones(row, col, dtype=torch.bool), offset)
+    return contiguous(nonzero_static(mask, size=_tri_count(row, col, offset, True)).t())
 
 
 def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> torch.Tensor:

@@ -815,3 +815,46 @@ def test_nonzero_masked_and_advanced_indexing_against_torch():
     assert torch.autograd.gradcheck(lambda a: bt.masked_select(a, md), (xd,))
     sd = torch.randn(30, dtype=torch.float64, device="cuda", requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: bt.masked_scatter(a, md, b), (xd, sd))
+
+
+def test_layout_copies_against_torch():
+    torch.manual_seed(7)
+    x = torch.randn(3, 4, 5, device="cuda")
+    torch.testing.assert_close(bt.tril(x), torch.tril(x), rtol=0, atol=0)
+    torch.testing.assert_close(bt.triu(x, -1), torch.triu(x, -1), rtol=0, atol=0)
+    torch.testing.assert_close(bt.tril(x.transpose(1, 2), 2), torch.tril(x.transpose(1, 2), 2), rtol=0, atol=0)
+    for r, c, o in ((4, 5, 0), (6, 3, -2), (3, 7, 2)):
+        torch.testing.assert_close(bt.tril_indices(r, c, o), torch.tril_indices(r, c, o, device="cuda"), rtol=0, atol=0)
+        torch.testing.assert_close(bt.triu_indices(r, c, o), torch.triu_indices(r, c, o, device="cuda"), rtol=0, atol=0)
+    torch.testing.assert_close(bt.repeat(x, 2, 1, 3), x.repeat(2, 1, 3), rtol=0, atol=0)
+    torch.testing.assert_close(bt.repeat(x, 2, 2, 1, 1), x.repeat(2, 2, 1, 1), rtol=0, atol=0)
+    torch.testing.assert_close(bt.tile(x, (2,)), torch.tile(x, (2,)), rtol=0, atol=0)
+    torch.testing.assert_close(bt.repeat_interleave(x, 3, 1), torch.repeat_interleave(x, 3, 1), rtol=0, atol=0)
+    torch.testing.assert_close(bt.repeat_interleave(x, 2), torch.repeat_interleave(x, 2), rtol=0, atol=0)
+    reps = torch.tensor([2, 0, 1, 3], device="cuda")
+    torch.testing.assert_close(bt.repeat_interleave(x, reps, 1), torch.repeat_interleave(x, reps, 1), rtol=0, atol=0)
+    lab = torch.randint(0, 6, (4, 5), device="cuda")
+    torch.testing.assert_close(bt.one_hot(lab, 7), F.one_hot(lab, 7), rtol=0, atol=0)
+    torch.testing.assert_close(bt.one_hot(lab), F.one_hot(lab), rtol=0, atol=0)
+    p = torch.randn(2, 18, 4, 5, device="cuda")
+    torch.testing.assert_close(bt.pixel_shuffle(p, 3), F.pixel_shuffle(p, 3), rtol=0, atol=0)
+    q = torch.randn(2, 2, 6, 9, device="cuda")
+    torch.testing.assert_close(bt.pixel_unshuffle(q, 3), F.pixel_unshuffle(q, 3), rtol=0, atol=0)
+    torch.testing.assert_close(bt.narrow_copy(x, 2, 1, 3), x.narrow_copy(2, 1, 3), rtol=0, atol=0)
+    torch.testing.assert_close(bt.movedim(x, 0, 2), torch.movedim(x, 0, 2).contiguous(), rtol=0, atol=0)
+    a, b = torch.arange(3, device="cuda"), torch.arange(4, device="cuda") * 10
+    for ind in ("ij", "xy"):
+        for g1, g2 in zip(bt.meshgrid(a, b, indexing=ind), torch.meshgrid(a, b, indexing=ind)):
+            torch.testing.assert_close(g1, g2, rtol=0, atol=0)
+    m = torch.randn(5, 7, device="cuda")
+    torch.testing.assert_close(bt.diagonal(m, 1), torch.diagonal(m, 1), rtol=0, atol=0)
+    torch.testing.assert_close(bt.diag(m, -2), torch.diag(m, -2), rtol=0, atol=0)
+    v = torch.randn(2, 4, device="cuda")
+    for off in (0, 2, -1):
+        torch.testing.assert_close(bt.diag_embed(v, off), torch.diag_embed(v, off), rtol=0, atol=0)
+    torch.testing.assert_close(bt.diag(v[0], 1), torch.diag(v[0], 1), rtol=0, atol=0)
+    xd = torch.randn(3, 4, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: bt.tril(t, 1), (xd,))
+    assert torch.autograd.gradcheck(lambda t: bt.repeat(t, 2, 3), (xd,))
+    assert torch.autograd.gradcheck(lambda t: bt.repeat_interleave(t, 2, 0), (xd,))
+    assert torch.autograd.gradcheck(lambda t: bt.diag_embed(t, 1), (xd,))
