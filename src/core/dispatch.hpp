@@ -30,6 +30,9 @@ struct DTypeList {
 
 using FloatDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64>;
 using IntegerDTypes = DTypeList<DType::i8, DType::u8, DType::i16, DType::i32, DType::i64>;
+// Every real dtype: what bit-exact data movement takes.
+using RealDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
+                             DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 // Same-size unsigned integer for moving raw bits.
 struct StorageTypes {

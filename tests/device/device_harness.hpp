@@ -50,6 +50,14 @@ T* to_device(const std::vector<T>& h) {
   return d;
 }
 
+// n elements of T copied back from d; a failed copy fails the test.
+template <class T>
+std::vector<T> download(const T* d, size_t n) {
+  std::vector<T> h(n);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
 // Case thinning for slow tools (compute-sanitizer): with BARACUDA_TEST_CASE_STRIDE=k set, a
 // matrix test runs only the cases whose seed is a multiple of k. Unset or 1: every case.
 bool matrix_case_skipped(uint64_t seed);

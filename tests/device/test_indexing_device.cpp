@@ -17,17 +17,6 @@
 using namespace baracuda;
 using namespace baracuda::test;
 
-namespace {
-
-template <class T>
-std::vector<T> download(const T* d, size_t n) {
-  std::vector<T> h(n);
-  EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-  return h;
-}
-
-}  // namespace
-
 TEST(GatherScatterDevice, NegativeStridesTransposedIndexPaddedOut) {
   BARACUDA_REQUIRE_GPU();
   const int64_t R = 12, C = 40, K = 30, ld = 33;

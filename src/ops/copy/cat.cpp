@@ -18,8 +18,6 @@ namespace {
 
 constexpr std::string_view kOp = "cat";
 
-using CatDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                            DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 int axis_of(const CatDescriptor& d) { return d.dim < 0 ? d.dim + d.rank : d.dim; }
 
@@ -84,7 +82,7 @@ int64_t CatDescriptor::begin(size_t i) const {
 Result<CatPlan> CatPlan::select(const CatDescriptor& d, const PlanPreference& pref) {
   CatPlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
-  if (Status s = check_dtype(kOp, "dtype", d.dtype, CatDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
   if (d.rank < 1 || d.rank > kMaxRank)
     return error(StatusCode::kInvalidProblem, kOp, ": rank = ", d.rank, " must be in [1, ", kMaxRank,
                  "] (the output's rank; a 0-d tensor cannot be concatenated)");

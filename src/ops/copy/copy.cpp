@@ -16,8 +16,6 @@ namespace {
 
 constexpr std::string_view kOp = "copy";
 
-using CopyDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                             DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 std::span<const int64_t> dims(const int64_t* s, int rank) { return {s, static_cast<size_t>(std::clamp(rank, 0, kMaxRank))}; }
 
@@ -38,8 +36,8 @@ CopyDescriptor CopyDescriptor::make(DType dtype, std::span<const int64_t> shape,
 Result<CopyPlan> CopyPlan::select(const CopyDescriptor& d, const PlanPreference& pref) {
   CopyPlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
-  if (Status s = check_dtype(kOp, "dtype", d.dtype, CopyDTypes{}); !s.ok()) return s;
-  if (Status s = check_dtype(kOp, "out_dtype", d.out_dtype, CopyDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "out_dtype", d.out_dtype, RealDTypes{}); !s.ok()) return s;
   if (d.out_rank < 0 || d.out_rank > kMaxRank)
     return error(StatusCode::kInvalidProblem, kOp, ": out_rank = ", d.out_rank, " must be in [0, ", kMaxRank, "]");
   if (d.in_rank < 0 || d.in_rank > d.out_rank)

@@ -21,8 +21,6 @@ namespace {
 
 constexpr std::string_view kOp = "fill";
 
-using AllDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                            DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 using FullDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32,
                              DType::i64, DType::boolean>;
 using RangeDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32,
@@ -139,7 +137,7 @@ Result<FillPlan> FillPlan::select(const FillDescriptor& d, const PlanPreference&
   Status dt;
   switch (d.kind) {
     case FillKind::kFull: dt = check_dtype(kOp, "dtype", d.dtype, FullDTypes{}); break;
-    case FillKind::kEye: dt = check_dtype(kOp, "dtype", d.dtype, AllDTypes{}); break;
+    case FillKind::kEye: dt = check_dtype(kOp, "dtype", d.dtype, RealDTypes{}); break;
     case FillKind::kLogspace: dt = check_dtype(kOp, "dtype", d.dtype, FloatDTypes{}); break;
     default: dt = check_dtype(kOp, "dtype", d.dtype, RangeDTypes{}); break;
   }

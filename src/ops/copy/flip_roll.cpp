@@ -20,13 +20,11 @@ namespace {
 constexpr std::string_view kFlip = "flip";
 constexpr std::string_view kRoll = "roll";
 
-using AllDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                            DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 // The checks and operands both plans share.
 template <class Desc>
 Status begin(std::string_view op, const Desc& d, OperandSpecs* operands) {
-  if (Status s = check_dtype(op, "dtype", d.dtype, AllDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(op, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
   int64_t numel = 0;
   if (Status s = check_shape(op, d.rank, d.shape, 0, &numel); !s.ok()) return s;
   if (!fliproll::find_flip_roll(static_cast<int>(dtype_size(d.dtype))))

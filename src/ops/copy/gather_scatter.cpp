@@ -30,8 +30,6 @@ namespace {
 constexpr std::string_view kGather = "gather";
 constexpr std::string_view kScatter = "scatter";
 
-using MoveDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                             DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 using ArithDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32,
                               DType::i64>;
 using IndexDTypes = DTypeList<DType::i32, DType::i64>;
@@ -223,7 +221,7 @@ GatherDescriptor GatherDescriptor::index_select(DType dtype, DType index_dtype, 
 Result<GatherPlan> GatherPlan::select(const GatherDescriptor& d, const PlanPreference& pref) {
   GatherPlan p;
   if (Status s = begin_select(kGather, d, pref, &p.sku_); !s.ok()) return s;
-  if (Status s = check_dtype(kGather, "dtype", d.dtype, MoveDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kGather, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
   int64_t s_numel = 0;
   if (Status s = check_geometry(kGather, d.index_dtype, d.form, d.rank, d.input_shape, "input_shape", d.index_shape, d.dim, &s_numel); !s.ok())
     return s;
@@ -357,7 +355,7 @@ Result<ScatterPlan> ScatterPlan::select(const ScatterDescriptor& d, const PlanPr
   ScatterPlan p;
   if (Status s = check_enums(kScatter, d); !s.ok()) return s;
   const bool none = d.reduce == ScatterReduce::kNone;
-  if (Status s = none ? check_dtype(kScatter, "dtype", d.dtype, MoveDTypes{}) : check_dtype(kScatter, "dtype", d.dtype, ArithDTypes{});
+  if (Status s = none ? check_dtype(kScatter, "dtype", d.dtype, RealDTypes{}) : check_dtype(kScatter, "dtype", d.dtype, ArithDTypes{});
       !s.ok())
     return Status(s.code(), cat(s.message(), none ? "" : cat(" with reduce ", enum_name(d.reduce))));
   int64_t s_numel = 0;

@@ -18,8 +18,6 @@ namespace {
 
 constexpr std::string_view kOp = "nonzero";
 
-using AllDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                            DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 std::span<const int64_t> dims_of(const int64_t* s, int rank) { return {s, static_cast<size_t>(std::clamp(rank, 0, kMaxRank))}; }
 
@@ -86,10 +84,10 @@ NonzeroDescriptor NonzeroDescriptor::masked_scatter(DType dtype, std::span<const
 Result<NonzeroPlan> NonzeroPlan::select(const NonzeroDescriptor& d, const PlanPreference& pref) {
   NonzeroPlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
-  if (Status s = check_dtype(kOp, "dtype", d.dtype, AllDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
   const bool masked = d.op != MaskOp::kNonzero;
   if (masked)
-    if (Status s = check_dtype(kOp, "mask_dtype", d.mask_dtype, AllDTypes{}); !s.ok()) return s;
+    if (Status s = check_dtype(kOp, "mask_dtype", d.mask_dtype, RealDTypes{}); !s.ok()) return s;
   int64_t numel = 0;
   if (Status s = check_shape(kOp, d.rank, d.shape, 0, &numel); !s.ok()) return s;
   if (d.max_count < -1) return error(StatusCode::kInvalidProblem, kOp, ": max_count = ", d.max_count, " must be >= 0 (or -1: numel)");

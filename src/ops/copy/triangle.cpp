@@ -17,8 +17,6 @@ namespace {
 
 constexpr std::string_view kOp = "triangle";
 
-using AllDTypes = DTypeList<DType::f32, DType::f16, DType::bf16, DType::f64, DType::f8e4m3, DType::f8e5m2, DType::i8,
-                            DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean>;
 
 TriangleDescriptor make(DType dtype, std::span<const int64_t> shape, int64_t diagonal, bool upper) {
   TriangleDescriptor d;
@@ -40,7 +38,7 @@ TriangleDescriptor TriangleDescriptor::triu(DType dtype, std::span<const int64_t
 Result<TrianglePlan> TrianglePlan::select(const TriangleDescriptor& d, const PlanPreference& pref) {
   TrianglePlan p;
   if (Status s = begin_select(kOp, d, pref, &p.sku_); !s.ok()) return s;
-  if (Status s = check_dtype(kOp, "dtype", d.dtype, AllDTypes{}); !s.ok()) return s;
+  if (Status s = check_dtype(kOp, "dtype", d.dtype, RealDTypes{}); !s.ok()) return s;
   int64_t numel = 0;
   if (Status s = check_shape(kOp, d.rank, d.shape, 2, &numel); !s.ok()) return s;
   if (!trik::find_triangle(static_cast<int>(dtype_size(d.dtype)), false))
