@@ -13,6 +13,7 @@
 
 using namespace baracuda;
 using baracuda::test::expect_error;
+using baracuda::test::expect_refused;
 using baracuda::test::hopper;
 
 TEST(CatPlan, FactoriesAndOperands) {
@@ -60,21 +61,16 @@ TEST(CatPlan, SizesAsText) {
 }
 
 TEST(CatPlan, RefusalsNameTheField) {
-  auto refused = [](std::string_view problem, StatusCode code, const char* what) {
-    auto p = AnyPlan::select("cat", problem, hopper());
-    ASSERT_FALSE(p) << problem;
-    expect_error(p.status(), code, what);
-  };
-  refused("dtype=f32 rank=0 sizes=1", StatusCode::kInvalidProblem, "rank = 0");
-  refused("dtype=f32 rank=2 shape=3,4 dim=2 sizes=3", StatusCode::kInvalidProblem, "dim = 2 is out of range [-2, 1]");
-  refused("dtype=f32 rank=2 shape=3,4 dim=-3 sizes=3", StatusCode::kInvalidProblem, "dim = -3");
-  refused("dtype=f32 rank=2 shape=3,4 dim=0", StatusCode::kInvalidProblem, "sizes is empty");
-  refused("dtype=f32 rank=2 shape=3,4 dim=0 sizes=4,-1", StatusCode::kInvalidProblem, "sizes[1] = -1 must be >= 0");
-  refused("dtype=f32 rank=2 shape=3,4 dim=0 sizes=1,1", StatusCode::kInvalidProblem, "shape[0] = 3 must equal the sum of sizes (2)");
-  refused("dtype=f32 rank=2 shape=2,4 dim=0 sizes=1,1,0 stack=true", StatusCode::kInvalidProblem, "sizes[2] = 0 must be 1");
-  refused("dtype=f32 rank=2 shape=3,4 dim=0 sizes=9223372036854775807,9223372036854775807", StatusCode::kInvalidProblem,
+  expect_refused("cat", "dtype=f32 rank=0 sizes=1", StatusCode::kInvalidProblem, "rank = 0");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=2 sizes=3", StatusCode::kInvalidProblem, "dim = 2 is out of range [-2, 1]");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=-3 sizes=3", StatusCode::kInvalidProblem, "dim = -3");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=0", StatusCode::kInvalidProblem, "sizes is empty");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=0 sizes=4,-1", StatusCode::kInvalidProblem, "sizes[1] = -1 must be >= 0");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=0 sizes=1,1", StatusCode::kInvalidProblem, "shape[0] = 3 must equal the sum of sizes (2)");
+  expect_refused("cat", "dtype=f32 rank=2 shape=2,4 dim=0 sizes=1,1,0 stack=true", StatusCode::kInvalidProblem, "sizes[2] = 0 must be 1");
+  expect_refused("cat", "dtype=f32 rank=2 shape=3,4 dim=0 sizes=9223372036854775807,9223372036854775807", StatusCode::kInvalidProblem,
           "the sizes sum past 2^63");
-  refused("dtype=f32 rank=2 shape=4611686018427387904,4 dim=0 sizes=4611686018427387904", StatusCode::kInvalidProblem,
+  expect_refused("cat", "dtype=f32 rank=2 shape=4611686018427387904,4 dim=0 sizes=4611686018427387904", StatusCode::kInvalidProblem,
           "more than 2^58 elements");
 }
 

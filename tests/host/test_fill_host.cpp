@@ -12,6 +12,7 @@
 
 using namespace baracuda;
 using baracuda::test::expect_error;
+using baracuda::test::expect_refused;
 using baracuda::test::hopper;
 
 TEST(FillPlan, ArangeLengthAsPyTorch) {
@@ -56,25 +57,20 @@ TEST(FillPlan, FactoriesAndOperand) {
 }
 
 TEST(FillPlan, RefusalsNameTheField) {
-  auto refused = [](std::string_view problem, StatusCode code, const char* what) {
-    auto p = AnyPlan::select("fill", problem, hopper());
-    ASSERT_FALSE(p) << problem;
-    expect_error(p.status(), code, what);
-  };
-  refused("dtype=i8 rank=1 shape=4 value=300", StatusCode::kInvalidProblem, "value = 300 overflows i8");
-  refused("dtype=i32 rank=1 shape=4 value=nan", StatusCode::kInvalidProblem, "value = nan cannot be converted to i32");
-  refused("dtype=f8e4m3 rank=1 shape=4 value=1", StatusCode::kUnsupported, "dtype f8e4m3 is not supported");
-  refused("dtype=bool rank=1 shape=4 kind=arange", StatusCode::kUnsupported, "for kind arange");
-  refused("dtype=i32 rank=1 shape=4 kind=logspace", StatusCode::kUnsupported, "for kind logspace");
-  refused("dtype=f32 rank=2 shape=4,4 kind=arange", StatusCode::kInvalidProblem, "rank = 2 must be 1 for kind arange");
-  refused("dtype=f32 rank=1 shape=4 kind=eye", StatusCode::kInvalidProblem, "rank = 1 must be 2 for kind eye");
-  refused("dtype=f32 rank=1 shape=-1 kind=linspace", StatusCode::kInvalidProblem, "shape[0] = -1 must be >= 0");
-  refused("dtype=f32 rank=1 shape=4 kind=arange start=inf", StatusCode::kInvalidProblem, "start = inf must be finite");
-  refused("dtype=f32 rank=1 shape=4 kind=arange step=nan", StatusCode::kInvalidProblem, "step = nan must be finite");
-  refused("dtype=i16 rank=1 shape=4 kind=linspace end=40000", StatusCode::kInvalidProblem, "end = 40000 overflows i16");
-  refused("dtype=i64 rank=1 shape=4 kind=arange start=1e300", StatusCode::kInvalidProblem, "start");
-  refused("dtype=f32 rank=9 value=1", StatusCode::kInvalidProblem, "rank = 9");
-  refused("dtype=f32 rank=2 shape=4611686018427387904,4 value=1", StatusCode::kInvalidProblem, "more than 2^58 elements");
+  expect_refused("fill", "dtype=i8 rank=1 shape=4 value=300", StatusCode::kInvalidProblem, "value = 300 overflows i8");
+  expect_refused("fill", "dtype=i32 rank=1 shape=4 value=nan", StatusCode::kInvalidProblem, "value = nan cannot be converted to i32");
+  expect_refused("fill", "dtype=f8e4m3 rank=1 shape=4 value=1", StatusCode::kUnsupported, "dtype f8e4m3 is not supported");
+  expect_refused("fill", "dtype=bool rank=1 shape=4 kind=arange", StatusCode::kUnsupported, "for kind arange");
+  expect_refused("fill", "dtype=i32 rank=1 shape=4 kind=logspace", StatusCode::kUnsupported, "for kind logspace");
+  expect_refused("fill", "dtype=f32 rank=2 shape=4,4 kind=arange", StatusCode::kInvalidProblem, "rank = 2 must be 1 for kind arange");
+  expect_refused("fill", "dtype=f32 rank=1 shape=4 kind=eye", StatusCode::kInvalidProblem, "rank = 1 must be 2 for kind eye");
+  expect_refused("fill", "dtype=f32 rank=1 shape=-1 kind=linspace", StatusCode::kInvalidProblem, "shape[0] = -1 must be >= 0");
+  expect_refused("fill", "dtype=f32 rank=1 shape=4 kind=arange start=inf", StatusCode::kInvalidProblem, "start = inf must be finite");
+  expect_refused("fill", "dtype=f32 rank=1 shape=4 kind=arange step=nan", StatusCode::kInvalidProblem, "step = nan must be finite");
+  expect_refused("fill", "dtype=i16 rank=1 shape=4 kind=linspace end=40000", StatusCode::kInvalidProblem, "end = 40000 overflows i16");
+  expect_refused("fill", "dtype=i64 rank=1 shape=4 kind=arange start=1e300", StatusCode::kInvalidProblem, "start");
+  expect_refused("fill", "dtype=f32 rank=9 value=1", StatusCode::kInvalidProblem, "rank = 9");
+  expect_refused("fill", "dtype=f32 rank=2 shape=4611686018427387904,4 value=1", StatusCode::kInvalidProblem, "more than 2^58 elements");
 }
 
 TEST(FillPlan, EmptyOutputRunsNothing) {

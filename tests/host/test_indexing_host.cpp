@@ -149,4 +149,6 @@ TEST(NonzeroPlan, OperandsAndRefusals) {
   expect_refused("nonzero", "op=masked_scatter dtype=f32 rank=1 shape=5 source_numel=-3", bad, "source_numel = -3");
   expect_refused("nonzero", "dtype=f32 rank=9", bad, "rank = 9");
   expect_refused("nonzero", "dtype=f32 rank=2 shape=3,4 max_count=4611686018427387905", bad, "past 2^58");
+  // repro: a stride-0 view of 2^50 positions would have wrapped the grid's block count
+  expect_refused("nonzero", "dtype=u8 rank=1 shape=1125899906842624 max_count=0", StatusCode::kUnsupported, "more than 2^31 tiles");
 }

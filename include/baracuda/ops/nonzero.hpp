@@ -16,7 +16,8 @@
 // Two-phase and graph-capturable: the output has a fixed upper bound (max_count rows, −1: numel);
 //   PyTorch's data-dependent result is the caller's second step (Python's bt.nonzero counts with
 //   max_count = 0, then selects exactly `count` rows: one host synchronization, as PyTorch's).
-// Shapes: rank 0..8; input and mask [shape] (a broadcast mask: a stride-0 view); nonzero out
+// Shapes: rank 0..8, at most 2^43 positions (2^31 tiles of 4096; a stride-0 view can ask for
+//   more); input and mask [shape] (a broadcast mask: a stride-0 view); nonzero out
 //   [max_count, rank]; masked_select out [max_count]; masked_scatter source [source_numel]
 //   (PyTorch's source of any shape: its flattened view), out [shape].
 // Strides: any for every input, any non-overlapping out (masked_scatter's may be the input itself:

@@ -93,6 +93,8 @@ Result<NonzeroPlan> NonzeroPlan::select(const NonzeroDescriptor& d, const PlanPr
   if (d.max_count < -1) return error(StatusCode::kInvalidProblem, kOp, ": max_count = ", d.max_count, " must be >= 0 (or -1: numel)");
   if (d.source_numel < -1)
     return error(StatusCode::kInvalidProblem, kOp, ": source_numel = ", d.source_numel, " must be >= 0 (or -1: numel)");
+  if ((numel + nzk::kTile - 1) / nzk::kTile > INT32_MAX)  // (a stride-0 view can be that large): one block per tile
+    return error(StatusCode::kUnsupported, kOp, ": shape has ", numel, " positions, more than 2^31 tiles of ", nzk::kTile);
   const int64_t max_count = d.max_count < 0 ? numel : d.max_count;
   const int64_t source = d.source_numel < 0 ? numel : d.source_numel;
   if (max_count > (int64_t{1} << 58) || source > (int64_t{1} << 58))
