@@ -293,6 +293,14 @@ def torch_triangle(R, bwd, wrap=None):
     return lambda: torch.tril(x, k, out=y)
 
 
+def torch_unfold_backward(R, bwd, wrap=None):
+    """aten::unfold_backward (what autograd runs for Tensor.unfold)."""
+    g = R.t("grad_out")
+    shape = list(R.t("grad_input").shape)
+    dim, size, step = R.i("dim"), R.i("size", 1), R.i("step", 1)
+    return lambda: torch.ops.aten.unfold_backward(g, shape, dim, size, step)
+
+
 def torch_elementwise(R, bwd, wrap=None):
     op = R.f["op"]
     if op == "to":
@@ -904,6 +912,7 @@ def torch_ctc_loss(R, bwd, wrap=None):
 TORCH = {
     "pad": torch_pad, "pad_backward": torch_pad, "copy": torch_copy, "cat": torch_cat, "fill": torch_fill, "flip": torch_flip_roll, "roll": torch_flip_roll,
     "gather": torch_gather_scatter, "scatter": torch_gather_scatter, "nonzero": torch_nonzero, "triangle": torch_triangle,
+    "unfold_backward": torch_unfold_backward,
     "elementwise": torch_elementwise, "elementwise_backward": torch_elementwise, "frexp": torch_frexp,
     "reduce_to_shape": torch_reduce, "reduce": torch_reduce_op, "reduce_backward": torch_reduce_op, "scan": torch_scan, "scan_backward": torch_scan, "gemm": torch_gemm, "bilinear": torch_bilinear, "bilinear_backward": torch_bilinear,
     "rope": torch_rope, "rope_backward": torch_rope, "causal_conv1d": torch_conv1d, "causal_conv1d_backward": torch_conv1d,

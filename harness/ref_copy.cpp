@@ -1,6 +1,7 @@
 // Reference adapters of the copy family: copy (dst = cast(src broadcast to dst's shape)), cat
 // (each input's elements at its place in out), flip / roll (each output coordinate mapped back,
 // the flattened roll over the row-major order), tril / triu (kept or 0), every element exact;
+// unfold_backward (reference/unfold_ref: the windows scattered back, within the sum's tolerance);
 // fill (the creation ops: full / eye exact, arange / linspace / logspace in float64 against the f32 / f64 kernels, their
 // integer forms as PyTorch defines them: f32 fused arithmetic, truncated).
 #include <algorithm>
@@ -11,9 +12,11 @@
 #include "baracuda/ops/fill.hpp"
 #include "baracuda/ops/flip_roll.hpp"
 #include "baracuda/ops/triangle.hpp"
+#include "baracuda/ops/unfold.hpp"
 #include "elementwise_ref.hpp"
 #include "harness/op_case.hpp"
 #include "harness/ref_common.hpp"
+#include "unfold_ref.hpp"
 
 namespace baracuda::harness {
 
@@ -33,7 +36,8 @@ Status copy(RefCall& c) {
 }
 
 // out's element f: the input whose range along dim holds f's index there, at that index less
-// the input's begin (stack: the input's axis dim dropped).
+// the input's begin (stack: the input's axis dim dropped), cast to out's dtype when the input's
+// differs (PyTorch's conversion, as the copy adapter).
 Status cat(RefCall& c) {
   const CatDescriptor& d = c.desc<CatDescriptor>();
   const int dim = d.dim < 0 ? d.dim + d.rank : d.dim;
@@ -51,7 +55,8 @@ Status cat(RefCall& c) {
     const size_t i = static_cast<size_t>(owner[static_cast<size_t>(k)]);
     const std::vector<double>& src = c[element_name("inputs", i)].in;
     const int64_t from = (o * d.sizes[i] + local[static_cast<size_t>(k)]) * inner + r;
-    dst.want[static_cast<size_t>(f)] = src[static_cast<size_t>(from)];
+    const double v = src[static_cast<size_t>(from)];
+    dst.want[static_cast<size_t>(f)] = d.in_dtype(i) == d.dtype ? v : ref::store_as(d.dtype, v, false);
   }
   dst.exact = true;
   return {};
@@ -182,6 +187,16 @@ Status triangle(RefCall& c) {
   return {};
 }
 
+// unfold_backward: each window's gradient summed back onto the input (reference/unfold_ref).
+Status unfold_backward(RefCall& c) {
+  const UnfoldBackwardDescriptor& d = c.desc<UnfoldBackwardDescriptor>();
+  const std::vector<double>& dout = c["grad_out"].in;
+  RefOperand& dx = c["grad_input"];
+  dx.want = ref::unfold_backward(d, dout);
+  dx.mag = ref::unfold_backward(d, abs_of(dout));
+  return {};
+}
+
 }  // namespace
 
 OpRef ref_copy() { return {nullptr, &copy, nullptr}; }
@@ -190,5 +205,6 @@ OpRef ref_fill() { return {nullptr, &fill, nullptr}; }
 OpRef ref_flip() { return {nullptr, &flip, nullptr}; }
 OpRef ref_roll() { return {nullptr, &roll, nullptr}; }
 OpRef ref_triangle() { return {nullptr, &triangle, nullptr}; }
+OpRef ref_unfold_backward() { return {nullptr, &unfold_backward, nullptr}; }
 
 }  // namespace baracuda::harness

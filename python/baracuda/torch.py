@@ -34,7 +34,8 @@ __all__ = ["call", "custom_op", "register_all", "dtype_of", "torch_dtype", "cat"
            "full_like", "zeros_like", "ones_like", "arange", "linspace", "logspace", "eye", "flip", "roll", "pad", "embedding", "embedding_bag",
            "linear", "rope", "causal_conv1d", "elementwise", "elementwise_ops", "Linear", "Embedding",
            "EmbeddingBag", "CausalConv1d", "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any",
-           "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min"]
+           "count_nonzero", "logsumexp", "vector_norm", "var", "std", "argmax", "argmin", "max", "min",
+           "split", "chunk", "tensor_split", "unbind"]
 
 _TO_TORCH = {
     "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
@@ -204,6 +205,7 @@ def _cat_setup(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
     ctx.dim, ctx.stack = int(f.get("dim", "0")), f.get("stack") == "true"
     ctx.sizes = [int(n) for n in f["sizes"].split(",")]
     ctx.n_in = len(tensors)
+    ctx.in_dtypes = [None if t is None else t.dtype for t in tensors] if f.get("in_dtypes") else None
 
 
 def _cat_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
@@ -211,7 +213,8 @@ def _cat_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, 
     if g is None:
         return None, None, [None] * ctx.n_in
     pieces = torch.unbind(g, ctx.dim) if ctx.stack else torch.split(g, ctx.sizes, ctx.dim)
-    return None, None, list(pieces)
+    dts = ctx.in_dtypes or [None] * ctx.n_in
+    return None, None, [p if dt is None or p.dtype == dt else p.to(dt) for p, dt in zip(pieces, dts)]
 
 
 def _problem_setup(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
@@ -263,27 +266,29 @@ def _index_fields(f: Dict[str, str], data_shape: str) -> Dict[str, str]:
 
 def _gather_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
     g = grads[0]
-    input, index, _ = ctx.saved_tensors
+    saved = ctx.saved_tensors  # input, index (, invalid_count), out
+    input, index = saved[0], saved[1]
     if g is None or not input.is_floating_point():
-        return None, None, [None, None]
+        return None, None, [None] * ctx.n_in
     f = _problem_fields(ctx.problem)
     s = _index_fields(f, ("self_shape", f.get("input_shape", "")))
     if not s["self_shape"]:
         del s["self_shape"]
     s["reduce"] = "sum"
     dinput = custom_op("scatter")(_line(s), ctx.pref, [torch.zeros_like(input), index, g.contiguous()])[0]
-    return None, None, [dinput, None]
+    return None, None, [dinput] + [None] * (ctx.n_in - 1)
 
 
 def _scatter_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
     g = grads[0]
-    saved = ctx.saved_tensors
+    saved = ctx.saved_tensors  # self, index (, src) (, invalid_count), out
+    f = _problem_fields(ctx.problem)
+    has_src = f.get("src_is_value", "false") != "true"
     self, index, result = saved[0], saved[1], saved[-1]
-    src = saved[2] if ctx.n_in == 3 else None
+    src = saved[2] if has_src else None
     if g is None or not self.is_floating_point():
         return None, None, [None] * ctx.n_in
     g = g.contiguous()
-    f = _problem_fields(ctx.problem)
     reduce, include_self = f.get("reduce", "none"), f.get("include_self", "true") == "true"
     gat = _index_fields(f, ("input_shape", f.get("self_shape", "")))
     if not gat["input_shape"]:
@@ -326,9 +331,29 @@ def _scatter_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[No
         gn = g / n.clamp(min=1)
         dself = torch.where(mself, gn, torch.zeros_like(gn)) if include_self else g.masked_fill(targeted(), 0)
         dsrc = torch.where(msrc, gather_of(gn), torch.zeros_like(src)) if src is not None else None
+    elif reduce == "prod" and src is not None:
+        # PyTorch's formula (FunctionsManual.cpp scatter_reduce_backward / index_reduce_backward,
+        # prod): the products again with the zeros of self (for dself) or the single zero of a
+        # target's src terms (for dsrc) replaced by 1, i.e. the exclusive products
+        fwd = _line({k: v for k, v in f.items() if k != "count_invalid"})
+
+        def prod_of(base: torch.Tensor, values: torch.Tensor) -> torch.Tensor:  # the forward again
+            return custom_op("scatter")(fwd, ctx.pref, [base.contiguous(), index, values.contiguous()])[0]
+
+        masked_self = self.masked_fill(self == 0, 1)
+        dself = g * prod_of(masked_self, src) / masked_self
+        if not include_self:  # (PyTorch's grad_self.scatter(dim, index, 0))
+            dself = dself.masked_fill(targeted(), 0)
+        src_zero = src == 0
+        src_num_zeros = gather_of(scatter_sum(torch.zeros_like(self), src_zero.to(g.dtype)))
+        src_single_zero = src_zero & (src_num_zeros == 1)
+        masked_src_result = prod_of(self, src.masked_fill(src_single_zero, 1))
+        dsrc = torch.where(src_single_zero, gather_of(g * masked_src_result),
+                           gather_of(g * result) / src.masked_fill(src_zero, 1))
     else:
-        raise Error("Unsupported", f"scatter: the gradient of reduce {reduce} is not implemented (sum, mean, amax, amin and none are)")
-    return None, None, [dself, None] + ([dsrc] if ctx.n_in == 3 else [])
+        raise Error("Unsupported", f"scatter: the gradient of reduce {reduce} is not implemented (sum, prod, mean, amax, amin "
+                    "and none are)")
+    return None, None, [dself, None] + ([dsrc] if has_src else []) + [None] * (ctx.n_in - 2 - int(has_src))
 
 
 def _mask_backward(ctx: Any, grads: List[Optional[torch.Tensor]]) -> Tuple[None, None, List[Optional[torch.Tensor]]]:
@@ -537,9 +562,20 @@ def elementwise(op: str, *operands: Any, param: Optional[Sequence[float]] = None
     return r["out"]
 
 
+def _cat_dtypes(ts: List[torch.Tensor]) -> Dict[str, Any]:
+    """dtype (torch.cat's result type: promote_types over the inputs) and, when the inputs' dtypes
+    differ, in_dtypes (each converted input is cast straight into its slice)."""
+    dts = [t.dtype for t in ts]
+    if builtins.all(dt == dts[0] for dt in dts):
+        return {"dtype": dtype_of(dts[0])}
+    return {"dtype": dtype_of(functools.reduce(torch.promote_types, dts)), "in_dtypes": [dtype_of(dt) for dt in dts]}
+
+
 def cat(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
-    """torch.cat: one launch for up to 128 inputs (one dtype; every input has the result's rank).
-    Backward: the gradient split into views."""
+    """torch.cat: one launch for up to 128 inputs of the result's dtype (every input has the
+    result's rank); inputs of other dtypes promote as PyTorch's (result_type), each cast into its
+    slice by one strided copy. Backward: the gradient split into views (cast to a converted
+    input's dtype)."""
     ts = list(tensors)
     if not ts:
         raise Error("InvalidProblem", "cat: expected a non-empty list of tensors")
@@ -549,11 +585,12 @@ def cat(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
     sizes = [int(t.shape[d]) if 0 <= d < t.dim() else 0 for t in ts]
     if 0 <= d < rank:
         shape[d] = builtins.sum(sizes)
-    return call("cat", dtype=dtype_of(ts[0].dtype), rank=rank, shape=shape, dim=int(dim), sizes=sizes, inputs=ts)["out"]
+    return call("cat", rank=rank, shape=shape, dim=int(dim), sizes=sizes, inputs=ts, **_cat_dtypes(ts))["out"]
 
 
 def stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
-    """torch.stack: the inputs (one shape, one dtype) along a new axis dim, one launch for up to 128."""
+    """torch.stack: the inputs (one shape) along a new axis dim, one launch for up to 128 (mixed
+    dtypes promote as in cat)."""
     ts = list(tensors)
     if not ts:
         raise Error("InvalidProblem", "stack: expected a non-empty list of tensors")
@@ -561,8 +598,37 @@ def stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
     d = dim + rank if dim < 0 else dim
     shape = [int(n) for n in ts[0].shape]
     shape.insert(builtins.max(0, builtins.min(d, rank - 1)), len(ts))
-    return call("cat", dtype=dtype_of(ts[0].dtype), rank=rank, shape=shape, dim=int(dim), sizes=[1] * len(ts), stack=True,
-                inputs=ts)["out"]
+    return call("cat", rank=rank, shape=shape, dim=int(dim), sizes=[1] * len(ts), stack=True, inputs=ts,
+                **_cat_dtypes(ts))["out"]
+
+
+class _Unfold(torch.autograd.Function):
+    """Tensor.unfold's view, with the backward on baracuda's unfold_backward row."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, dimension: int, size: int, step: int) -> torch.Tensor:
+        ctx.args = ([int(n) for n in input.shape], int(dimension), int(size), int(step), input.dtype)
+        return input.unfold(dimension, size, step)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None, None, None]:
+        shape, d, size, step, dt = ctx.args
+        g = call("unfold_backward", dtype=dtype_of(dt), rank=len(shape), shape=shape, dim=d, size=size, step=step,
+                 grad_out=grad)["grad_input"]
+        return g, None, None, None
+
+
+def unfold(input: torch.Tensor, dimension: int, size: int, step: int) -> torch.Tensor:
+    """Tensor.unfold(dimension, size, step): a view of every window of ``size`` elements ``step``
+    apart along ``dimension`` (a new last axis); PyTorch's checks. Its gradient sums each
+    window's back onto the input (the unfold_backward row: deterministic, one thread per input
+    element). A 0-d input (one window of the scalar) keeps PyTorch's own backward."""
+    if input.dim() == 0 or not (input.requires_grad and input.dtype in _UNFOLD_GRAD_DTYPES):
+        return input.unfold(dimension, size, step)
+    return _Unfold.apply(input, dimension, size, step)
+
+
+_UNFOLD_GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
 def _size(size: Any) -> List[int]:
@@ -662,8 +728,14 @@ def _index_dtype(index: torch.Tensor) -> str:
     return dtype_of(index.dtype)
 
 
+def _counter(like: torch.Tensor) -> torch.Tensor:
+    """The zeroed i64 device counter a count_invalid gather / scatter adds its out-of-range entries to."""
+    return torch.zeros(1, dtype=torch.int64, device=like.device)
+
+
 def _gather(input: torch.Tensor, dim: int, index: torch.Tensor, form: str, wrap: bool = False,
-            fill_value: Any = None, bounds: Optional[str] = None) -> torch.Tensor:
+            fill_value: Any = None, bounds: Optional[str] = None, count: bool = False) -> Any:
+    """The gather's out; with count, (out, the i64 [1] count of out-of-range index entries)."""
     rank = input.dim()
     d = dim + rank if dim < 0 else dim
     ishape = [int(n) for n in input.shape]
@@ -674,9 +746,10 @@ def _gather(input: torch.Tensor, dim: int, index: torch.Tensor, form: str, wrap:
         index = index.reshape(-1)
     else:
         sshape = [int(n) for n in index.shape]
-    return call("gather", dtype=dtype_of(input.dtype), index_dtype=_index_dtype(index), form=form, rank=rank, input_shape=ishape or None,
-                index_shape=sshape or None, dim=int(dim), bounds=bounds, wrap_negative=wrap or None, fill_value=fill_value,
-                input=input, index=index)["out"]
+    r = call("gather", dtype=dtype_of(input.dtype), index_dtype=_index_dtype(index), form=form, rank=rank, input_shape=ishape or None,
+             index_shape=sshape or None, dim=int(dim), bounds=bounds, wrap_negative=wrap or None, fill_value=fill_value,
+             count_invalid=True if count else None, input=input, index=index, invalid_count=_counter(input) if count else None)
+    return (r["out"], r["invalid_count"]) if count else r["out"]
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, fill_value: Any = None, mode: Optional[str] = None) -> torch.Tensor:
@@ -714,7 +787,8 @@ _REDUCE_NAMES = {None: "none", "add": "sum", "multiply": "prod", "sum": "sum", "
 
 def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Optional[torch.Tensor], form: str, reduce: str = "none",
              value: Any = None, include_self: bool = True, alpha: Any = None, wrap: bool = False,
-             preference: Any = None) -> torch.Tensor:
+             preference: Any = None, count: bool = False) -> Any:
+    """The scatter's out; with count, (out, the i64 [1] count of out-of-range index entries)."""
     rank = self.dim()
     d = dim + rank if dim < 0 else dim
     tshape = [int(n) for n in self.shape]
@@ -727,10 +801,12 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Optional[to
         sshape = [int(n) for n in index.shape]
         if src is not None and list(src.shape) != sshape:  # PyTorch's larger src: the index-shaped corner
             src = src[tuple(slice(0, n) for n in sshape)]
-    return call("scatter", preference=preference, dtype=dtype_of(self.dtype), index_dtype=_index_dtype(index), form=form, rank=rank,
-                self_shape=tshape or None, index_shape=sshape or None, dim=int(dim), reduce=reduce,
-                include_self=None if include_self else False, src_is_value=True if src is None else None,
-                value=value if src is None else None, alpha=alpha, wrap_negative=wrap or None, self=self, index=index, src=src)["out"]
+    r = call("scatter", preference=preference, dtype=dtype_of(self.dtype), index_dtype=_index_dtype(index), form=form, rank=rank,
+             self_shape=tshape or None, index_shape=sshape or None, dim=int(dim), reduce=reduce,
+             include_self=None if include_self else False, src_is_value=True if src is None else None,
+             value=value if src is None else None, alpha=alpha, wrap_negative=wrap or None, count_invalid=True if count else None,
+             self=self, index=index, src=src, invalid_count=_counter(self) if count else None)
+    return (r["out"], r["invalid_count"]) if count else r["out"]
 
 
 def scatter(input: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None, value: Any = None, *,
@@ -816,67 +892,129 @@ def masked_scatter(input: torch.Tensor, mask: torch.Tensor, source: torch.Tensor
     return _mask_call("masked_scatter", input, mask.expand(input.shape), src, source_numel=int(src.numel()))["out"]
 
 
-def _linear_index(x: torch.Tensor, indices: Sequence[Any]) -> Tuple[torch.Tensor, int, int, torch.Tensor, bool]:
-    """Advanced indexing as one index along merged axes: (x with the indexed axes merged at `at`,
-    at, how many axes were merged, the linear index (broadcast shape), whether the result's
-    indexed dimensions go first). Boolean masks become their nonzero coordinates; negative
-    entries count from the end; an entry out of range becomes -1 (it reads 0, writes nothing)."""
+class _IndexOutOfRange(Error, IndexError):
+    """An advanced-indexing entry out of range: a baracuda.Error and, as PyTorch's, an IndexError."""
+
+
+_Checks = List[Tuple[int, torch.Tensor, int]]
+
+
+def _advanced(x: torch.Tensor, indices: Sequence[Any]) -> Tuple[torch.Tensor, int, torch.Tensor, List[int], List[int], _Checks]:
+    """Advanced indexing as one slices-form index along the span of x's axes from the first
+    indexed axis to the last, flattened: (x with the span flattened at `at`, at, the index into
+    the span [B·M], B, M, [(axis, index entries, extent)] of the indexed axes). B is the index
+    tensors' broadcast shape; M the extents of the span's axes that are not indexed (empty when
+    the index tensors are adjacent); entry (b, m) is the span offset of the indexed coordinates
+    of b with the other span axes at m. Boolean masks become their nonzero coordinates (one
+    synchronization each, as PyTorch's); negative entries count from the end; an entry out of
+    range becomes -1, which the ops never dereference (it reads 0, writes nothing, is counted)."""
     idx: List[Optional[torch.Tensor]] = []
     for i in indices:
         if i is None or (isinstance(i, slice) and i == slice(None)):
             idx.append(None)
         elif isinstance(i, torch.Tensor) and i.dtype == torch.bool:
             idx.extend(nonzero(i, as_tuple=True))
-        elif isinstance(i, torch.Tensor):
+        elif isinstance(i, torch.Tensor) and not (i.is_floating_point() or i.is_complex()):
             idx.append(i)
         else:
-            raise Error("Unsupported", f"index: entries must be tensors or ':' (got {type(i).__name__})")
+            raise Error("Unsupported", f"index: entries must be integer or bool tensors or ':' (got {type(i).__name__})")
+    if len(idx) > x.dim():
+        raise _IndexOutOfRange("InvalidProblem", f"too many indices for tensor of dimension {x.dim()} (got {len(idx)})")
     idx += [None] * (x.dim() - len(idx))
     axes = [a for a, i in enumerate(idx) if i is not None]
     if not axes:
         raise Error("InvalidProblem", "index: no index tensor")
-    adjacent = axes == list(range(axes[0], axes[-1] + 1))
-    if not adjacent:  # the indexed axes first (PyTorch's rule), in order
-        order = axes + [a for a in range(x.dim()) if a not in axes]
-        x = x.permute(order)
-        idx = [idx[a] for a in order]
-        axes = list(range(len(axes)))
+    a0, a1 = axes[0], axes[-1]
+    span = [int(n) for n in x.shape[a0:a1 + 1]]
+    weight = [1] * len(span)  # the row-major strides of the flattened span
+    for k in range(len(span) - 2, -1, -1):
+        weight[k] = weight[k + 1] * span[k + 1]
     ts = torch.broadcast_tensors(*[idx[a] for a in axes])
-    lin = torch.zeros(ts[0].shape, dtype=torch.int64, device=x.device)
-    valid = torch.ones(ts[0].shape, dtype=torch.bool, device=x.device)
+    bshape = [int(n) for n in ts[0].shape]
+    lin = torch.zeros(bshape, dtype=torch.int64, device=x.device)
+    valid = torch.ones(bshape, dtype=torch.bool, device=x.device)
+    checks: _Checks = []
     for a, t in zip(axes, ts):
         n = int(x.shape[a])
-        t = t.to(torch.int64)
+        t = t.to(device=x.device, dtype=torch.int64)
+        checks.append((a, t, n))
         t = torch.where(t < 0, t + n, t)
         valid &= (t >= 0) & (t < n)
-        lin = lin * n + t
+        lin = lin + t * weight[a - a0]
+    mids = [a for a in range(a0, a1 + 1) if idx[a] is None]
+    if mids:  # index tensors separated by ':': every position of the axes between them too
+        off = torch.zeros([], dtype=torch.int64, device=x.device)
+        for a in mids:
+            off = off.unsqueeze(-1) + torch.arange(int(x.shape[a]), dtype=torch.int64, device=x.device) * weight[a - a0]
+        lin = lin.reshape(-1, 1) + off.reshape(1, -1)
+        valid = valid.reshape(-1, 1).expand(lin.shape)
     lin = torch.where(valid, lin, torch.full_like(lin, -1))
-    at = axes[0]
-    return x.flatten(at, axes[-1]), at, len(axes), lin, not adjacent
+    return x.flatten(a0, a1), a0, lin.reshape(-1), bshape, [int(x.shape[a]) for a in mids], checks
 
 
-def index(x: torch.Tensor, indices: Sequence[Any]) -> torch.Tensor:
+def _raise_out_of_range(count: torch.Tensor, checks: _Checks) -> None:
+    """Raises PyTorch's IndexError when the op counted out-of-range entries (reading the device
+    counter is a host synchronization)."""
+    if int(count.item()) == 0:
+        return
+    for a, t, n in checks:
+        bad = (t < -n) | (t >= n)
+        if bool(bad.any().item()):
+            v = int(t[bad].reshape(-1)[0].item())
+            raise _IndexOutOfRange("InvalidProblem", f"index {v} is out of bounds for dimension {a} with size {n}")
+    raise _IndexOutOfRange("InvalidProblem", "index: an index entry is out of bounds")
+
+
+def index(x: torch.Tensor, indices: Sequence[Any], *, check_bounds: bool = True) -> torch.Tensor:
     """x[indices] with index tensors, boolean masks and ':' (PyTorch's advanced indexing): one
-    index_select along the merged indexed axes."""
-    xm, at, _, lin, _ = _linear_index(x, indices)
-    out = index_select(xm, at, lin.reshape(-1))
-    return out.reshape(list(xm.shape[:at]) + list(lin.shape) + list(xm.shape[at + 1:]))
+    index_select along the flattened span of the indexed axes. Index tensors separated by ':'
+    put their broadcast dimensions first (PyTorch's rule): a copy of the result when axes come
+    before the first indexed one. check_bounds: an out-of-range entry raises IndexError (also a
+    baracuda.Error) as PyTorch does, by reading the op's device count of such entries: one host
+    synchronization, which CUDA graph capture and torch.compile(fullgraph=True) refuse;
+    check_bounds=False skips the read (capturable) and an out-of-range entry reads 0."""
+    xm, at, flat, bshape, mshape, checks = _advanced(x, indices)
+    if check_bounds:
+        out, count = _gather(xm, at, flat, "slices", count=True)
+        _raise_out_of_range(count, checks)
+    else:
+        out = _gather(xm, at, flat, "slices")
+    lead, trail = [int(n) for n in xm.shape[:at]], [int(n) for n in xm.shape[at + 1:]]
+    out = out.reshape(lead + bshape + mshape + trail)
+    if not mshape or not lead:
+        return out
+    nl, nb = len(lead), len(bshape)  # [lead, B, M, trail] -> PyTorch's [B, lead, M, trail]
+    return contiguous(out.permute(list(range(nl, nl + nb)) + list(range(nl)) + list(range(nl + nb, out.dim()))))
 
 
-def index_put(x: torch.Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False) -> torch.Tensor:
-    """x.index_put(indices, values, accumulate): index_copy (or index_add) along the merged indexed
-    axes; duplicates without accumulate: one of them wins (PyTorch's rule)."""
+def index_put(x: torch.Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False, *,
+              check_bounds: bool = True) -> torch.Tensor:
+    """x.index_put(indices, values, accumulate): one index_copy (or index_add) into a copy of x
+    along the flattened span of the indexed axes; duplicates without accumulate: one of them wins
+    (PyTorch's rule). values broadcast to x[indices]'s shape (index tensors separated by ':': the
+    broadcast index dimensions first, as PyTorch's). check_bounds as index's: an out-of-range
+    entry raises IndexError (reading the device count: one host synchronization); False: it is
+    dropped, no read (capturable)."""
     if not builtins.all(i is None or isinstance(i, torch.Tensor) or i == slice(None) for i in indices):
         raise Error("Unsupported", "index_put: entries must be tensors or ':'")
     base = x if x.is_contiguous() else x.contiguous()
-    xm, at, merged, lin, first = _linear_index(base, indices)
-    if first:
-        raise Error("Unsupported", "index_put: index tensors on non-adjacent axes are not wired yet")
-    shape = list(xm.shape[:at]) + list(lin.shape) + list(xm.shape[at + 1:])
+    xm, at, flat, bshape, mshape, checks = _advanced(base, indices)
+    lead, trail = [int(n) for n in xm.shape[:at]], [int(n) for n in xm.shape[at + 1:]]
     v = values if isinstance(values, torch.Tensor) else torch.tensor(values, dtype=x.dtype, device=x.device)
-    v = v.to(x.dtype).expand(shape).reshape(list(xm.shape[:at]) + [lin.numel()] + list(xm.shape[at + 1:]))
-    flat = lin.reshape(-1)
-    out = _scatter(xm, at, flat, v.contiguous(), "slices", "sum" if accumulate else "none")
+    v = v.to(device=x.device, dtype=x.dtype)
+    if mshape and lead:  # PyTorch's [B, lead, M, trail] -> [lead, B, M, trail] (a view)
+        v = v.expand(bshape + lead + mshape + trail)
+        nb, nl = len(bshape), len(lead)
+        v = v.permute(list(range(nb, nb + nl)) + list(range(nb)) + list(range(nb + nl, v.dim())))
+    else:
+        v = v.expand(lead + bshape + mshape + trail)
+    v = v.reshape(lead + [int(flat.numel())] + trail)  # (any strides: stride 0 where values broadcast)
+    reduce = "sum" if accumulate else "none"
+    if check_bounds:
+        out, count = _scatter(xm, at, flat, v, "slices", reduce, count=True)
+        _raise_out_of_range(count, checks)
+    else:
+        out = _scatter(xm, at, flat, v, "slices", reduce)
     return out.reshape(x.shape)
 
 
@@ -988,23 +1126,191 @@ def meshgrid(*tensors: torch.Tensor, indexing: str = "ij") -> List[torch.Tensor]
     return grids
 
 
+class _Split(torch.autograd.Function):
+    """Views of x along dim: narrow()s of `sizes` that tile the axis in order (split, chunk,
+    tensor_split), or every select() (unbind, `unbound`). Backward: the gradients joined by one
+    cat (unbind: stack) launch; an output left without a gradient (unused) joins as a stride-0
+    zero. As torch.split's views, the outputs refuse in-place changes while autograd records
+    them (views made inside an autograd.Function)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int, sizes: Tuple[int, ...], unbound: bool) -> Tuple[torch.Tensor, ...]:
+        ctx.set_materialize_grads(False)
+        ctx.dim, ctx.sizes, ctx.unbound = dim, sizes, unbound
+        ctx.shape, ctx.dtype, ctx.device = [int(n) for n in x.shape], x.dtype, x.device
+        if unbound:
+            return tuple(x.select(dim, i) for i in range(len(sizes)))
+        out, start = [], 0
+        for n in sizes:
+            out.append(x.narrow(dim, start, n))
+            start += n
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Optional[torch.Tensor]) -> Tuple[Optional[torch.Tensor], None, None, None]:
+        if builtins.all(g is None for g in grads):
+            return None, None, None, None
+        full = []
+        for g, n in zip(grads, ctx.sizes):
+            if g is None:
+                shape = list(ctx.shape)
+                if ctx.unbound:
+                    del shape[ctx.dim]
+                else:
+                    shape[ctx.dim] = n
+                g = torch.zeros((), dtype=ctx.dtype, device=ctx.device).expand(shape)
+            full.append(g)
+        return (stack(full, ctx.dim) if ctx.unbound else cat(full, ctx.dim)), None, None, None
+
+
+def _views(x: torch.Tensor, d: int, starts: Sequence[int], sizes: Sequence[int]) -> Tuple[torch.Tensor, ...]:
+    """x.narrow(d, starts[i], sizes[i]) for every i; through _Split (one cat launch backward) when
+    autograd records x and the pieces tile the axis in order, else the views themselves."""
+    tiles = starts[0] == 0 and builtins.all(starts[k + 1] == starts[k] + sizes[k] for k in range(len(sizes) - 1)) \
+        and starts[-1] + sizes[-1] == int(x.shape[d])
+    if tiles and torch.is_grad_enabled() and x.requires_grad and not x.is_complex():
+        return _Split.apply(x, d, tuple(int(n) for n in sizes), False)
+    return tuple(x.narrow(d, s, n) for s, n in zip(starts, sizes))
+
+
+def _tiling(sizes: Sequence[int]) -> List[int]:
+    starts, at = [], 0
+    for n in sizes:
+        starts.append(at)
+        at += n
+    return starts
+
+
+def split(tensor: torch.Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[torch.Tensor, ...]:
+    """torch.split: views of tensor along dim, pieces of split_size (the last smaller) or of the
+    listed sizes. Backward: the gradients joined by one cat launch (unused pieces as stride-0
+    zeros); as torch.split's, the pieces cannot be modified in place while autograd records them."""
+    if tensor.dim() == 0:
+        raise Error("InvalidProblem", "split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(int(dim), tensor.dim())
+    n = int(tensor.shape[d])
+    if isinstance(split_size_or_sections, (list, tuple, torch.Size)):
+        sizes = [int(v) for v in split_size_or_sections]
+        if builtins.any(v < 0 for v in sizes):
+            raise Error("InvalidProblem", f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                        f"split_sizes={sizes}")
+        if builtins.sum(sizes) != n:
+            raise Error("InvalidProblem", f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                        f"dimension {d}), but got split_sizes={sizes}")
+        if not sizes:
+            return ()
+    else:
+        s = int(split_size_or_sections)
+        if s < 0:
+            raise Error("InvalidProblem", f"split expects split_size be non-negative, but got split_size={s}")
+        if s == 0 and n != 0:
+            raise Error("InvalidProblem", f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        count = builtins.max((n + s - 1) // s, 1) if s else 1
+        sizes = [s] * count
+        sizes[-1] = s - (s * count - n)
+    return _views(tensor, d, _tiling(sizes), sizes)
+
+
+def chunk(input: torch.Tensor, chunks: int, dim: int = 0) -> Tuple[torch.Tensor, ...]:
+    """torch.chunk: split into pieces of ceil(size / chunks) (so possibly fewer than chunks)."""
+    if input.dim() == 0:
+        raise Error("InvalidProblem", "chunk expects at least a 1-dimensional tensor")
+    if int(chunks) <= 0:
+        raise Error("InvalidProblem", f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap_dim(int(dim), input.dim())
+    n = int(input.shape[d])
+    s = (n + int(chunks) - 1) // int(chunks)
+    if s == 0 and n == 0:  # (PyTorch's: `chunks` empty pieces)
+        return split(input, [0] * int(chunks), d)
+    return split(input, s, d)
+
+
+def tensor_split(input: torch.Tensor, indices_or_sections: Any, dim: int = 0) -> Tuple[torch.Tensor, ...]:
+    """torch.tensor_split: `sections` pieces (the first size % sections one longer), or the pieces
+    between the listed indices (Python slice bounds: negative from the end, clamped)."""
+    if input.dim() == 0:
+        raise Error("InvalidProblem", "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = _wrap_dim(int(dim), input.dim())
+    n = int(input.shape[d])
+    arg = indices_or_sections
+    if isinstance(arg, torch.Tensor):
+        if arg.dim() > 1 or arg.is_floating_point() or arg.dtype == torch.bool:
+            raise Error("InvalidProblem", "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                        "one-dimensional tensor of integers")
+        arg = int(arg.item()) if arg.dim() == 0 else [int(v) for v in arg.tolist()]
+    if isinstance(arg, (list, tuple)):
+        bounds = [0] + [int(v) for v in arg] + [n]
+        starts, sizes = [], []
+        for k in range(len(bounds) - 1):  # at::slice's rule
+            s, e = bounds[k], bounds[k + 1]
+            s, e = s + n if s < 0 else s, e + n if e < 0 else e
+            s = builtins.min(builtins.max(s, 0), n)
+            e = builtins.min(builtins.max(e, s), n)
+            starts.append(s)
+            sizes.append(e - s)
+        return _views(input, d, starts, sizes)
+    sections = int(arg)
+    if sections <= 0:
+        raise Error("InvalidProblem", f"number of sections must be larger than 0, got {sections}")
+    sizes = [n // sections + (1 if k < n % sections else 0) for k in range(sections)]
+    return _views(input, d, _tiling(sizes), sizes)
+
+
+def unbind(input: torch.Tensor, dim: int = 0) -> Tuple[torch.Tensor, ...]:
+    """torch.unbind: the views input.select(dim, i). Backward: the gradients joined by one stack
+    launch (unused ones as stride-0 zeros)."""
+    if input.dim() == 0:
+        raise _IndexOutOfRange("InvalidProblem", "Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(int(dim), input.dim())
+    n = int(input.shape[d])
+    if n and torch.is_grad_enabled() and input.requires_grad and not input.is_complex():
+        return _Split.apply(input, d, (1,) * n, True)
+    return tuple(input.select(d, i) for i in range(n))
+
+
 def diagonal(input: torch.Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> torch.Tensor:
     """torch.diagonal as a copy (diagonal_copy)."""
     return contiguous(torch.diagonal(input, offset, dim1, dim2))
 
 
+def _wrap_dim(dim: int, rank: int) -> int:
+    """dim in [-rank, rank) as PyTorch wraps it (IndexError otherwise; a 0-d tensor counts as 1-d)."""
+    r = builtins.max(rank, 1)
+    if not -r <= dim < r:
+        raise _IndexOutOfRange("InvalidProblem", f"Dimension out of range (expected to be in range of [{-r}, {r - 1}], but got {dim})")
+    return dim + r if dim < 0 else dim
+
+
 def diag_embed(input: torch.Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> torch.Tensor:
-    """torch.diag_embed: the last axis placed on a diagonal of two new last axes (an index_copy
-    along the flattened matrix; autograd: a gather of the diagonal)."""
-    if (dim1, dim2) not in ((-2, -1), (input.dim() - 1, input.dim())):
-        raise Error("Unsupported", "diag_embed: dim1 / dim2 other than the two last axes are not wired yet")
+    """torch.diag_embed: the last axis placed on the offset diagonal of the (dim1, dim2) planes of a
+    new tensor (the other axes: input's leading ones, in order). One index_copy into zeros of the
+    result's (contiguous) shape, along the flattened span of its axes dim1 .. dim2 (every position
+    of the axes between them too); autograd: a gather of the diagonal."""
+    rank = input.dim() + 1
+    d1, d2 = _wrap_dim(int(dim1), rank), _wrap_dim(int(dim2), rank)
+    if d1 == d2:
+        raise Error("InvalidProblem", f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int(offset)
     n = int(input.shape[-1])
-    m = n + builtins.abs(int(offset))
+    m = n + builtins.abs(offset)
     lead = [int(v) for v in input.shape[:-1]]
+    a0, a1 = builtins.min(d1, d2), builtins.max(d1, d2)
+    shape = list(lead)
+    shape.insert(a0, m)
+    shape.insert(a1, m)
+    if n == 0 or math.prod(shape) == 0:  # (nothing on the diagonal)
+        return torch.zeros(shape, dtype=input.dtype, device=input.device)
+    mids = shape[a0 + 1:a1]
+    count = math.prod(mids)
+    # the span [m, mids..., m] flattened: its first axis weighs count·m, its last 1, the mids' positions q·m
+    w1, w2 = (count * m, 1) if d1 < d2 else (1, count * m)
     i = arange(n, dtype=torch.int64)
-    pos = (i + builtins.max(-offset, 0)) * m + i + builtins.max(offset, 0)
-    base = zeros(*(lead + [m * m]), dtype=input.dtype)
-    return index_copy(base, -1, pos, input).reshape(lead + [m, m])
+    pos = (i + builtins.max(-offset, 0)) * w1 + (i + builtins.max(offset, 0)) * w2
+    if mids:
+        pos = (pos.reshape(-1, 1) + arange(count, dtype=torch.int64).reshape(1, -1) * m).reshape(-1)
+    src = input.movedim(-1, a0).reshape(lead[:a0] + [n * count] + lead[a0 + len(mids):])  # [before, n, mids, after]
+    base = zeros(*shape, dtype=input.dtype)
+    return index_copy(base.flatten(a0, a1), a0, pos, src).reshape(shape)
 
 
 def diag(input: torch.Tensor, diagonal: int = 0) -> torch.Tensor:

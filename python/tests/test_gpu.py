@@ -644,6 +644,50 @@ def test_cat_and_stack_against_torch():
         bt.cat([a, torch.randn(3, 5, 6, device="cuda")], 1)
 
 
+def test_cat_type_promotion_and_unfold_backward():
+    # torch.cat's result_type: one launch for the result-dtype inputs, a cast for the others
+    a = torch.randn(4, 5, device="cuda")
+    b = torch.randn(4, 3, device="cuda").to(torch.bfloat16)
+    c = torch.randint(-9, 9, (4, 2), device="cuda", dtype=torch.int32)
+    d = torch.randint(0, 2, (4, 1), device="cuda").bool()
+    for xs in ([a, b, c, d], [b, c], [c, d], [b, b.half()], [c, c.to(torch.uint8), c.to(torch.int8)]):
+        want = torch.cat(xs, 1)
+        got = bt.cat(xs, 1)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    xs = [torch.randn(3, 4, device="cuda"), torch.randn(3, 4, device="cuda").double()[:, ::1].t().contiguous().t()]
+    torch.testing.assert_close(bt.stack(xs, 1), torch.stack(xs, 1), rtol=0, atol=0)
+    with pytest.raises(baracuda.Error, match="does not promote"):
+        bt.cat([a.to(torch.float8_e4m3fn), a.to(torch.float8_e5m2)])
+    # gradients reach each input in its own dtype
+    u = torch.randn(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    v = torch.randn(2, 2, dtype=torch.float32, device="cuda", requires_grad=True)
+    out = bt.cat([u, v], 1)
+    assert out.dtype == torch.float64
+    out.backward(torch.arange(10, dtype=torch.float64, device="cuda").reshape(2, 5))
+    assert v.grad.dtype == torch.float32 and u.grad.dtype == torch.float64
+    torch.testing.assert_close(v.grad, torch.tensor([[3.0, 4.0], [8.0, 9.0]], device="cuda"))
+
+    # Tensor.unfold: the view is PyTorch's; the gradient sums the windows back (unfold_backward)
+    for shape, dim, size, step in (((37,), 0, 5, 2), ((3, 20, 4), 1, 6, 3), ((2, 3, 50), -1, 7, 10), ((4, 9), 0, 4, 1),
+                                   ((5, 6), 1, 0, 2)):
+        for dt in (torch.float32, torch.bfloat16, torch.float64):
+            x = torch.randn(shape, device="cuda", dtype=dt, requires_grad=True)
+            y = bt.unfold(x, dim, size, step)
+            ref = x.detach().clone().requires_grad_()
+            want = ref.unfold(dim, size, step)
+            torch.testing.assert_close(y, want, rtol=0, atol=0)
+            g = torch.randn(want.shape, device="cuda", dtype=dt)
+            y.backward(g)
+            want.backward(g)
+            tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}[dt]  # PyTorch sums 16-bit windows in bf16
+            torch.testing.assert_close(x.grad, ref.grad, rtol=tol, atol=tol)
+    x = torch.randn(3, 11, 2, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: bt.unfold(t, 1, 4, 3), (x,))
+    assert torch.autograd.gradcheck(lambda t: bt.unfold(t.t(), 0, 3, 1), (torch.randn(4, 9, dtype=torch.float64, device="cuda",
+                                                                                        requires_grad=True),))
+
+
 def test_creation_ops_against_torch():
     for shape, v, dt in (((5, 7), 2.5, None), ((3,), -4, None), ((2, 2), True, None), ((9,), 200, torch.uint8),
                          ((4, 4), -1.75, torch.bfloat16)):
@@ -858,3 +902,323 @@ def test_layout_copies_against_torch():
     assert torch.autograd.gradcheck(lambda t: bt.repeat(t, 2, 3), (xd,))
     assert torch.autograd.gradcheck(lambda t: bt.repeat_interleave(t, 2, 0), (xd,))
     assert torch.autograd.gradcheck(lambda t: bt.diag_embed(t, 1), (xd,))
+
+
+# ---------------------------------------------------------------- baracuda.jax: jax.lax gather / scatter / dynamic slices
+
+def _jax_or_skip():
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX has no GPU backend here")
+    import baracuda.jax as bj
+    return jax, bj
+
+
+def _jax_same(got, want, tol=None):
+    """Same shape and dtype; values equal (NaN where NaN), or close within tol (float sums)."""
+    import numpy as np
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    g, w = np.asarray(got).astype(np.float64), np.asarray(want).astype(np.float64)
+    if tol:
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(g, w)
+
+
+def _jax_data(jnp, shape, dtype, seed, lo=-8, hi=8, choice=None):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    v = rng.choice(choice, size=shape) if choice is not None else rng.integers(lo, hi, size=shape)
+    return jnp.asarray(v.astype(np.float32)).astype(getattr(jnp, dtype))  # small integers: exact in every dtype
+
+
+def _jax_in_range(jnp, idx, operand_shape, start_map, sizes):
+    """idx with every window start moved into [0, shape[d] - sizes[d]] (for promise_in_bounds)."""
+    cols = [jnp.clip(idx[..., k], 0, operand_shape[d] - sizes[d]) for k, d in enumerate(start_map)]
+    return jnp.stack(cols, axis=-1)
+
+
+def _jax_gather_cases(jax):
+    """(name, operand shape, dimension_numbers, slice_sizes, start_indices) with out-of-range starts."""
+    jnp, lax = jax.numpy, jax.lax
+    GDN = lax.GatherDimensionNumbers
+    j = jnp.array([[0, 4, -1], [2, 5, 1], [3, 3, 0], [6, 1, 2]], dtype=jnp.int32)  # x[i, j[i, k]], j in [-1, 6]
+    rows = jnp.broadcast_to(jnp.arange(4, dtype=jnp.int32)[:, None], j.shape)
+    cases = [
+        # torch.gather(x, 1, j): the full coordinate (i, j[i, k]) per output element
+        ("torch.gather", (4, 5), GDN(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(0, 1)), (1, 1),
+         jnp.stack([rows, j], axis=-1)),
+        # jnp.take(x, t, axis=1): whole [6, ., 3] slabs as offset dims
+        ("take axis 1", (6, 4, 3), GDN(offset_dims=(0, 2), collapsed_slice_dims=(1,), start_index_map=(1,)), (6, 1, 3),
+         jnp.array([[0], [3], [-1], [4], [2]], dtype=jnp.int32)),
+        # x[i:i+2, j:j+3] windows of a 2-D start (i, j)
+        ("2x3 windows", (7, 9), GDN(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0, 1)), (2, 3),
+         jnp.array([[0, 0], [3, 5], [6, 1], [-1, 7], [5, 6]], dtype=jnp.int32)),
+        # 2-D batch of reversed (column, row) starts, windows 2x1 with the column collapsed
+        ("reversed map", (5, 6), GDN(offset_dims=(2,), collapsed_slice_dims=(1,), start_index_map=(1, 0)), (2, 1),
+         jnp.array([[[0, 0], [5, 3], [6, 1]], [[2, 4], [1, -1], [3, 2]]], dtype=jnp.int32)),
+    ]
+    if "operand_batching_dims" in GDN._fields:  # torch.gather as JAX writes it with batching dims
+        cases.append(("torch.gather batched", (4, 5),
+                      GDN(offset_dims=(), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(0,),
+                          start_indices_batching_dims=(0,)), (1, 1), j[..., None]))
+    return cases
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_jax_lax_gather(dtype):
+    jax, bj = _jax_or_skip()
+    jnp, lax = jax.numpy, jax.lax
+    for k, (name, shape, dn, sizes, idx) in enumerate(_jax_gather_cases(jax)):
+        x = _jax_data(jnp, shape, dtype, seed=k)
+        for mode in ("clip", "fill", lax.GatherScatterMode.FILL_OR_DROP, lax.GatherScatterMode.CLIP):
+            got = bj.gather(x, idx, dn, sizes, mode=mode)
+            _jax_same(got, lax.gather(x, idx, dn, sizes, mode=mode))
+        got = bj.gather(x, idx, dn, sizes, mode="fill", fill_value=-7)
+        _jax_same(got, lax.gather(x, idx, dn, sizes, mode="fill", fill_value=-7))
+        ok = _jax_in_range(jnp, idx, shape, dn.start_index_map, sizes)
+        for mode in (None, "promise_in_bounds"):
+            _jax_same(bj.gather(x, ok, dn, sizes, mode=mode), lax.gather(x, ok, dn, sizes, mode=mode))
+    # the default fill of an out-of-range window: NaN / the dtype's minimum, over the whole window
+    x = _jax_data(jnp, (7, 9), dtype, seed=9)
+    dn = lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0, 1))
+    got = bj.gather(x, jnp.array([[6, 0], [0, 0]], dtype=jnp.int32), dn, (2, 3), mode="fill")
+    fill = float("nan") if dtype != "int32" else -2**31
+    _jax_same(got[0], jnp.full((2, 3), fill, x.dtype))
+    _jax_same(got[1], x[0:2, 0:3])
+
+
+def _jax_scatter_cases(jax, unique):
+    """(name, operand shape, dimension_numbers, scatter_indices, updates shape) with out-of-range
+    starts; unique: no two updates land on one element, clipped or not (for lax.scatter)."""
+    jnp, lax = jax.numpy, jax.lax
+    SDN = lax.ScatterDimensionNumbers
+    j = jnp.array([[0, 2, 7], [-1, 3, 1], [4, 0, 2], [1, 5, 3]], dtype=jnp.int32)  # clipped: still distinct per row
+    rows = jnp.broadcast_to(jnp.arange(4, dtype=jnp.int32)[:, None], j.shape)
+    cases = [
+        ("torch.scatter", (4, 5), SDN(update_window_dims=(), inserted_window_dims=(0, 1),
+                                      scatter_dims_to_operand_dims=(0, 1)), jnp.stack([rows, j], axis=-1), (4, 3)),
+        ("x.at[:, t, :]", (6, 4, 3), SDN(update_window_dims=(0, 2), inserted_window_dims=(1,),
+                                         scatter_dims_to_operand_dims=(1,)),
+         jnp.array([[0], [2], [5]], dtype=jnp.int32), (6, 3, 3)),
+        ("2x3 windows", (7, 9), SDN(update_window_dims=(1, 2), inserted_window_dims=(), scatter_dims_to_operand_dims=(0, 1)),
+         jnp.array([[0, 0], [2, 3], [6, 0], [4, 7]], dtype=jnp.int32), (4, 2, 3)),
+    ]
+    if "operand_batching_dims" in SDN._fields:
+        cases.append(("torch.scatter batched", (4, 5),
+                      SDN(update_window_dims=(), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+                          operand_batching_dims=(0,), scatter_indices_batching_dims=(0,)), j[..., None], (4, 3)))
+    if not unique:  # duplicate targets: repeated elements and overlapping windows
+        cases += [
+            ("duplicates", (6,), SDN(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)),
+             jnp.array([[1], [3], [1], [1], [7], [-2], [3], [5]], dtype=jnp.int32), (8,)),
+            ("overlapping windows", (7, 9), SDN(update_window_dims=(1, 2), inserted_window_dims=(),
+                                                scatter_dims_to_operand_dims=(0, 1)),
+             jnp.array([[0, 0], [1, 1], [0, 0], [5, 6], [6, 8], [1, 2]], dtype=jnp.int32), (6, 2, 3)),
+        ]
+    return cases
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_jax_lax_scatter(dtype):
+    jax, bj = _jax_or_skip()
+    jnp, lax = jax.numpy, jax.lax
+    floating = dtype != "int32"
+    ops = [("scatter", None, True), ("scatter_add", None, False), ("scatter_mul", [-1.0, 1.0, 2.0], False),
+           ("scatter_min", None, False), ("scatter_max", None, False)]
+    for fn, choice, unique in ops:
+        for k, (name, shape, dn, idx, ushape) in enumerate(_jax_scatter_cases(jax, unique)):
+            x = _jax_data(jnp, shape, dtype, seed=k, lo=-4, hi=5)
+            u = _jax_data(jnp, ushape, dtype, seed=100 + k, choice=choice)
+            tol = (2e-2 if dtype == "bfloat16" else 1e-5) if floating and fn in ("scatter_add", "scatter_mul") else None
+            for mode in ("clip", "drop", "fill", None, lax.GatherScatterMode.CLIP):
+                got = getattr(bj, fn)(x, idx, u, dn, mode=mode)
+                want = getattr(lax, fn)(x, idx, u, dn, mode=mode)
+                _jax_same(got, want, tol)
+    # no updates: the operand comes back
+    x = _jax_data(jnp, (6,), dtype, seed=7)
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+    _jax_same(bj.scatter_add(x, jnp.zeros((0, 1), jnp.int32), jnp.zeros((0,), x.dtype), dn), x)
+
+
+def test_jax_lax_dynamic_slice():
+    jax, bj = _jax_or_skip()
+    jnp, lax = jax.numpy, jax.lax
+    for dtype in ("float32", "bfloat16", "int32"):
+        x = _jax_data(jnp, (5, 7), dtype, seed=1)
+        u = _jax_data(jnp, (2, 3), dtype, seed=2)
+        for starts in [(1, 2), (-1, 3), (4, 6), (-10, 100), (0, 0), jnp.array([2, -3], dtype=jnp.int32),
+                       (jnp.int32(3), 5)]:
+            for sizes in [(2, 3), (5, 7), (1, 1), (0, 2)]:
+                _jax_same(bj.dynamic_slice(x, starts, sizes), lax.dynamic_slice(x, starts, sizes))
+            _jax_same(bj.dynamic_update_slice(x, u, starts), lax.dynamic_update_slice(x, u, starts))
+            _jax_same(bj.dynamic_update_slice(x, x, starts), lax.dynamic_update_slice(x, x, starts))
+        y = _jax_data(jnp, (3, 4, 5), dtype, seed=3)
+        w = _jax_data(jnp, (2, 2, 3), dtype, seed=4)
+        _jax_same(bj.dynamic_slice(y, (1, -2, 2), (2, 2, 3)), lax.dynamic_slice(y, (1, -2, 2), (2, 2, 3)))
+        _jax_same(bj.dynamic_update_slice(y, w, (2, -1, 4)), lax.dynamic_update_slice(y, w, (2, -1, 4)))
+    with pytest.raises(baracuda.Error):
+        jax.jit(lambda a: bj.dynamic_slice(a, (0, 0), (1, 1)))(x)
+
+
+def test_scatter_reduce_prod_gradients():
+    """reduce="prod": PyTorch's backward (exclusive products where self or src hold zeros)."""
+    torch.manual_seed(11)
+    idx = torch.tensor([[0, 1, 1, 3, 3, 3], [2, 2, 0, 4, 4, 1]], device="cuda")
+
+    def signed(*shape):
+        v = torch.rand(*shape, dtype=torch.float64, device="cuda") + 0.5
+        return torch.where(torch.rand(*shape, device="cuda") > 0.5, v, -v)
+
+    for zeros in ("none", "self", "single", "multiple"):
+        x, s = signed(2, 5), signed(2, 6)
+        if zeros == "self":
+            x[0, 1] = x[0, 3] = x[1, 3] = 0  # two targets and an untouched position
+            s[0, 1] = 0  # a zero term into a zero self
+        if zeros in ("single", "multiple"):
+            s[0, 1] = s[1, 3] = 0  # one zero among target (0, 1)'s terms, and (1, 4)'s
+        if zeros == "multiple":
+            s[0, 3] = s[0, 4] = 0  # two of target (0, 3)'s three terms
+            s[1, 0] = s[1, 1] = 0  # both of target (1, 2)'s
+            x[1, 4] = 0
+        for include_self in (True, False):
+            def fn(a, b):
+                return bt.scatter_reduce(a, 1, idx, b, "prod", include_self=include_self)
+
+            xd, sd = x.clone().requires_grad_(), s.clone().requires_grad_()
+            xr, sr = x.clone().requires_grad_(), s.clone().requires_grad_()
+            out = fn(xd, sd)
+            want = torch.scatter_reduce(xr, 1, idx, sr, "prod", include_self=include_self)
+            torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+            g = torch.randn_like(want)
+            for a, b in zip(torch.autograd.grad(out, (xd, sd), g), torch.autograd.grad(want, (xr, sr), g)):
+                torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+            assert torch.autograd.gradcheck(fn, (xd, sd), nondet_tol=1e-12)
+    sel = torch.tensor([1, 0, 1, 3], device="cuda")
+    for include_self in (True, False):  # index_reduce: the slices form
+        xd = signed(5, 3).requires_grad_()
+        s = signed(4, 3)
+        s[0, 1] = s[2, 1] = 0  # both terms of (1, 1)
+        s[1, 2] = 0  # the one term of (0, 2)
+        s[2, 0] = 0  # one of (1, 0)'s two
+        sd = s.requires_grad_()
+        assert torch.autograd.gradcheck(lambda a, b: bt.index_reduce(a, 0, sel, b, "prod", include_self=include_self), (xd, sd),
+                                        nondet_tol=1e-12)
+
+
+def test_advanced_indexing_non_adjacent_and_bounds():
+    torch.manual_seed(12)
+    x = torch.randn(4, 5, 6, 3, device="cuda")
+    i = torch.tensor([[0, 3], [-1, 2]], device="cuda")
+    k = torch.tensor([5, -6], device="cuda")
+    j = torch.tensor([1, 4, 0], device="cuda")
+    m = torch.tensor([0, 2, 2], device="cuda")
+    cases = [((i, None, k), torch.randn(2, 2, 5, 3, device="cuda")),  # separated by an axis: [B, 5, 3]
+             ((i, None, None, torch.tensor([1, 2], device="cuda")), torch.randn(5, 6, device="cuda")),  # values broadcast over B
+             ((None, j, None, m), torch.randn(3, 4, 6, device="cuda")),  # an axis before the first: [B, 4, 6]
+             ((None, j, None, m), torch.tensor(2.5, device="cuda")),
+             ((None, i[:, :1], k[:1]), torch.randn(4, 2, 1, 3, device="cuda"))]  # adjacent: [4, B, 3]
+    for idx, v in cases:
+        sl = tuple(slice(None) if t is None else t for t in idx)
+        torch.testing.assert_close(bt.index(x, idx), x[sl], rtol=0, atol=0)
+        torch.testing.assert_close(bt.index(x, sl), x[sl], rtol=0, atol=0)
+        torch.testing.assert_close(bt.index_put(x, idx, v), x.index_put(idx, v), rtol=0, atol=0)
+        torch.testing.assert_close(bt.index_put(x, idx, v, accumulate=True), x.index_put(idx, v, accumulate=True),
+                                   rtol=1e-6, atol=1e-6)
+    dup = (None, torch.tensor([1, 1, 4], device="cuda"), None, torch.tensor([2, 2, 0], device="cuda"))
+    v = torch.randn(3, 4, 6, device="cuda")
+    torch.testing.assert_close(bt.index_put(x, dup, v, accumulate=True), x.index_put(dup, v, accumulate=True), rtol=1e-6, atol=1e-6)
+    # gradients (float64)
+    xd = torch.randn(2, 4, 3, 5, dtype=torch.float64, device="cuda", requires_grad=True)
+    gi = (None, torch.tensor([0, 3, 3], device="cuda"), None, torch.tensor([1, 2, 4], device="cuda"))
+    vd = torch.randn(3, 2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    for acc in (False, True):
+        assert torch.autograd.gradcheck(lambda a, b: bt.index_put(a, gi, b, accumulate=acc), (xd, vd))
+    gdup = (None, torch.tensor([1, 1], device="cuda"), None, torch.tensor([2, 2], device="cuda"))
+    assert torch.autograd.gradcheck(lambda a, b: bt.index_put(a, gdup, b, accumulate=True), (xd, vd[:2].detach().requires_grad_()))
+    assert torch.autograd.gradcheck(lambda a: bt.index(a, gi), (xd,))
+    xe = torch.randn(3, 4, 5, dtype=torch.float64, device="cuda", requires_grad=True)
+    ge = (torch.tensor([0, 2], device="cuda"), None, torch.tensor([1, -1], device="cuda"))
+    ve = torch.randn(2, 4, dtype=torch.float64, device="cuda", requires_grad=True)
+    for acc in (False, True):
+        assert torch.autograd.gradcheck(lambda a, b: bt.index_put(a, ge, b, accumulate=acc), (xe, ve))
+    assert torch.autograd.gradcheck(lambda a: bt.index(a, ge), (xe,))
+    # out of range: PyTorch's IndexError (also a baracuda.Error); check_bounds=False reads 0 / drops the write
+    bad = torch.tensor([0, 4], device="cuda")
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        bt.index(x, (bad,))
+    with pytest.raises(baracuda.Error, match="index -6 is out of bounds for dimension 1 with size 5"):
+        bt.index(x, (None, torch.tensor([-6, 1], device="cuda")))
+    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 2 with size 6"):
+        bt.index_put(x, (i, None, torch.tensor([6, 0], device="cuda")), 1.0)
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        bt.index_put(x, (bad,), 1.0, accumulate=True)
+    got = bt.index(x, (bad,), check_bounds=False)
+    torch.testing.assert_close(got[0], x[0], rtol=0, atol=0)
+    assert (got[1] == 0).all()
+    v = torch.randn(2, 5, 6, 3, device="cuda")
+    torch.testing.assert_close(bt.index_put(x, (bad,), v, check_bounds=False), x.index_put((bad[:1],), v[:1]), rtol=0, atol=0)
+    torch.testing.assert_close(bt.index(x, (torch.tensor([-4, 3], device="cuda"),)), x[[0, 3]], rtol=0, atol=0)  # negatives wrap
+
+
+def test_diag_embed_any_dims_against_torch():
+    torch.manual_seed(13)
+    t = torch.randn(2, 3, 4, device="cuda")
+    for dims in ((0, 2), (1, 0), (-3, -1), (-2, -1), (3, 1), (0, 3), (2, 1)):
+        for off in (-1, 0, 2):
+            want = torch.diag_embed(t, off, *dims)
+            got = bt.diag_embed(t, off, *dims)
+            assert got.shape == want.shape and got.is_contiguous()
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with pytest.raises(baracuda.Error, match="cannot be identical"):
+        bt.diag_embed(t, 0, 1, 1)
+    with pytest.raises(baracuda.Error, match="cannot be identical"):
+        bt.diag_embed(t, 0, -4, 0)
+    with pytest.raises(IndexError):
+        bt.diag_embed(t, 0, 0, 4)
+    td = torch.randn(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    for dims in ((0, 2), (1, 0), (-3, -1)):
+        for off in (-1, 0, 2):
+            assert torch.autograd.gradcheck(lambda a: bt.diag_embed(a, off, *dims), (td,))
+
+
+def test_split_chunk_unbind_views_and_one_launch_backward():
+    torch.manual_seed(14)
+    x = torch.randn(5, 7, 3, device="cuda")
+
+    def same_views(got, want):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for a, b in zip(got, want):
+            assert a.shape == b.shape and a.stride() == b.stride() and a.data_ptr() == b.data_ptr()
+
+    for dim, sections in ((0, [2, 0, 3]), (1, [1, 4, 2]), (-1, [3])):
+        same_views(bt.split(x, sections, dim), torch.split(x, sections, dim))
+        for s in (1, 2, 3, 10):
+            same_views(bt.split(x, s, dim), torch.split(x, s, dim))
+        for c in (1, 2, 3, 4, 8):
+            same_views(bt.chunk(x, c, dim), torch.chunk(x, c, dim))
+        for arg in (1, 2, 3, 4, [1, 2], [2, -1], [4, 1], [0, 9], torch.tensor([1, 2]), torch.tensor(2)):
+            same_views(bt.tensor_split(x, arg, dim), torch.tensor_split(x, arg, dim))
+        same_views(bt.unbind(x, dim), torch.unbind(x, dim))
+    with pytest.raises(baracuda.Error, match="sum exactly"):
+        bt.split(x, [1, 2], 1)
+    with pytest.raises(baracuda.Error):
+        bt.chunk(x, 0)
+    xd = torch.randn(4, 6, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert type(bt.split(xd, 2, 1)[0].grad_fn).__name__ == "_SplitBackward"
+    assert type(bt.unbind(xd, 0)[0].grad_fn).__name__ == "_SplitBackward"
+    for fn in (lambda a: bt.split(a, [1, 3, 2], 1)[1],  # the other pieces unused: no gradient, zeros in the join
+               lambda a: bt.split(a, 1, 0)[2:],
+               lambda a: bt.chunk(a, 4, 1)[-1],
+               lambda a: bt.tensor_split(a, [2, 5], 1)[:2],
+               lambda a: bt.tensor_split(a, [3, 1], 1),  # overlapping pieces: the views' own backward
+               lambda a: bt.unbind(a, 1)[4],
+               lambda a: bt.unbind(a, 0)[1:3]):
+        assert torch.autograd.gradcheck(fn, (xd,))
+    w = torch.randn(4, 2, dtype=torch.float64, device="cuda")
+    (bt.split(xd, 2, 1)[1] * w).sum().backward()
+    want = torch.zeros_like(xd)
+    want[:, 2:4] = w
+    torch.testing.assert_close(xd.grad, want, rtol=0, atol=0)
+    with pytest.raises(RuntimeError):  # as torch.split's: views of a multi-output autograd node
+        bt.split(xd, 2, 1)[0].mul_(2)

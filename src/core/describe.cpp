@@ -187,6 +187,31 @@ void describe_hash(HashMix& h, const IntList& v) {
   for (int64_t x : v.v) h.word(static_cast<uint64_t>(x));
 }
 
+void describe_put(std::string& out, const DTypeVec& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += dtype_name(v[i]);
+  }
+}
+std::string describe_get(std::string_view s, DTypeVec* v) {
+  std::vector<DType> parsed;
+  while (!s.empty()) {
+    const size_t c = s.find(',');
+    DType t{};
+    if (!parse_dtype(s.substr(0, c), &t)) return "a comma list of dtype names";
+    parsed.push_back(t);
+    if (c == std::string_view::npos) break;
+    s.remove_prefix(c + 1);
+    if (s.empty()) return "a comma list of dtype names";
+  }
+  v->v = std::move(parsed);
+  return {};
+}
+void describe_hash(HashMix& h, const DTypeVec& v) {
+  h.word(v.size());
+  for (DType t : v.v) h.word(static_cast<uint64_t>(t));
+}
+
 namespace describe_detail {
 
 int split_list(std::string_view s, std::string_view* items, int cap) {

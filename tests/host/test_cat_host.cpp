@@ -109,3 +109,43 @@ TEST(CatPlan, ArgsChecks) {
   const TensorRef none[] = {TensorRef::make(nullptr, DType::f32, {0, 1}), TensorRef::make(nullptr, DType::f32, {0, 1})};
   EXPECT_TRUE(e->run(nullptr, {}, {none, TensorMut::make(nullptr, DType::f32, {0, 2})}).ok());
 }
+
+// torch.cat's type promotion: promoted() gives the result_type; in_dtypes round-trips as text;
+// each input operand has its own dtype; a result that cannot be cast to out's dtype is refused.
+TEST(CatPlan, MixedInputDtypesPromote) {
+  const int64_t shape[] = {4, 0};
+  const int64_t sizes[] = {2, 3, 1};
+  const DType ins[] = {DType::u8, DType::i8, DType::bf16};
+  CatDescriptor d = CatDescriptor::cat(DType::f32, shape, 1, sizes);
+  d.promoted(ins);
+  EXPECT_EQ(d.dtype, DType::bf16);  // (u8, i8) -> i16, (i16, bf16) -> bf16
+  EXPECT_EQ(d.in_dtype(0), DType::u8);
+  auto p = CatPlan::select(d, hopper());
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->expected_operands().find("inputs[1]")->dtype, DType::i8);
+  EXPECT_EQ(p->expected_operands().find("out")->dtype, DType::bf16);
+  EXPECT_EQ(p->sku().variant, "rows+walk+convert");
+  EXPECT_EQ(CatDescriptor(d).promoted(std::vector<DType>{DType::f16, DType::bf16}).dtype, DType::f32);
+
+  auto t = AnyPlan::select("cat", "dtype=f64 rank=2 shape=3,4 dim=0 sizes=1,2 in_dtypes=f32,i64", hopper());
+  ASSERT_TRUE(t) << t.status().message();
+  const CatDescriptor* td = t->descriptor<CatDescriptor>();
+  EXPECT_EQ(td->in_dtypes, (DTypeVec{DType::f32, DType::i64}));
+  EXPECT_NE(to_string(*td).find("in_dtypes=f32,i64"), std::string::npos) << to_string(*td);
+  CatDescriptor back;
+  ASSERT_TRUE(from_string(to_string(*td), &back).ok());
+  EXPECT_EQ(back, *td);
+  EXPECT_NE(hash_fields(back), hash_fields(CatDescriptor::cat(DType::f64, std::vector<int64_t>{3, 4}, 0, std::vector<int64_t>{1, 2})));
+  EXPECT_FALSE(AnyPlan::select("cat", "dtype=f32 rank=1 shape=3 sizes=1,2 in_dtypes=f32,x", hopper()));
+
+  expect_refused("cat", "dtype=f32 rank=1 shape=3 sizes=1,2 in_dtypes=f32", StatusCode::kInvalidProblem,
+                 "in_dtypes has 1 entries, sizes 2");
+  expect_refused("cat", "dtype=i32 rank=1 shape=3 sizes=1,2 in_dtypes=i32,f16", StatusCode::kInvalidProblem,
+                 "the inputs' result type f16 cannot be cast to dtype = i32");
+  expect_refused("cat", "dtype=bool rank=1 shape=3 sizes=1,2 in_dtypes=bool,u8", StatusCode::kInvalidProblem,
+                 "result type u8 cannot be cast to dtype = bool");
+  expect_refused("cat", "dtype=f32 rank=1 shape=3 sizes=1,2 in_dtypes=f8e4m3,f8e5m2", StatusCode::kUnsupported,
+                 "in_dtypes[1] = f8e5m2 does not promote with f8e4m3");
+  // a wider out than the result type is PyTorch's cat(out=) too
+  EXPECT_TRUE(AnyPlan::select("cat", "dtype=f64 rank=1 shape=3 sizes=1,2 in_dtypes=i8,u8", hopper()));
+}

@@ -15,7 +15,8 @@
 // and gets for_each_field(), hash_fields(), to_string() ("dtype=bf16 seq=32768 heads_q=32":
 // the fields that differ from a default-constructed value) and from_string() (the inverse, onto
 // a default-constructed value; unknown fields and malformed values are errors naming the field).
-// A variable-length list of integers (cat's sizes) is an IntList ("3,5,7"; empty when omitted).
+// A variable-length list of integers (cat's sizes) is an IntList ("3,5,7"; empty when omitted),
+// one of dtypes a DTypeVec ("f32,bf16").
 // Both macros are used inside namespace baracuda. A field may be a bool, an integer, a double,
 // a DType or described enum, a Scalar, a TensorLayout ("bf16[4,5]", strides "{5,1}" appended
 // when not contiguous), std::optional of those ("none"), a fixed array of those (comma list,
@@ -212,6 +213,22 @@ struct IntList {
 void describe_put(std::string& out, const IntList& v);
 std::string describe_get(std::string_view s, IntList* v);
 void describe_hash(HashMix& h, const IntList& v);
+
+// A descriptor field holding any number of dtypes (cat's per-input dtypes). Text: a comma list
+// of dtype names ("f32,bf16"), "" when empty.
+struct DTypeVec {
+  std::vector<DType> v;
+  DTypeVec() = default;
+  DTypeVec(std::initializer_list<DType> l) : v(l) {}
+  explicit DTypeVec(std::vector<DType> l) : v(std::move(l)) {}
+  size_t size() const { return v.size(); }
+  bool empty() const { return v.empty(); }
+  DType operator[](size_t i) const { return v[i]; }
+  bool operator==(const DTypeVec&) const = default;
+};
+void describe_put(std::string& out, const DTypeVec& v);
+std::string describe_get(std::string_view s, DTypeVec* v);
+void describe_hash(HashMix& h, const DTypeVec& v);
 
 // Integers of every width go through int64_t / uint64_t.
 template <class I>

@@ -12,17 +12,24 @@
 //   slice of a larger buffer: a KV cache). When every view's axes before dim merge into one
 //   strided run and its axes from dim on are contiguous, rows are copied in 16-byte pieces
 //   where aligned (else element by element); otherwise a strided element walk.
-// Dtypes: every real dtype (f32 f16 bf16 f64 f8e4m3 f8e5m2 i8 u8 i16 i32 i64 bool); one dtype
-//   for all inputs and out (no type promotion); bit-exact data movement.
-// Launches: one per kMaxCatInputsPerLaunch (128) inputs; the 2, 8, 64-input cases are one launch.
+// Dtypes: every real dtype (f32 f16 bf16 f64 f8e4m3 f8e5m2 i8 u8 i16 i32 i64 bool). `dtype` is
+//   out's; in_dtypes (empty: every input is `dtype`) gives each input's, with PyTorch's rule:
+//   their result_type (promote_types over the inputs) must cast to `dtype` (torch.can_cast: no
+//   float -> integer or bool, no number -> bool). Inputs of out's dtype move bit-exactly; the
+//   others are converted by PyTorch's cast (the copy row's `to`) straight into their slice.
+// Launches: one per kMaxCatInputsPerLaunch (128) inputs of out's dtype (the 2, 8, 64-input cases
+//   are one launch), plus one strided copy per converted input.
 // Determinism: bitwise. Workspace: none. Aliasing: out must not overlap any input (inputs may
 //   overlap each other, or be the same tensor several times).
 // Backward (no row): dinputs[i] = dout.narrow(dim, begin_i, sizes[i]) (stack: dout.select(dim, i))
-//   are views of dout, no kernel; CatDescriptor::begin(i) gives begin_i.
+//   are views of dout, no kernel (a converted input's: that view cast to its dtype, the copy
+//   row); CatDescriptor::begin(i) gives begin_i.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "baracuda/core/describe.hpp"
 #include "baracuda/core/plan.hpp"
@@ -30,6 +37,8 @@
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
+
+class CopyPlan;
 
 inline constexpr int kMaxCatInputsPerLaunch = 128;
 
@@ -40,17 +49,23 @@ struct CatDescriptor {
   int dim = 0;                    // the joined axis of the output, in [-rank, rank)
   IntList sizes;                  // each input's extent along dim, in order (N entries)
   bool stack = false;             // the inputs lack axis dim (sizes all 1)
+  DTypeVec in_dtypes;             // each input's dtype (N entries), or empty: all `dtype`
 
   // cat of inputs whose extents along dim are `sizes` and whose other extents are `shape`'s
   // (shape[dim] is set to Σ sizes; dim as PyTorch's, negative from the end).
   static CatDescriptor cat(DType dtype, std::span<const int64_t> shape, int dim, std::span<const int64_t> sizes);
   // stack of n inputs of shape `in_shape` along a new axis dim (in [-(rank + 1), rank]).
   static CatDescriptor make_stack(DType dtype, std::span<const int64_t> in_shape, int dim, int64_t n);
+  // torch.cat's type promotion: in_dtypes set to `inputs`, dtype to their result_type (left
+  // unchanged, and select() then refuses, when they do not promote).
+  CatDescriptor& promoted(std::span<const DType> inputs);
+  // Input i's dtype.
+  DType in_dtype(size_t i) const { return in_dtypes.empty() ? dtype : in_dtypes[i]; }
   // The first index along dim of input i in the output (the Σ of the sizes before it).
   int64_t begin(size_t i) const;
   bool operator==(const CatDescriptor&) const = default;
 };
-BARACUDA_DESCRIBE(CatDescriptor, dtype, rank, shape, dim, sizes, stack);
+BARACUDA_DESCRIBE(CatDescriptor, dtype, rank, shape, dim, sizes, stack, in_dtypes);
 
 struct CatArgs {
   std::span<const TensorRef> inputs;  // N views ("inputs[i]")
@@ -63,6 +78,13 @@ class CatPlan : public PlanBase<CatDescriptor> {
   static Result<CatPlan> select(const CatDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const CatArgs& args) const;
   Status run(cudaStream_t stream, Workspace ws, const CatArgs& args) const;
+
+ private:
+  struct Converted {
+    size_t input = 0;  // the input's index
+    std::shared_ptr<const CopyPlan> copy;
+  };
+  std::vector<Converted> converted_;  // the inputs of another dtype than out's
 };
 
 }  // namespace baracuda

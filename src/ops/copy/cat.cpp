@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "baracuda/core/promotion.hpp"
+#include "baracuda/ops/copy.hpp"
 #include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
@@ -73,6 +75,19 @@ CatDescriptor CatDescriptor::make_stack(DType dtype, std::span<const int64_t> in
   return d;
 }
 
+CatDescriptor& CatDescriptor::promoted(std::span<const DType> inputs) {
+  in_dtypes = DTypeVec(std::vector<DType>(inputs.begin(), inputs.end()));
+  if (inputs.empty()) return *this;
+  DType r = inputs[0];
+  for (DType t : inputs.subspan(1)) {
+    const Result<DType> p = promote_types(r, t);
+    if (!p) return *this;
+    r = *p;
+  }
+  dtype = r;
+  return *this;
+}
+
 int64_t CatDescriptor::begin(size_t i) const {
   int64_t b = 0;
   for (size_t j = 0; j < i && j < sizes.size(); ++j) b += sizes[j];
@@ -101,6 +116,23 @@ Result<CatPlan> CatPlan::select(const CatDescriptor& d, const PlanPreference& pr
   }
   if (total != d.shape[dim])
     return error(StatusCode::kInvalidProblem, kOp, ": shape[", dim, "] = ", d.shape[dim], " must equal the sum of sizes (", total, ")");
+  if (!d.in_dtypes.empty()) {
+    if (d.in_dtypes.size() != d.sizes.size())
+      return error(StatusCode::kInvalidProblem, kOp, ": in_dtypes has ", d.in_dtypes.size(), " entries, sizes ", d.sizes.size(),
+                   " (one per input, or none)");
+    DType result = d.in_dtypes[0];
+    for (size_t i = 0; i < d.in_dtypes.size(); ++i) {
+      if (Status s = check_dtype(kOp, element_name("in_dtypes", i), d.in_dtypes[i], RealDTypes{}); !s.ok()) return s;
+      const Result<DType> r = promote_types(result, d.in_dtypes[i]);
+      if (!r)
+        return error(StatusCode::kUnsupported, kOp, ": in_dtypes[", i, "] = ", dtype_name(d.in_dtypes[i]), " does not promote with ",
+                     dtype_name(result), " (PyTorch does not promote fp8 with another dtype)");
+      result = *r;
+    }
+    if (!can_cast(result, d.dtype))
+      return error(StatusCode::kInvalidProblem, kOp, ": the inputs' result type ", dtype_name(result), " cannot be cast to dtype = ",
+                   dtype_name(d.dtype), " (torch.can_cast: no float to integer or bool, no number to bool)");
+  }
   if (!catk::find_cat(static_cast<int>(dtype_size(d.dtype)))) return error(StatusCode::kInternal, kOp, ": no kernel for ", dtype_name(d.dtype));
   p.desc_ = d;
   int64_t in_shape[kMaxRank];
@@ -110,14 +142,21 @@ Result<CatPlan> CatPlan::select(const CatDescriptor& d, const PlanPreference& pr
       if (d.stack && a == dim) continue;
       in_shape[r++] = a == dim ? d.sizes[i] : d.shape[a];
     }
-    p.operands_.input(element_name("inputs", i), d.dtype, std::span<const int64_t>(in_shape, static_cast<size_t>(r)));
+    const std::span<const int64_t> shape_i(in_shape, static_cast<size_t>(r));
+    p.operands_.input(element_name("inputs", i), d.in_dtype(i), shape_i);
+    if (d.in_dtype(i) == d.dtype || d.sizes[i] == 0) continue;
+    PlanPreference pp = pref;
+    pp.forced_backend = Backend::kAny;
+    auto copy = CopyPlan::select(CopyDescriptor::make(d.in_dtype(i), shape_i, d.dtype), pp);
+    if (!copy) return copy.status();
+    p.converted_.push_back({i, std::make_shared<const CopyPlan>(std::move(*copy))});
   }
   p.operands_.output("out", d.dtype, std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)));
   if (Status s = resolve_operands<CatArgs>(kOp, p.operands_); !s.ok()) return s;
   p.sku_.op = "cat";
   p.sku_.direction = Direction::kForward;
   p.sku_.dtype = d.dtype;
-  p.sku_.variant = "rows+walk";
+  p.sku_.variant = p.converted_.empty() ? "rows+walk" : "rows+walk+convert";
   p.guarantee_.accumulator = p.guarantee_.math = d.dtype;
   p.guarantee_.bit_exact = true;
   p.guarantee_.determinism = Determinism::kRunToRun;
@@ -186,7 +225,7 @@ Status CatPlan::run(cudaStream_t stream, Workspace, const CatArgs& a) const {
   int64_t begin = 0;
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const int64_t size = d.sizes[i];
-    if (size > 0) {
+    if (size > 0 && d.in_dtype(i) == d.dtype) {
       views[g.n] = at_out_rank(d, dim, a.inputs[i]);
       begins[g.n] = begin;
       g.piece[g.n] = catk::CatPiece{};
@@ -196,7 +235,19 @@ Status CatPlan::run(cudaStream_t stream, Workspace, const CatArgs& a) const {
     }
     begin += size;
   }
-  if (g.n > 0) return flush();
+  if (g.n > 0)
+    if (Status s = flush(); !s.ok()) return s;
+  // the converted inputs: a cast straight into their slice of out (stack: the slice without dim)
+  for (const Converted& c : converted_) {
+    TensorMut slice = a.out;
+    slice.data = static_cast<char*>(a.out.data) + d.begin(c.input) * a.out.stride[dim] * es;
+    slice.shape[dim] = d.sizes[c.input];
+    if (d.stack) {
+      for (int ax = dim; ax + 1 < d.rank; ++ax) slice.shape[ax] = slice.shape[ax + 1], slice.stride[ax] = slice.stride[ax + 1];
+      --slice.rank;
+    }
+    if (Status s = c.copy->run(stream, {}, CopyArgs{a.inputs[c.input], slice}); !s.ok()) return s;
+  }
   return {};
 }
 

@@ -106,7 +106,7 @@ fliproll::Params geometry(const TensorLayout& in, const void* in_data, const Ten
     p.run = ax.back().n;
     ax.pop_back();
   }
-  // 16-byte units: the run, or the mapped last axis (a roll by a multiple of the vector)
+  // 16-byte units: the run, or the mapped last axis (a roll by any shift: see Params::sub)
   const int64_t es = static_cast<int64_t>(dtype_size(out.dtype)), V = 16 / es;
   auto strides_divide = [&](size_t upto) {
     for (size_t k = 0; k < upto; ++k)
@@ -119,10 +119,15 @@ fliproll::Params geometry(const TensorLayout& in, const void* in_data, const Ten
       p.vec = true;
       p.run /= V;
     } else if (p.run == 1 && !ax.empty()) {
-      const fliproll::Axis& last = ax.back();
-      if (last.in_stride == 1 && last.out_stride == 1 && last.n % V == 0 && last.shift % V == 0 && strides_divide(ax.size() - 1)) {
+      fliproll::Axis& last = ax.back();
+      if (last.in_stride == 1 && last.out_stride == 1 && last.n % V == 0 && strides_divide(ax.size() - 1)) {
         p.vec = true, p.reverse = last.flip;
-        ax.back().n /= V, ax.back().shift /= V, ax.back().in_stride = ax.back().out_stride = V;
+        // out element i = in element (i − shift) mod n; shift = q·V + m: out unit c starts at
+        // byte (V − m)·es of in unit (c − q − 1) mod n/V and runs into the next one
+        const int64_t q = last.shift / V, m = last.shift % V;
+        if (m != 0) p.sub = static_cast<int>((V - m) * es);
+        last.shift = m == 0 ? q : (q + 1) % (last.n / V);
+        last.n /= V, last.in_stride = last.out_stride = V;
       }
     }
     if (p.vec)

@@ -2,7 +2,9 @@
 // after merging (outermost first), each with its map (identity, reflection or cyclic shift) and
 // the input's and output's strides in units, then a trailing run of units contiguous on both
 // sides. A unit is 16 bytes (vec; reversed in registers when the unitized last axis is flipped)
-// or one element. Unit u: c = u mod run, the rest decomposed over the axes.
+// or one element. Unit u: c = u mod run, the rest decomposed over the axes. A roll of the last
+// axis by a shift that is no multiple of the unit still moves 16-byte units: each joins two
+// neighbouring source units at a byte offset (sub).
 // flat: a flattened roll over views that are not both contiguous: element f of out (row-major)
 // takes the input's element (f − shift) mod numel, both decomposed over the shape.
 #pragma once
@@ -37,6 +39,10 @@ struct Params {
   bool small = false;    // units < 2^31: FastDiv divisions
   bool vec = false;      // 16-byte units
   bool reverse = false;  // vec: the elements of a unit reversed
+  // vec roll of the last axis by a shift that is no whole unit: an output unit is the 16 bytes
+  // from byte `sub` of its source unit on (the last axis' unit shift rounded up) joined with the
+  // next unit along that axis (cyclically); 0 otherwise
+  int sub = 0;
   // flat
   bool flat = false;
   int64_t flat_shift = 0;  // in [0, numel)

@@ -2,7 +2,8 @@
 // the first store), a unit's source found by decomposing its index over the merged axes and
 // mapping each coordinate (n − 1 − i, or (i − shift) mod n). Divisions by multiplication when
 // the launch has fewer than 2^31 units. A flipped 16-byte unit reverses its elements in
-// registers. The flattened roll of views that are not both contiguous walks elements.
+// registers; a roll of the last axis by a part of a unit joins two source units at a byte offset.
+// The flattened roll of views that are not both contiguous walks elements.
 #include <algorithm>
 
 #include "core/dispatch.hpp"
@@ -28,8 +29,29 @@ __device__ __forceinline__ uint4 reversed(uint4 v, int esize) {
   return make_uint4(rev_bytes(v.w, esize), rev_bytes(v.z, esize), rev_bytes(v.y, esize), rev_bytes(v.x, esize));
 }
 
-// The input's and output's unit offsets of unit u.
-__device__ __forceinline__ void offsets(const Params& p, int64_t u, int64_t* in, int64_t* out) {
+// Bytes [16 − 4·Q − b, ...) of the 32-byte a ++ b taken from word Q on: o[k] = the word at byte
+// 4·(Q + k) + sh / 8 of the pair.
+template <int Q>
+__device__ __forceinline__ uint4 join_from(const uint32_t (&w)[8], uint32_t sh) {
+  return make_uint4(__funnelshift_r(w[Q], w[Q + 1], sh), __funnelshift_r(w[Q + 1], w[Q + 2], sh),
+                    __funnelshift_r(w[Q + 2], w[Q + 3], sh), __funnelshift_r(w[Q + 3], w[Q + 4], sh));
+}
+
+// The 16 bytes of a ++ b (32 bytes) from byte `bytes` (1..15) on.
+__device__ __forceinline__ uint4 join(const uint4& a, const uint4& b, int bytes) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  const uint32_t sh = static_cast<uint32_t>(bytes & 3) * 8;
+  switch (bytes >> 2) {
+    case 0: return join_from<0>(w, sh);
+    case 1: return join_from<1>(w, sh);
+    case 2: return join_from<2>(w, sh);
+    default: return join_from<3>(w, sh);
+  }
+}
+
+// The input's and output's unit offsets of unit u (and, for a joined roll, the input's offset
+// of the next unit along the last axis, cyclically).
+__device__ __forceinline__ void offsets(const Params& p, int64_t u, int64_t* in, int64_t* out, int64_t* in_next = nullptr) {
   int64_t o = quot(u, p.run, p.run_div, p.small);
   const int64_t c = u - o * p.run;
   int64_t a_in = c, a_out = c;
@@ -44,8 +66,10 @@ __device__ __forceinline__ void offsets(const Params& p, int64_t u, int64_t* in,
     const int64_t j = x.flip ? x.n - 1 - i : (i >= x.shift ? i - x.shift : i - x.shift + x.n);
     a_in += j * x.in_stride;
     a_out += i * x.out_stride;
+    if (in_next != nullptr && a == p.naxes - 1) *in_next = (j + 1 == x.n ? -j : 1) * x.in_stride;
   }
   *in = a_in, *out = a_out;
+  if (in_next != nullptr) *in_next += a_in;
 }
 
 template <class U, bool Vec>
@@ -57,6 +81,14 @@ __device__ void move_units(const Params& p, int64_t base, int esize) {
     const int64_t u = base + int64_t{k} * kThreads + threadIdx.x;
     if (u < p.units) {
       int64_t from = 0;
+      if constexpr (Vec) {
+        if (p.sub != 0) {
+          int64_t next = 0;
+          offsets(p, u, &from, &to[k], &next);
+          v[k] = join(reinterpret_cast<const U*>(p.in)[from], reinterpret_cast<const U*>(p.in)[next], p.sub);
+          continue;
+        }
+      }
       offsets(p, u, &from, &to[k]);
       v[k] = reinterpret_cast<const U*>(p.in)[from];
       if constexpr (Vec)
