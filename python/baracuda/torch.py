@@ -568,7 +568,11 @@ def _cat_dtypes(ts: List[torch.Tensor]) -> Dict[str, Any]:
     dts = [t.dtype for t in ts]
     if builtins.all(dt == dts[0] for dt in dts):
         return {"dtype": dtype_of(dts[0])}
-    return {"dtype": dtype_of(functools.reduce(torch.promote_types, dts)), "in_dtypes": [dtype_of(dt) for dt in dts]}
+    try:
+        result = functools.reduce(torch.promote_types, dts)
+    except RuntimeError:  # a pair PyTorch does not promote (fp8): the row refuses it, naming the input
+        result = dts[0]
+    return {"dtype": dtype_of(result), "in_dtypes": [dtype_of(dt) for dt in dts]}
 
 
 def cat(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:

@@ -86,6 +86,7 @@ Status UnfoldBackwardPlan::run(cudaStream_t stream, Workspace, const UnfoldBackw
   p.grad_input = a.grad_input.data;
   p.windows = d.windows(), p.size = d.size, p.step = d.step;
   p.go_k = a.grad_out.stride[d.rank];
+  p.go_w = a.grad_out.stride[dim];
   for (int k = 0; k < d.rank; ++k) {
     const bool unfolded = k == dim;
     if (!unfolded && d.shape[k] == 1) continue;

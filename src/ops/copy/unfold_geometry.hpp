@@ -21,6 +21,7 @@ struct Params {
   int axis = 0; // the unfolded axis' place among them
   int64_t n[kMaxRank] = {}, gi[kMaxRank] = {}, go[kMaxRank] = {};  // extents and element strides
   int64_t windows = 1, size = 0, step = 1;
+  int64_t go_w = 0;  // grad_out's stride along the unfolded axis (between windows)
   int64_t go_k = 0;  // grad_out's stride along the window axis
   int64_t units = 0; // grad_input's elements
   int small = 1;     // units < 2^31: FastDiv coordinates
