@@ -4,6 +4,7 @@
 #include "baracuda/ops/unfold.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
@@ -19,6 +20,19 @@ namespace {
 constexpr std::string_view kOp = "unfold_backward";
 
 int axis_of(const UnfoldBackwardDescriptor& d) { return d.dim < 0 ? d.dim + d.rank : d.dim; }
+
+// Every element offset of the view (Σ index·stride, either sign) is within ±(2^31 − 1).
+bool fits_int32(const TensorLayout& v) {
+  int64_t up = 0, down = 0;
+  for (int k = 0; k < v.rank; ++k) {
+    if (v.shape[k] <= 1) continue;
+    if (v.stride[k] == INT64_MIN) return false;
+    int64_t r = 0;
+    if (!checked_mul(v.shape[k] - 1, v.stride[k] < 0 ? -v.stride[k] : v.stride[k], &r)) return false;
+    if (!checked_add(v.stride[k] < 0 ? down : up, r, v.stride[k] < 0 ? &down : &up)) return false;
+  }
+  return up < (int64_t{1} << 31) && down < (int64_t{1} << 31);
+}
 
 }  // namespace
 
@@ -107,6 +121,7 @@ Status UnfoldBackwardPlan::run(cudaStream_t stream, Workspace, const UnfoldBackw
     for (int k = 0; k < p.na; ++k) p.div[k] = detail::FastDiv(static_cast<uint32_t>(p.n[k]));
     // l < L < 2^31 here; a step past L divides like L + 1 (every l / step is 0)
     p.step_div = detail::FastDiv(static_cast<uint32_t>(std::min<int64_t>(d.step, d.shape[dim] + 1)));
+    p.narrow = fits_int32(a.grad_out) && fits_int32(a.grad_input);
   }
   return cuda_status(unfk::find_unfold_backward(d.dtype)(p, stream), kOp);
 }

@@ -25,6 +25,7 @@ struct Params {
   int64_t go_k = 0;  // grad_out's stride along the window axis
   int64_t units = 0; // grad_input's elements
   int small = 1;     // units < 2^31: FastDiv coordinates
+  int narrow = 0;    // small, and both views reach less than 2^31 elements: 32-bit offsets
   detail::FastDiv div[kMaxRank], step_div;
 };
 using UnfLaunchFn = LaunchFn<Params>;

@@ -1,6 +1,8 @@
 // unfold_backward: each thread sums kPer grad_input elements (a block's tile: kPer strided
 // passes of kThreads), their coordinates by FastDiv below 2^31 elements (64-bit division above)
-// over the axes unrolled to kMaxRank (constant indices into the parameter block), then the
+// over the axes unrolled to kMaxRank (constant indices into the parameter block), offsets in
+// 32 bits when both views reach less than 2^31 elements (the index arithmetic, not the bytes,
+// bounds this kernel: 64-bit offsets measured 5x slower on a 2^28-element bf16 case), then the
 // windows that cover each index l along the unfolded axis, w in
 // [max(0, ⌊(l − size) / step⌋ + 1), min(⌊l / step⌋, W − 1)], summed in ascending w. The first
 // window of every element is loaded before any sum (kPer loads in flight per thread).
@@ -17,21 +19,23 @@ namespace {
 
 constexpr int kPer = 8;
 
-// Element u: grad_input's offset, grad_out's offset of its first window, its window count.
-template <bool Small>
-__device__ __forceinline__ void locate(const Params& p, int64_t u, int64_t* gi_off, int64_t* go_off, int64_t* count) {
-  int64_t gi = 0, go = 0, l = 0;
+// Element u: grad_input's offset, grad_out's offset of its row (every axis but the unfolded
+// one), its index l along the unfolded axis and its first window w0 and window count. I: the
+// offsets' type (int32 when both views reach less than 2^31 elements: one multiply-add a term).
+template <bool Small, class I>
+__device__ __forceinline__ void locate(const Params& p, int64_t u, I* gi_off, I* go_row, I* l_out, I* w0, I* count) {
+  I gi = 0, go = 0, l = 0;
   if constexpr (Small) {
     uint32_t r = static_cast<uint32_t>(u);
 #pragma unroll
     for (int k = kMaxRank - 1; k >= 0; --k) {
       if (k >= p.na) continue;
       const uint32_t q = k > 0 ? p.div[k].div(r) : 0;
-      const int64_t c = r - q * static_cast<uint32_t>(p.n[k]);
+      const I c = static_cast<I>(r - q * static_cast<uint32_t>(p.n[k]));
       r = q;
-      gi += c * p.gi[k];
+      gi += c * static_cast<I>(p.gi[k]);
       if (k == p.axis) l = c;
-      else go += c * p.go[k];
+      else go += c * static_cast<I>(p.go[k]);
     }
   } else {
     int64_t r = u;
@@ -39,48 +43,48 @@ __device__ __forceinline__ void locate(const Params& p, int64_t u, int64_t* gi_o
     for (int k = kMaxRank - 1; k >= 0; --k) {
       if (k >= p.na) continue;
       const int64_t q = k > 0 ? r / p.n[k] : 0;
-      const int64_t c = r - q * p.n[k];
+      const I c = static_cast<I>(r - q * p.n[k]);
       r = q;
-      gi += c * p.gi[k];
+      gi += c * static_cast<I>(p.gi[k]);
       if (k == p.axis) l = c;
-      else go += c * p.go[k];
+      else go += c * static_cast<I>(p.go[k]);
     }
   }
-  int64_t w_lo = 0, w_hi = 0;
+  I w_lo = 0, w_hi = 0;
   if constexpr (Small) {
-    w_hi = p.step_div.div(static_cast<uint32_t>(l));
-    w_lo = l >= p.size ? p.step_div.div(static_cast<uint32_t>(l - p.size)) + 1 : 0;
+    w_hi = static_cast<I>(p.step_div.div(static_cast<uint32_t>(l)));
+    w_lo = l >= p.size ? static_cast<I>(p.step_div.div(static_cast<uint32_t>(l - p.size))) + 1 : 0;
   } else {
     w_hi = l / p.step;
     w_lo = l >= p.size ? (l - p.size) / p.step + 1 : 0;
   }
-  w_hi = w_hi < p.windows - 1 ? w_hi : p.windows - 1;
-  *gi_off = gi;
-  *go_off = go + w_lo * p.go_w + (l - w_lo * p.step) * p.go_k;
-  *count = w_hi - w_lo + 1;
+  w_hi = w_hi < p.windows - 1 ? w_hi : static_cast<I>(p.windows - 1);
+  *gi_off = gi, *go_row = go, *l_out = l, *w0 = w_lo, *count = w_hi - w_lo + 1;
 }
 
-template <class T, bool Small>
+template <class T, bool Small, class I>
 __global__ void __launch_bounds__(kThreads) unfold_backward_kernel(const __grid_constant__ Params p) {
   using A = acc_t<T>;
   const T* go = static_cast<const T*>(p.grad_out);
   T* gi = static_cast<T*>(p.grad_input);
-  const int64_t next = p.go_w - p.step * p.go_k;  // grad_out's offset from window w to w + 1 (same l)
+  const I go_w = static_cast<I>(p.go_w), go_k = static_cast<I>(p.go_k), step = static_cast<I>(p.step);
   constexpr int64_t kTile = int64_t{kThreads} * kPer;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile; base < p.units; base += static_cast<int64_t>(gridDim.x) * kTile) {
-    int64_t dst[kPer], src[kPer], n[kPer];
+    I dst[kPer], row[kPer], l[kPer], w0[kPer], n[kPer];
     A acc[kPer];
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
       const int64_t u = base + int64_t{e} * kThreads + threadIdx.x;
       n[e] = 0;
-      if (u < p.units) locate<Small>(p, u, &dst[e], &src[e], &n[e]);
+      if (u < p.units) locate<Small, I>(p, u, &dst[e], &row[e], &l[e], &w0[e], &n[e]);
     }
+    // grad_out's element of window w for index l: row + w·go_w + (l − w·step)·go_k (every term
+    // within grad_out's reach)
 #pragma unroll
-    for (int e = 0; e < kPer; ++e) acc[e] = n[e] > 0 ? to_acc(go[src[e]]) : A(0);
+    for (int e = 0; e < kPer; ++e) acc[e] = n[e] > 0 ? to_acc(go[row[e] + w0[e] * go_w + (l[e] - w0[e] * step) * go_k]) : A(0);
 #pragma unroll
     for (int e = 0; e < kPer; ++e)
-      for (int64_t w = 1; w < n[e]; ++w) acc[e] += to_acc(go[src[e] + w * next]);
+      for (I w = w0[e] + 1; w < w0[e] + n[e]; ++w) acc[e] += to_acc(go[row[e] + w * go_w + (l[e] - w * step) * go_k]);
 #pragma unroll
     for (int e = 0; e < kPer; ++e)
       if (base + int64_t{e} * kThreads + threadIdx.x < p.units) gi[dst[e]] = from_acc<T>(acc[e]);
@@ -92,8 +96,9 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   if (p.units == 0) return cudaSuccess;
   constexpr int64_t kTile = int64_t{kThreads} * kPer;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((p.units + kTile - 1) / kTile, int64_t{1} << 30));
-  if (p.small) return launch_kernel(unfold_backward_kernel<T, true>, dim3(blocks), dim3(kThreads), 0, stream, p);
-  return launch_kernel(unfold_backward_kernel<T, false>, dim3(blocks), dim3(kThreads), 0, stream, p);
+  if (p.small && p.narrow) return launch_kernel(unfold_backward_kernel<T, true, int32_t>, dim3(blocks), dim3(kThreads), 0, stream, p);
+  if (p.small) return launch_kernel(unfold_backward_kernel<T, true, int64_t>, dim3(blocks), dim3(kThreads), 0, stream, p);
+  return launch_kernel(unfold_backward_kernel<T, false, int64_t>, dim3(blocks), dim3(kThreads), 0, stream, p);
 }
 
 }  // namespace
