@@ -26,6 +26,8 @@ struct Params {
   int64_t units = 0; // grad_input's elements
   int small = 1;     // units < 2^31: FastDiv coordinates
   int narrow = 0;    // small, and both views reach less than 2^31 elements: 32-bit offsets
+  int run = 0;       // narrow, and the innermost axis' extent a multiple of 8: runs of 8 a thread
+  int vec_store = 0; // run, grad_input contiguous along it with 16-byte aligned run starts
   detail::FastDiv div[kMaxRank], step_div;
 };
 using UnfLaunchFn = LaunchFn<Params>;
