@@ -122,12 +122,7 @@ Status UnfoldBackwardPlan::run(cudaStream_t stream, Workspace, const UnfoldBackw
     // l < L < 2^31 here; a step past L divides like L + 1 (every l / step is 0)
     p.step_div = detail::FastDiv(static_cast<uint32_t>(std::min<int64_t>(d.step, d.shape[dim] + 1)));
     p.narrow = fits_int32(a.grad_out) && fits_int32(a.grad_input);
-    // runs of 8 along the innermost axis; 16-byte stores where every run start is 16-byte aligned
-    p.run = p.narrow && p.na > 0 && p.n[p.na - 1] % 8 == 0;
-    const int64_t per16 = 16 / static_cast<int64_t>(dtype_size(d.dtype));
-    bool aligned = p.run && p.gi[p.na - 1] == 1 && reinterpret_cast<uintptr_t>(a.grad_input.data) % 16 == 0;
-    for (int k = 0; k + 1 < p.na && aligned; ++k) aligned = p.gi[k] % per16 == 0;
-    p.vec_store = aligned;
+    p.run = p.narrow && p.na > 0 && p.n[p.na - 1] % unfk::kRun == 0;  // a warp's runs
   }
   return cuda_status(unfk::find_unfold_backward(d.dtype)(p, stream), kOp);
 }

@@ -13,6 +13,7 @@
 namespace baracuda::unfk {
 
 inline constexpr int kThreads = 256;
+inline constexpr int64_t kRun = 256;  // elements of a warp's run (32 lanes x 8)
 
 struct Params {
   const void* grad_out = nullptr;
@@ -26,8 +27,7 @@ struct Params {
   int64_t units = 0; // grad_input's elements
   int small = 1;     // units < 2^31: FastDiv coordinates
   int narrow = 0;    // small, and both views reach less than 2^31 elements: 32-bit offsets
-  int run = 0;       // narrow, and the innermost axis' extent a multiple of 8: runs of 8 a thread
-  int vec_store = 0; // run, grad_input contiguous along it with 16-byte aligned run starts
+  int run = 0;       // narrow, and the innermost axis' extent a multiple of 256: runs of 256 a warp
   detail::FastDiv div[kMaxRank], step_div;
 };
 using UnfLaunchFn = LaunchFn<Params>;

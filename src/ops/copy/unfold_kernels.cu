@@ -1,13 +1,16 @@
-// unfold_backward: each thread sums kPer grad_input elements (a block's tile: kPer strided
-// passes of kThreads), their coordinates by FastDiv below 2^31 elements (64-bit division above)
-// over the axes unrolled (to their count for 1..3 axes, else to kMaxRank with a guard each:
-// constant indices into the parameter block; the guarded form measured ~130 instructions an
-// element on [65536, 4096] bf16), offsets in
-// 32 bits when both views reach less than 2^31 elements (the index arithmetic, not the bytes,
-// bounds this kernel: 64-bit offsets measured 5x slower on a 2^28-element bf16 case), then the
-// windows that cover each index l along the unfolded axis, w in
-// [max(0, ⌊(l − size) / step⌋ + 1), min(⌊l / step⌋, W − 1)], summed in ascending w. The first
-// window of every element is loaded before any sum (kPer loads in flight per thread).
+// unfold_backward: every grad_input element sums the windows that cover its index l along the
+// unfolded axis, w in [max(0, ⌊(l − size) / step⌋ + 1), min(⌊l / step⌋, W − 1)], in ascending w.
+// The index arithmetic, not the bytes, bounds this kernel, so it is cut three ways (measured on
+// the [65536, 4096] bf16 case, H200):
+//   - offsets in 32 bits when both views reach less than 2^31 elements (64-bit: 5x slower);
+//   - the axis loop unrolled to the axis count for 1..3 merged axes (else to kMaxRank with a
+//     guard each), constant indices into the parameter block (the guarded form: ~130
+//     instructions an element);
+//   - warp runs (unfold_backward_runs_kernel) when the innermost extent is a multiple of kRun:
+//     one coordinate decomposition per kPer elements.
+// Otherwise each thread takes kPer elements kThreads apart, coordinates by FastDiv below 2^31
+// elements (64-bit division above). Every element's first window is loaded before any sum
+// (kPer loads in flight per thread).
 #include <algorithm>
 
 #include "core/cuda_types.cuh"
@@ -102,10 +105,13 @@ __global__ void __launch_bounds__(kThreads) unfold_backward_kernel(const __grid_
   }
 }
 
-// Runs (p.run): the innermost axis' extent is a multiple of kPer, so a thread's kPer consecutive
-// elements share every coordinate but the innermost: one locate a run, then the innermost index
-// steps (the unfolded axis: l + e with its windows; another: grad_out's and grad_input's
-// innermost strides); a contiguous grad_input row takes the run in 16-byte stores.
+// Runs (p.run): the innermost axis' extent is a multiple of kRun = 32·kPer, so a warp's kRun
+// consecutive elements share every coordinate but the innermost: lane t takes elements t + 32·e,
+// one coordinate decomposition a thread, then the innermost index steps by 32 (the unfolded axis:
+// l + 32·e with its windows; another: its strides in both views). Every load and store of a warp
+// is 32 consecutive innermost elements (coalesced when that axis is contiguous).
+static_assert(kRun == 32 * kPer);
+
 template <class T, int NA>
 __global__ void __launch_bounds__(kThreads) unfold_backward_runs_kernel(const __grid_constant__ Params p) {
   using A = acc_t<T>;
@@ -116,37 +122,26 @@ __global__ void __launch_bounds__(kThreads) unfold_backward_runs_kernel(const __
   const int last = p.na - 1;
   const bool along = p.axis == last;  // the innermost axis is the unfolded one
   const I gi_in = static_cast<I>(p.gi[last]), go_in = along ? 0 : static_cast<I>(p.go[last]);
-  const int64_t runs = p.units / kPer;
-  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; g < runs; g += static_cast<int64_t>(gridDim.x) * kThreads) {
+  const int64_t runs = p.units / kRun, lane = threadIdx.x % 32;
+  constexpr int kWarps = kThreads / 32;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; g < runs; g += static_cast<int64_t>(gridDim.x) * kWarps) {
     I dst = 0, row = 0, l0 = 0, w00 = 0, n0 = 0;
-    locate<true, I, NA>(p, g * kPer, &dst, &row, &l0, &w00, &n0);
+    locate<true, I, NA>(p, g * kRun + lane, &dst, &row, &l0, &w00, &n0);
     I l[kPer], w0[kPer], n[kPer];
     A acc[kPer];
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
-      l[e] = along ? l0 + e : l0, w0[e] = w00, n[e] = n0;
+      l[e] = along ? l0 + 32 * e : l0, w0[e] = w00, n[e] = n0;
       if (along && e > 0) windows<true>(p, l[e], &w0[e], &n[e]);
     }
 #pragma unroll
     for (int e = 0; e < kPer; ++e)
-      acc[e] = n[e] > 0 ? to_acc(go[row + e * go_in + w0[e] * go_w + (l[e] - w0[e] * step) * go_k]) : A(0);
+      acc[e] = n[e] > 0 ? to_acc(go[row + 32 * e * go_in + w0[e] * go_w + (l[e] - w0[e] * step) * go_k]) : A(0);
 #pragma unroll
     for (int e = 0; e < kPer; ++e)
-      for (I w = w0[e] + 1; w < w0[e] + n[e]; ++w) acc[e] += to_acc(go[row + e * go_in + w * go_w + (l[e] - w * step) * go_k]);
-    if (p.vec_store) {
-      constexpr int kChunks = kPer * static_cast<int>(sizeof(T)) / 16;
-      union {
-        T v[kPer];
-        uint4 c[kChunks];
-      } out;
+      for (I w = w0[e] + 1; w < w0[e] + n[e]; ++w) acc[e] += to_acc(go[row + 32 * e * go_in + w * go_w + (l[e] - w * step) * go_k]);
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) out.v[e] = from_acc<T>(acc[e]);
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) reinterpret_cast<uint4*>(gi + dst)[c] = out.c[c];
-    } else {
-#pragma unroll
-      for (int e = 0; e < kPer; ++e) gi[dst + e * gi_in] = from_acc<T>(acc[e]);
-    }
+    for (int e = 0; e < kPer; ++e) gi[dst + 32 * e * gi_in] = from_acc<T>(acc[e]);
   }
 }
 
@@ -157,7 +152,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((p.units + kTile - 1) / kTile, int64_t{1} << 30));
   const dim3 grid(blocks), block(kThreads);
   if (p.small && p.narrow && p.run) {
-    const unsigned run_blocks = static_cast<unsigned>(std::min<int64_t>((p.units / kPer + kThreads - 1) / kThreads, int64_t{1} << 30));
+    const unsigned run_blocks = static_cast<unsigned>(std::min<int64_t>((p.units / kRun * 32 + kThreads - 1) / kThreads, int64_t{1} << 30));
     switch (p.na) {
       case 1: return launch_kernel(unfold_backward_runs_kernel<T, 1>, dim3(run_blocks), block, 0, stream, p);
       case 2: return launch_kernel(unfold_backward_runs_kernel<T, 2>, dim3(run_blocks), block, 0, stream, p);
