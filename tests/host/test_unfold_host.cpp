@@ -86,6 +86,19 @@ TEST(UnfoldBackwardPlan, OperandsAndGuarantee) {
   EXPECT_EQ(p->precision_guarantee().accumulator, DType::f32);
   EXPECT_EQ(p->workspace_size(), 0u);
   EXPECT_EQ(p->sku().direction, Direction::kBackward);
+  EXPECT_EQ(p->sku().variant, "gather");  // overlapping windows sum
+  // disjoint windows: a copy (bit-exact), after a zero fill when windows leave gaps
+  const int64_t row[] = {8, 4096};
+  auto tiled = UnfoldBackwardPlan::select(UnfoldBackwardDescriptor::make(DType::bf16, row, 1, 4, 4), hopper());
+  ASSERT_TRUE(tiled) << tiled.status().message();
+  EXPECT_EQ(tiled->sku().variant, "copy");
+  EXPECT_TRUE(tiled->precision_guarantee().bit_exact);
+  auto gapped = UnfoldBackwardPlan::select(UnfoldBackwardDescriptor::make(DType::f32, row, 1, 4, 5), hopper());
+  ASSERT_TRUE(gapped) << gapped.status().message();
+  EXPECT_EQ(gapped->sku().variant, "fill+copy");
+  auto tail = UnfoldBackwardPlan::select(UnfoldBackwardDescriptor::make(DType::f32, row, 1, 3, 3), hopper());  // 4096 = 3·1365 + 1
+  ASSERT_TRUE(tail) << tail.status().message();
+  EXPECT_EQ(tail->sku().variant, "fill+copy");
 }
 
 TEST(UnfoldBackwardPlan, RefusalsNameTheField) {

@@ -13,10 +13,14 @@
 //   that does not overlap grad_out. Every element of grad_input is written.
 // Dtypes: f32, f16, bf16, f64 (grad_out and grad_input alike). Accumulator f32 (f64 for f64):
 //   at most ceil(size / step) terms per element, rounded once into the dtype.
-// Determinism: bitwise (one thread per element, windows in ascending order). Workspace: none.
+// Paths: disjoint windows (step >= size > 0) are a strided copy of grad_out into the windows'
+//   view of grad_input (the copy row; the gaps, when step > size or windows stop short of L,
+//   zero-filled first by the fill row): bit-exact. Overlapping windows: one thread per element.
+// Determinism: bitwise (windows summed in ascending order). Workspace: none.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "baracuda/core/describe.hpp"
@@ -25,6 +29,9 @@
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
+
+class CopyPlan;
+class FillPlan;
 
 struct UnfoldBackwardDescriptor {
   DType dtype = DType::f32;
@@ -52,6 +59,10 @@ class UnfoldBackwardPlan : public PlanBase<UnfoldBackwardDescriptor> {
   static Result<UnfoldBackwardPlan> select(const UnfoldBackwardDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const UnfoldBackwardArgs& args) const;
   Status run(cudaStream_t stream, Workspace ws, const UnfoldBackwardArgs& args) const;
+
+ private:
+  std::shared_ptr<const CopyPlan> copy_;  // disjoint windows: grad_out -> the windows of grad_input
+  std::shared_ptr<const FillPlan> zero_;  // ... and the gaps between / after them
 };
 
 }  // namespace baracuda

@@ -1,11 +1,14 @@
-// UnfoldBackwardPlan: the descriptor's checks (PyTorch's unfold rules), grad_out's shape, and
-// the geometry: grad_input's axes with both views' strides, extent-1 axes dropped and nesting
-// neighbours merged (the unfolded axis kept as it is).
+// UnfoldBackwardPlan: the descriptor's checks (PyTorch's unfold rules), grad_out's shape; disjoint
+// windows as a copy into grad_input's windows view (after a zero fill when there are gaps);
+// otherwise the gather kernel's geometry: grad_input's axes with both views' strides, extent-1
+// axes dropped and nesting neighbours merged (the unfolded axis kept as it is).
 #include "baracuda/ops/unfold.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
+#include "baracuda/ops/copy.hpp"
+#include "baracuda/ops/fill.hpp"
 #include "core/checked_math.hpp"
 #include "core/cuda_check.hpp"
 #include "core/dispatch.hpp"
@@ -85,6 +88,20 @@ Result<UnfoldBackwardPlan> UnfoldBackwardPlan::select(const UnfoldBackwardDescri
   p.sku_.dtype = d.dtype;
   p.sku_.variant = "gather";
   p.guarantee_ = float_guarantee(d.dtype);
+  if (d.size > 0 && d.step >= d.size) {  // disjoint windows: no sums, a strided copy
+    PlanPreference pp = pref;
+    pp.forced_backend = Backend::kAny;
+    auto copy = CopyPlan::select(CopyDescriptor::make(d.dtype, std::span<const int64_t>(go_shape, static_cast<size_t>(d.rank + 1))), pp);
+    if (!copy) return copy.status();
+    p.copy_ = std::make_shared<const CopyPlan>(std::move(*copy));
+    if (d.step > d.size || d.windows() * d.size != d.shape[dim]) {
+      auto zero = FillPlan::select(FillDescriptor::full(d.dtype, std::span<const int64_t>(d.shape, static_cast<size_t>(d.rank)), Scalar(0.0)), pp);
+      if (!zero) return zero.status();
+      p.zero_ = std::make_shared<const FillPlan>(std::move(*zero));
+    }
+    p.sku_.variant = p.zero_ ? "fill+copy" : "copy";
+    p.guarantee_.bit_exact = true;
+  }
   return p;
 }
 
@@ -95,6 +112,20 @@ Status UnfoldBackwardPlan::run(cudaStream_t stream, Workspace, const UnfoldBackw
   if (writes_nothing(operands_, a)) return {};
   const UnfoldBackwardDescriptor& d = desc_;
   const int dim = axis_of(d);
+  if (copy_) {
+    if (zero_)
+      if (Status s = zero_->run(stream, {}, FillArgs{a.grad_input}); !s.ok()) return s;
+    // grad_input seen as the unfolded view: dim -> the windows (stride step·s), the window axis
+    // appended (stride s); disjoint, so the copy's destination does not overlap itself
+    TensorMut windows = a.grad_input;
+    const int64_t s = a.grad_input.stride[dim], w = d.windows();
+    windows.rank = d.rank + 1;
+    windows.shape[dim] = w;
+    windows.stride[dim] = w > 1 ? d.step * s : s;  // (w − 1)·step·s is within the view's reach
+    windows.shape[d.rank] = d.size;
+    windows.stride[d.rank] = s;
+    return copy_->run(stream, {}, CopyArgs{a.grad_out, windows});
+  }
   unfk::Params p;
   p.grad_out = a.grad_out.data;
   p.grad_input = a.grad_input.data;
