@@ -468,29 +468,22 @@ _SCATTER_DOC = """``jax.lax.{name}``, eagerly, through baracuda's ``scatter`` ro
     """
 
 
-def scatter(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
-    return _scatter("none", operand, scatter_indices, updates, dimension_numbers, mode)
+def _lax_scatter(name: str, reduce: str) -> Callable[..., jax.Array]:
+    """jax.lax.<name> with JAX's signature on the scatter row's reduce (docstring set below)."""
+
+    def f(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
+          indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
+        return _scatter(reduce, operand, scatter_indices, updates, dimension_numbers, mode)
+
+    f.__name__ = f.__qualname__ = name
+    return f
 
 
-def scatter_add(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
-    return _scatter("sum", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_mul(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
-    return _scatter("prod", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_min(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
-    return _scatter("amin", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_max(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> jax.Array:
-    return _scatter("amax", operand, scatter_indices, updates, dimension_numbers, mode)
+scatter = _lax_scatter("scatter", "none")
+scatter_add = _lax_scatter("scatter_add", "sum")
+scatter_mul = _lax_scatter("scatter_mul", "prod")
+scatter_min = _lax_scatter("scatter_min", "amin")
+scatter_max = _lax_scatter("scatter_max", "amax")
 
 
 _ATOMIC = ("Floating-point terms combine by atomics in arrival order: the result may differ run to "

@@ -626,8 +626,9 @@ def unfold(input: torch.Tensor, dimension: int, size: int, step: int) -> torch.T
     """Tensor.unfold(dimension, size, step): a view of every window of ``size`` elements ``step``
     apart along ``dimension`` (a new last axis); PyTorch's checks. Its gradient sums each
     window's back onto the input (the unfold_backward row: deterministic, one thread per input
-    element). A 0-d input (one window of the scalar) keeps PyTorch's own backward."""
-    if input.dim() == 0 or not (input.requires_grad and input.dtype in _UNFOLD_GRAD_DTYPES):
+    element). A 0-d or rank-8 input (the row takes ranks 1..7: the view adds an axis) keeps
+    PyTorch's own backward."""
+    if input.dim() == 0 or input.dim() >= 8 or not (input.requires_grad and input.dtype in _UNFOLD_GRAD_DTYPES):
         return input.unfold(dimension, size, step)
     return _Unfold.apply(input, dimension, size, step)
 

@@ -162,55 +162,57 @@ void describe_hash(HashMix& h, const TensorLayout& v) {
   for (int i = 0; i < std::clamp(v.rank, 0, kMaxRank); ++i) h.word(static_cast<uint64_t>(v.shape[i])), h.word(static_cast<uint64_t>(v.stride[i]));
 }
 
-void describe_put(std::string& out, const IntList& v) {
+namespace {
+
+// The list fields (IntList, DTypeVec): a comma list, each item by `put` / `get` (get: false on a
+// malformed item); "" is the empty list, an empty item is malformed.
+template <class E, class Put>
+void put_list(std::string& out, const std::vector<E>& v, Put put) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ',';
-    out += std::to_string(v[i]);
+    put(out, v[i]);
   }
 }
-std::string describe_get(std::string_view s, IntList* v) {
-  std::vector<int64_t> parsed;
+template <class E, class Get>
+bool get_list(std::string_view s, std::vector<E>* v, Get get) {
+  std::vector<E> parsed;
   while (!s.empty()) {
     const size_t c = s.find(',');
-    int64_t x = 0;
-    if (!get_integer(s.substr(0, c), &x, "x").empty()) return "a comma list of integers";
+    E x{};
+    if (!get(s.substr(0, c), &x)) return false;
     parsed.push_back(x);
     if (c == std::string_view::npos) break;
     s.remove_prefix(c + 1);
-    if (s.empty()) return "a comma list of integers";
+    if (s.empty()) return false;
   }
-  v->v = std::move(parsed);
-  return {};
+  *v = std::move(parsed);
+  return true;
 }
-void describe_hash(HashMix& h, const IntList& v) {
+template <class E>
+void hash_list(HashMix& h, const std::vector<E>& v) {
   h.word(v.size());
-  for (int64_t x : v.v) h.word(static_cast<uint64_t>(x));
+  for (E x : v) h.word(static_cast<uint64_t>(x));
 }
 
+}  // namespace
+
+void describe_put(std::string& out, const IntList& v) {
+  put_list(out, v.v, [](std::string& o, int64_t x) { o += std::to_string(x); });
+}
+std::string describe_get(std::string_view s, IntList* v) {
+  const bool ok = get_list(s, &v->v, [](std::string_view t, int64_t* x) { return get_integer(t, x, "x").empty(); });
+  return ok ? std::string() : "a comma list of integers";
+}
+void describe_hash(HashMix& h, const IntList& v) { hash_list(h, v.v); }
+
 void describe_put(std::string& out, const DTypeVec& v) {
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += dtype_name(v[i]);
-  }
+  put_list(out, v.v, [](std::string& o, DType t) { o += dtype_name(t); });
 }
 std::string describe_get(std::string_view s, DTypeVec* v) {
-  std::vector<DType> parsed;
-  while (!s.empty()) {
-    const size_t c = s.find(',');
-    DType t{};
-    if (!parse_dtype(s.substr(0, c), &t)) return "a comma list of dtype names";
-    parsed.push_back(t);
-    if (c == std::string_view::npos) break;
-    s.remove_prefix(c + 1);
-    if (s.empty()) return "a comma list of dtype names";
-  }
-  v->v = std::move(parsed);
-  return {};
+  const bool ok = get_list(s, &v->v, [](std::string_view t, DType* x) { return parse_dtype(t, x); });
+  return ok ? std::string() : "a comma list of dtype names";
 }
-void describe_hash(HashMix& h, const DTypeVec& v) {
-  h.word(v.size());
-  for (DType t : v.v) h.word(static_cast<uint64_t>(t));
-}
+void describe_hash(HashMix& h, const DTypeVec& v) { hash_list(h, v.v); }
 
 namespace describe_detail {
 

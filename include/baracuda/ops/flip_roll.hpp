@@ -10,8 +10,9 @@
 //   length (or dims empty and one shift); any int64 shift, taken mod the extent.
 // Strides: any for input (0, negative), out any non-self-overlapping view. Axes mapped alike
 //   on both sides are merged; the trailing identity run (or the last axis when it is the one
-//   flipped / rolled by a multiple of the vector) moves in 16-byte pieces where aligned (a
-//   flipped piece reverses its elements in registers), else element by element.
+//   flipped / rolled) moves in 16-byte pieces where aligned (a flipped piece reverses its
+//   elements in registers; a roll by a part of a piece joins two source pieces), else element
+//   by element.
 // Dtypes: every real dtype, bit-exact. Determinism: bitwise. Workspace: none.
 // Aliasing: out must not overlap input (the map reads elements other threads overwrite).
 // Backward (no row): flip's is the flip of dout over the same dims; roll's is the roll of dout

@@ -15,7 +15,9 @@
 //   at most ceil(size / step) terms per element, rounded once into the dtype.
 // Paths: disjoint windows (step >= size > 0) are a strided copy of grad_out into the windows'
 //   view of grad_input (the copy row; the gaps, when step > size or windows stop short of L,
-//   zero-filled first by the fill row): bit-exact. Overlapping windows: one thread per element.
+//   zero-filled first by the fill row): bit-exact. Overlapping windows (and size 0): a gather
+//   kernel, every grad_input element summing its windows (8 elements a thread, or warp runs of
+//   256 along the innermost axis).
 // Determinism: bitwise (windows summed in ascending order). Workspace: none.
 #pragma once
 

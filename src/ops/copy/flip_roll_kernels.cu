@@ -29,8 +29,8 @@ __device__ __forceinline__ uint4 reversed(uint4 v, int esize) {
   return make_uint4(rev_bytes(v.w, esize), rev_bytes(v.z, esize), rev_bytes(v.y, esize), rev_bytes(v.x, esize));
 }
 
-// Bytes [16 − 4·Q − b, ...) of the 32-byte a ++ b taken from word Q on: o[k] = the word at byte
-// 4·(Q + k) + sh / 8 of the pair.
+// Bytes [4·Q + sh / 8, 4·Q + sh / 8 + 16) of the 32 bytes a ++ b (the words w): o[k] joins
+// words Q + k and Q + k + 1 shifted right by sh bits.
 template <int Q>
 __device__ __forceinline__ uint4 join_from(const uint32_t (&w)[8], uint32_t sh) {
   return make_uint4(__funnelshift_r(w[Q], w[Q + 1], sh), __funnelshift_r(w[Q + 1], w[Q + 2], sh),

@@ -132,20 +132,22 @@ Status UnfoldBackwardPlan::run(cudaStream_t stream, Workspace, const UnfoldBackw
   p.windows = d.windows(), p.size = d.size, p.step = d.step;
   p.go_k = a.grad_out.stride[d.rank];
   p.go_w = a.grad_out.stride[dim];
+  int axis = -1;  // the unfolded axis' place once appended (p.axis = 0 would block the first merge)
   for (int k = 0; k < d.rank; ++k) {
     const bool unfolded = k == dim;
     if (!unfolded && d.shape[k] == 1) continue;
     int64_t gi_next = 0, go_next = 0;
-    const bool prev_merges = p.na > 0 && (p.na - 1) != p.axis;
+    const bool prev_merges = p.na > 0 && (p.na - 1) != axis;
     if (!unfolded && prev_merges && checked_mul(a.grad_input.stride[k], d.shape[k], &gi_next) &&
         checked_mul(a.grad_out.stride[k], d.shape[k], &go_next) && p.gi[p.na - 1] == gi_next && p.go[p.na - 1] == go_next) {
       p.n[p.na - 1] *= d.shape[k], p.gi[p.na - 1] = a.grad_input.stride[k], p.go[p.na - 1] = a.grad_out.stride[k];
       continue;
     }
-    if (unfolded) p.axis = p.na;
+    if (unfolded) axis = p.na;
     p.n[p.na] = d.shape[k], p.gi[p.na] = a.grad_input.stride[k], p.go[p.na] = a.grad_out.stride[k];
     ++p.na;
   }
+  p.axis = axis;
   p.units = a.grad_input.numel();
   p.small = p.units < (int64_t{1} << 31);
   if (p.small) {
